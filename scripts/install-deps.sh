@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages infertrace needs to build, run and test, skipping
+# what is already there so `make run` / `make test` stay fast on a prepared machine.
+set -euo pipefail
+pkgs=(
+  build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
+  systemtap-sdt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
+  prometheus stress-ng linux-perf bpftrace iproute2 util-linux libcap2-bin procps curl
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing Debian packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Debian's prometheus package starts a server in the background; the tests run their own.
+if command -v systemctl >/dev/null && systemctl is-active -q prometheus 2>/dev/null; then
+  systemctl stop prometheus || true
+fi

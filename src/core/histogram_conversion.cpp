@@ -1,0 +1,41 @@
+#include "core/histogram_conversion.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace infertrace::core {
+
+void add_slots(std::span<uint64_t> into, std::span<const uint64_t> from) {
+  const size_t n = std::min(into.size(), from.size());
+  for (size_t i = 0; i < n; ++i) into[i] += from[i];
+}
+
+HistogramData log2_to_buckets(std::span<const uint64_t> slots, uint64_t sum, double unit_seconds,
+                              size_t first, size_t last) {
+  HistogramData h;
+  last = std::min(last, slots.size() - 1);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    cumulative += slots[i];
+    if (i >= first && i <= last) {
+      h.buckets.emplace_back(std::ldexp(unit_seconds, static_cast<int>(i + 1)), cumulative);
+    }
+  }
+  h.count = cumulative;
+  h.sum = static_cast<double>(sum) * unit_seconds;
+  return h;
+}
+
+HistogramData linear_to_buckets(std::span<const uint64_t> slots, uint64_t sum) {
+  HistogramData h;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    cumulative += slots[i];
+    if (i + 1 < slots.size()) h.buckets.emplace_back(static_cast<double>(i), cumulative);
+  }
+  h.count = cumulative;
+  h.sum = static_cast<double>(sum);
+  return h;
+}
+
+}  // namespace infertrace::core

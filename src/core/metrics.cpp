@@ -1,0 +1,35 @@
+#include "core/metrics.h"
+
+#include <stdexcept>
+
+namespace infertrace::core {
+
+MetricFamily& MetricSet::family(const std::string& name, MetricType type,
+                                const std::string& help, const std::string& unit) {
+  for (auto& f : families_) {
+    if (f.name == name) {
+      if (f.type != type) throw std::logic_error("metric " + name + " registered with two types");
+      return f;
+    }
+  }
+  families_.push_back(MetricFamily{name, type, help, unit, {}});
+  return families_.back();
+}
+
+void MetricSet::add(const std::string& name, MetricType type, const std::string& help,
+                    Labels labels, double value, const std::string& unit) {
+  Sample s;
+  s.labels = std::move(labels);
+  s.value = value;
+  family(name, type, help, unit).samples.push_back(std::move(s));
+}
+
+void MetricSet::add_histogram(const std::string& name, const std::string& help, Labels labels,
+                              HistogramData data, const std::string& unit) {
+  Sample s;
+  s.labels = std::move(labels);
+  s.histogram = std::move(data);
+  family(name, MetricType::Histogram, help, unit).samples.push_back(std::move(s));
+}
+
+}  // namespace infertrace::core

@@ -1,0 +1,177 @@
+#include "probes/features.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace infertrace::probes {
+namespace {
+
+constexpr const char* kKernelBtf = "/sys/kernel/btf/vmlinux";
+
+// r0 = 0; exit
+const bpf_insn kReturnZero[] = {
+    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = 0},
+    {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+};
+
+std::string err_text(int err) { return strerror(err < 0 ? -err : err); }
+
+// Loads a tracing program against a BTF id and attaches it; `kind` is the attach type.
+Feature probe_tracing(const char* name, btf* vmlinux, const char* target, __u32 btf_kind,
+                      bpf_attach_type kind) {
+  Feature f{name, false, ""};
+  if (!vmlinux) {
+    f.detail = "needs kernel BTF";
+    return f;
+  }
+  const int id = btf__find_by_name_kind(vmlinux, target, btf_kind);
+  if (id < 0) {
+    f.detail = std::string("no BTF for ") + target;
+    return f;
+  }
+  LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = kind, .attach_btf_id = (__u32)id);
+  const int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "probe", "GPL", kReturnZero, 2, &opts);
+  if (fd < 0) {
+    f.detail = "load: " + err_text(errno);
+    return f;
+  }
+  const int link = bpf_link_create(fd, 0, kind, nullptr);
+  if (link < 0) {
+    f.detail = "attach: " + err_text(errno);
+  } else {
+    f.available = true;
+    close(link);
+  }
+  close(fd);
+  return f;
+}
+
+Feature probe_raw_tp() {
+  Feature f{"raw_tracepoint", false, ""};
+  const int fd =
+      bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "probe", "GPL", kReturnZero, 2, nullptr);
+  if (fd < 0) {
+    f.detail = "load: " + err_text(errno);
+    return f;
+  }
+  const int link = bpf_raw_tracepoint_open("sched_switch", fd);
+  if (link < 0) {
+    f.detail = "attach: " + err_text(errno);
+  } else {
+    f.available = true;
+    close(link);
+  }
+  close(fd);
+  return f;
+}
+
+Feature probe_map(const char* name, bpf_map_type type) {
+  Feature f{name, false, ""};
+  const int r = libbpf_probe_bpf_map_type(type, nullptr);
+  f.available = r == 1;
+  if (r < 0) f.detail = err_text(r);
+  if (r == 0) f.detail = "not supported by this kernel";
+  return f;
+}
+
+Feature probe_perf_event() {
+  Feature f{"perf_event", false, ""};
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.freq = 1;
+  attr.sample_freq = 10;
+  attr.disabled = 1;
+  const int fd = syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) {
+    f.detail = "perf_event_open: " + err_text(errno);
+    return f;
+  }
+  close(fd);
+  f.available = true;
+  return f;
+}
+
+}  // namespace
+
+Features probe_features(const std::string& btf_path) {
+  Features out;
+  out.btf_path = btf_path.empty() ? kKernelBtf : btf_path;
+
+  Feature btf_f{"btf", false, out.btf_path};
+  btf* custom = nullptr;
+  if (!std::filesystem::exists(out.btf_path)) {
+    btf_f.detail = out.btf_path + " does not exist (kernel built without CONFIG_DEBUG_INFO_BTF?)";
+  } else {
+    custom = btf__parse(out.btf_path.c_str(), nullptr);
+    if (!custom) {
+      btf_f.detail = out.btf_path + " is not valid BTF: " + err_text(errno);
+    } else {
+      btf_f.available = true;
+    }
+  }
+  out.btf = btf_f.available;
+  out.list.push_back(btf_f);
+
+  // Attaching by BTF id always needs the running kernel's own BTF.
+  btf* kernel = btf__load_vmlinux_btf();
+  if (!kernel) kernel = nullptr;
+
+  Feature tp_btf = probe_tracing("tp_btf", kernel, "btf_trace_sched_switch", BTF_KIND_TYPEDEF,
+                                 BPF_TRACE_RAW_TP);
+  out.tp_btf = tp_btf.available;
+  out.list.push_back(tp_btf);
+
+  Feature raw = probe_raw_tp();
+  out.raw_tp = raw.available;
+  out.list.push_back(raw);
+
+  Feature rb = probe_map("ringbuf", BPF_MAP_TYPE_RINGBUF);
+  out.ringbuf = rb.available;
+  out.list.push_back(rb);
+
+  Feature ts = probe_map("task_storage", BPF_MAP_TYPE_TASK_STORAGE);
+  out.task_storage = ts.available;
+  out.list.push_back(ts);
+
+  Feature pe = probe_perf_event();
+  out.perf_event = pe.available;
+  out.list.push_back(pe);
+
+  Feature rq{"runqueues_ksym", false, ""};
+  if (custom || kernel) {
+    btf* b = custom ? custom : kernel;
+    rq.available = btf__find_by_name_kind(b, "runqueues", BTF_KIND_VAR) >= 0;
+    rq.detail = rq.available ? "" : "per-CPU variable runqueues not in BTF";
+  } else {
+    rq.detail = "needs BTF";
+  }
+  out.runqueues_ksym = rq.available;
+  out.list.push_back(rq);
+
+  Feature kp{"kprobe", false, ""};
+  kp.available = std::filesystem::exists("/sys/bus/event_source/devices/kprobe/type");
+  kp.detail = kp.available ? "optional" : "kernel has no kprobe PMU (CONFIG_KPROBES off); optional";
+  out.kprobes = kp.available;
+  out.list.push_back(kp);
+
+  Feature fe = probe_tracing("fentry", kernel, "vfs_read", BTF_KIND_FUNC, BPF_TRACE_FENTRY);
+  if (!fe.available) fe.detail += "; optional";
+  out.fentry = fe.available;
+  out.list.push_back(fe);
+
+  btf__free(custom);
+  btf__free(kernel);
+  return out;
+}
+
+}  // namespace infertrace::probes

@@ -1,0 +1,60 @@
+// The interface every probe family implements: load and attach independently, report
+// failures as exceptions with a user-facing reason, fill metrics on a scrape.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/label_budget.h"
+#include "core/metrics.h"
+#include "probes/cgroup_names.h"
+#include "probes/features.h"
+
+struct bpf_program;
+
+namespace infertrace::probes {
+
+class ProbeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Signals families exchange through the probe set, read and written on the collector thread.
+struct NodeSignals {
+  bool cgroup_throttling = false;  // some watched cgroup was throttled in the last interval
+};
+
+struct ProbeContext {
+  const Features& features;
+  const core::Config& config;
+  CgroupNames& cgroups;
+  NodeSignals& signals;
+};
+
+class ProbeFamily {
+ public:
+  virtual ~ProbeFamily() = default;
+  virtual const char* name() const = 0;
+
+  // Loads and attaches. Throws ProbeError naming what failed; leaves nothing attached then.
+  virtual void start(const ProbeContext& ctx) = 0;
+  // Detaches and frees; safe to call when not started.
+  virtual void stop() = 0;
+
+  // Ring-buffer fd to wait on, or -1; consume() drains it without blocking.
+  virtual int event_fd() const { return -1; }
+  virtual void consume() {}
+  // Periodic work (about every 100 ms): reading files, adjusting samplers.
+  virtual void tick(const ProbeContext& ctx) {}
+
+  // Appends this family's series. Called under the probe set's lock, never concurrently
+  // with consume() or tick().
+  virtual void collect(core::MetricSet& out) = 0;
+
+  // The attached programs, for the BPF run-time self-metrics.
+  virtual std::vector<const bpf_program*> programs() const { return {}; }
+};
+
+}  // namespace infertrace::probes

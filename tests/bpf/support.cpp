@@ -1,0 +1,135 @@
+#include "support.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace infertrace::testing {
+namespace {
+
+void write_file(const std::string& path, const std::string& value) {
+  std::ofstream out(path);
+  out << value;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + value + " to " + path);
+}
+
+}  // namespace
+
+const probes::CgroupLayout& host_layout() {
+  static const probes::CgroupLayout layout = probes::detect_cgroup_layout(core::CgroupConfig{});
+  return layout;
+}
+
+const probes::Features& host_features() {
+  static const probes::Features f = probes::probe_features("");
+  return f;
+}
+
+TestCgroup::TestCgroup(const std::string& leaf) {
+  const std::string parent = "/infertrace-test-" + std::to_string(getpid());
+  name_ = parent + "/" + leaf;
+  dir_ = host_layout().root + name_;
+  fs::create_directories(dir_);
+  if (host_layout().version == probes::CgroupLayout::Version::V2) {
+    // Children of the parent need the cpu controller delegated to them.
+    std::ofstream(host_layout().root + parent + "/cgroup.subtree_control") << "+cpu";
+  }
+}
+
+TestCgroup::~TestCgroup() {
+  for (pid_t p : members_) stop_child(p);
+  std::error_code ec;
+  fs::remove(dir_, ec);
+  fs::remove(fs::path(dir_).parent_path(), ec);  // fails while siblings live: fine
+}
+
+void TestCgroup::set_cpu_quota(double cpus) {
+  const long period = 100000;
+  const long quota = std::lround(cpus * period);
+  if (host_layout().version == probes::CgroupLayout::Version::V1) {
+    write_file(dir_ + "/cpu.cfs_period_us", std::to_string(period));
+    write_file(dir_ + "/cpu.cfs_quota_us", std::to_string(quota));
+  } else {
+    write_file(dir_ + "/cpu.max", std::to_string(quota) + " " + std::to_string(period));
+  }
+}
+
+void TestCgroup::add(pid_t pid) {
+  write_file(dir_ + "/cgroup.procs", std::to_string(pid));
+  members_.push_back(pid);
+}
+
+pid_t spawn_child(const TestCgroup* cgroup, std::optional<int> cpu, std::function<void()> body) {
+  int ready[2];
+  if (pipe(ready) != 0) throw std::runtime_error("pipe");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork");
+  if (pid == 0) {
+    close(ready[1]);
+    char c;
+    // Wait until the parent has moved us into the cgroup, so all our work is accounted there.
+    if (read(ready[0], &c, 1) != 1) _exit(1);
+    if (cpu) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(*cpu, &set);
+      sched_setaffinity(0, sizeof set, &set);
+    }
+    if (body) {
+      body();
+      _exit(0);
+    }
+    volatile unsigned long x = 0;
+    for (;;) x = x + 1;
+  }
+  close(ready[0]);
+  if (cgroup) const_cast<TestCgroup*>(cgroup)->add(pid);
+  if (write(ready[1], "g", 1) != 1) throw std::runtime_error("write");
+  close(ready[1]);
+  return pid;
+}
+
+void stop_child(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+const core::Sample* find_sample(const core::MetricSet& set, const std::string& name,
+                                const core::Labels& want) {
+  for (const auto& f : set.families()) {
+    if (f.name != name) continue;
+    for (const auto& s : f.samples) {
+      bool all = true;
+      for (const auto& w : want) {
+        bool found = false;
+        for (const auto& l : s.labels) found = found || l == w;
+        all = all && found;
+      }
+      if (all) return &s;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::string& name) {
+  for (const auto& f : set.families()) {
+    if (f.name == name) return f.samples;
+  }
+  return {};
+}
+
+std::string disk_scratch_dir() {
+  const std::string dir = std::string(INFERTRACE_BUILD_DIR) + "/test-scratch";
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace infertrace::testing

@@ -1,0 +1,63 @@
+// Shared fixtures for the root tests: real cgroups, real child processes, metric look-ups.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
+#include "probes/cgroup_names.h"
+#include "probes/features.h"
+
+namespace infertrace::testing {
+
+// Skips without root; the test main turns a skip into a failure when running as root.
+#define REQUIRE_ROOT()                                              \
+  do {                                                              \
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)"; \
+  } while (0)
+
+// The layout the daemon itself would pick with the default configuration.
+const probes::CgroupLayout& host_layout();
+const probes::Features& host_features();
+
+// A real cgroup below <root>/infertrace-test-<pid>/, removed (members killed) when destroyed.
+class TestCgroup {
+ public:
+  explicit TestCgroup(const std::string& leaf);
+  ~TestCgroup();
+  TestCgroup(const TestCgroup&) = delete;
+  TestCgroup& operator=(const TestCgroup&) = delete;
+
+  // Limits the cgroup to `cpus` CPUs per 100 ms period (v1 cfs quota or v2 cpu.max).
+  void set_cpu_quota(double cpus);
+  void add(pid_t pid);
+  const std::string& name() const { return name_; }  // as CgroupNames reports it
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string name_, dir_;
+  std::vector<pid_t> members_;
+};
+
+// Forks a child that moves itself into `cgroup` (if any), pins itself to `cpu` (if any) and
+// then runs `body` (default: spin forever). Returns its pid; kill with stop_child().
+pid_t spawn_child(const TestCgroup* cgroup, std::optional<int> cpu,
+                  std::function<void()> body = {});
+void stop_child(pid_t pid);
+
+// Finds the sample of family `name` whose labels include all of `want`; nullptr if none.
+const core::Sample* find_sample(const core::MetricSet& set, const std::string& name,
+                                const core::Labels& want);
+// All samples of a family (empty if absent).
+std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::string& name);
+
+// Directory for test files on a real disk (not tmpfs), so the page cache matters.
+std::string disk_scratch_dir();
+
+}  // namespace infertrace::testing
