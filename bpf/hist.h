@@ -2,6 +2,10 @@
 #ifndef INFERTRACE_HIST_H
 #define INFERTRACE_HIST_H
 
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* user space; BPF code gets the types from vmlinux.h */
+#endif
+
 /* log2 histogram: slot i counts values v with floor(log2(v)) == i (slot 0 also holds 0).
  * 40 slots cover nanoseconds up to ~18 minutes. */
 #define INFERTRACE_LOG2_SLOTS 40

@@ -7,6 +7,7 @@ pkgs=(
   systemtap-sdt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux libcap2-bin procps curl
+  python3 python3-numpy
 )
 missing=()
 for p in "${pkgs[@]}"; do

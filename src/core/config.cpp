@@ -6,36 +6,60 @@
 #include <fmt/format.h>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <vector>
 
 namespace infertrace::core {
 namespace {
 
 // Walks a YAML mapping, dispatching each key to a handler and rejecting unknown keys.
+// Errors name the source, the line and the full dotted key.
 class Reader {
  public:
   explicit Reader(std::string_view source) : source_(source) {}
 
+  [[noreturn]] void fail_at(int line, const std::string& key, const std::string& what) const {
+    throw ConfigError(fmt::format("{}:{}: {}: {}", source_, line, key, what));
+  }
+
+  // A value's own line; an empty value has none worth showing (yaml-cpp places it on the
+  // next token), so its key's line.
   [[noreturn]] void fail(const YAML::Node& node, const std::string& key,
                          const std::string& what) const {
-    throw ConfigError(fmt::format("{}:{}: {}: {}", source_, node.Mark().line + 1, key, what));
+    const bool placed = !node.IsNull() && !node.Mark().is_null();
+    fail_at(placed ? node.Mark().line + 1 : key_line(key).value_or(1), key, what);
+  }
+
+  // The line of a key read so far, if the file set it.
+  std::optional<int> key_line(const std::string& key) const {
+    auto it = key_lines_.find(key);
+    if (it == key_lines_.end()) return std::nullopt;
+    return it->second;
   }
 
   using Handler = std::function<void(const YAML::Node&, const std::string&)>;
 
   void mapping(const YAML::Node& node, const std::string& path,
-               const std::map<std::string, Handler>& handlers) const {
+               const std::map<std::string, Handler>& handlers) {
+    const std::string where = path.empty() ? "(top level)" : path;
     if (node.IsNull()) return;
-    if (!node.IsMap()) fail(node, path.empty() ? "(top level)" : path, "expected a mapping");
+    if (!node.IsMap()) fail(node, where, "expected a mapping");
+    std::set<std::string> seen;
     for (const auto& kv : node) {
-      const std::string name = kv.first.as<std::string>();
+      const int line = kv.first.Mark().is_null() ? key_line(path).value_or(1)
+                                                 : kv.first.Mark().line + 1;
+      if (!kv.first.IsScalar()) fail_at(line, where, "keys must be plain names");
+      const std::string name = kv.first.Scalar();
       const std::string key = path.empty() ? name : path + "." + name;
       auto it = handlers.find(name);
       if (it == handlers.end()) {
         std::string known;
         for (const auto& [k, _] : handlers) known += (known.empty() ? "" : ", ") + k;
-        fail(kv.first, key, fmt::format("unknown key (known keys here: {})", known));
+        fail_at(line, key, fmt::format("unknown key (known keys here: {})", known));
       }
+      if (!seen.insert(name).second) fail_at(line, key, "duplicate key");
+      key_lines_[key] = line;
       it->second(kv.second, key);
     }
   }
@@ -43,24 +67,24 @@ class Reader {
   bool boolean(const YAML::Node& n, const std::string& key) const {
     bool v;
     if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
-      fail(n, key, fmt::format("expected true or false, got '{}'", scalar_text(n)));
+      fail(n, key, fmt::format("expected true or false, got {}", describe(n)));
     }
     return v;
   }
 
   uint32_t positive(const YAML::Node& n, const std::string& key, uint32_t max) const {
-    const std::string text = scalar_text(n);
+    const std::string text = n.IsScalar() ? n.Scalar() : "";
     uint64_t v = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (!n.IsScalar() || ec != std::errc() || end != text.data() + text.size() || v == 0 ||
         v > max) {
-      fail(n, key, fmt::format("expected an integer from 1 to {}, got '{}'", max, text));
+      fail(n, key, fmt::format("expected an integer from 1 to {}, got {}", max, describe(n)));
     }
     return static_cast<uint32_t>(v);
   }
 
   std::string string(const YAML::Node& n, const std::string& key) const {
-    if (!n.IsScalar()) fail(n, key, "expected a string");
+    if (!n.IsScalar()) fail(n, key, fmt::format("expected a string, got {}", describe(n)));
     return n.Scalar();
   }
 
@@ -74,10 +98,14 @@ class Reader {
   }
 
  private:
-  static std::string scalar_text(const YAML::Node& n) {
-    return n.IsScalar() ? n.Scalar() : (n.IsMap() ? "a mapping" : "a sequence");
+  static std::string describe(const YAML::Node& n) {
+    if (n.IsScalar()) return "'" + n.Scalar() + "'";
+    if (n.IsMap()) return "a mapping";
+    if (n.IsSequence()) return "a sequence";
+    return "nothing";
   }
   std::string source_;
+  std::map<std::string, int> key_lines_;  // dotted key -> line, for errors found later
 };
 
 }  // namespace
@@ -88,11 +116,19 @@ ListenAddress parse_listen(std::string_view text) {
     throw ConfigError(fmt::format("listen address '{}': expected HOST:PORT", text));
   }
   ListenAddress a;
-  a.host = std::string(text.substr(0, colon));
-  if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']') {
-    a.host = a.host.substr(1, a.host.size() - 2);
+  std::string_view host = text.substr(0, colon);
+  if (!host.empty() && host.front() == '[') {
+    // An IPv6 host: brackets, balanced and not empty.
+    if (host.size() < 3 || host.back() != ']') {
+      throw ConfigError(fmt::format(
+          "listen address '{}': write an IPv6 host in brackets, as in [::1]:9436", text));
+    }
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find_first_of(":[]") != std::string_view::npos) {
+    throw ConfigError(fmt::format(
+        "listen address '{}': write an IPv6 host in brackets, as in [::1]:9436", text));
   }
-  if (a.host.empty()) a.host = "0.0.0.0";
+  a.host = host.empty() ? "0.0.0.0" : std::string(host);
   const auto port = text.substr(colon + 1);
   unsigned v = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
@@ -104,14 +140,21 @@ ListenAddress parse_listen(std::string_view text) {
 }
 
 Config parse_config(std::string_view yaml_text, std::string_view source) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(std::string(yaml_text));
+    documents = YAML::LoadAll(std::string(yaml_text));
   } catch (const YAML::Exception& e) {
     throw ConfigError(fmt::format("{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.msg));
   }
   Config c;
   Reader r(source);
+  // A second document would be silently ignored: refuse it (an empty trailing one is fine).
+  for (size_t i = 1; i < documents.size(); ++i) {
+    if (!documents[i].IsNull()) {
+      r.fail(documents[i], "(top level)", "expected one YAML document, found another");
+    }
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   auto enabled = [&](bool& field) {
     return [&r, &field](const YAML::Node& n, const std::string& k) { field = r.boolean(n, k); };
   };
@@ -140,7 +183,8 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                                }},
                               {"root", [&](const YAML::Node& v, const std::string& kk) {
                                  c.cgroup.root = r.string(v, kk);
-                                 if (c.cgroup.root != "auto" && c.cgroup.root.front() != '/') {
+                                 if (c.cgroup.root != "auto" &&
+                                     (c.cgroup.root.empty() || c.cgroup.root.front() != '/')) {
                                    r.fail(v, kk, "expected an absolute path or 'auto'");
                                  }
                                }}});
@@ -184,13 +228,36 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                             [&](const YAML::Node& v, const std::string& kk) {
                               r.mapping(v, kk, {{"enabled", enabled(c.block.enabled)}});
                             }},
+                           {"attrib",
+                            [&](const YAML::Node& v, const std::string& kk) {
+                              r.mapping(
+                                  v, kk,
+                                  {{"enabled", enabled(c.attrib.enabled)},
+                                   {"pid",
+                                    [&](const YAML::Node& x, const std::string& xk) {
+                                      // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
+                                      const bool zero = x.IsScalar() && x.Scalar() == "0";
+                                      c.attrib.pid = zero ? 0 : r.positive(x, xk, 4194304);
+                                    }},
+                                   {"binary", [&](const YAML::Node& x, const std::string& xk) {
+                                      c.attrib.binary = r.string(x, xk);
+                                      if (!c.attrib.binary.empty() &&
+                                          c.attrib.binary.front() != '/') {
+                                        r.fail(x, xk, "expected an absolute path or \"\"");
+                                      }
+                                    }}});
+                            }},
                        });
                  }},
             });
   if (c.sched.runqlen_sparse_hz > c.sched.runqlen_dense_hz) {
-    throw ConfigError(fmt::format(
-        "{}: probes.sched.runqlen_sparse_hz ({}) must not exceed runqlen_dense_hz ({})", source,
-        c.sched.runqlen_sparse_hz, c.sched.runqlen_dense_hz));
+    // Point at the rate the file set: the sparse one if it did, else the dense one.
+    const std::string sparse = "probes.sched.runqlen_sparse_hz";
+    const std::string dense = "probes.sched.runqlen_dense_hz";
+    const std::string& key = r.key_line(sparse) ? sparse : dense;
+    r.fail_at(r.key_line(key).value_or(1), key,
+              fmt::format("runqlen_sparse_hz ({}) must not exceed runqlen_dense_hz ({})",
+                          c.sched.runqlen_sparse_hz, c.sched.runqlen_dense_hz));
   }
   return c;
 }

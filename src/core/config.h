@@ -37,6 +37,14 @@ struct BlockConfig {
   bool operator==(const BlockConfig&) const = default;
 };
 
+// Request/stage attribution through the SDK's USDT probes.
+struct AttribConfig {
+  bool enabled = true;
+  uint32_t pid = 0;    // attach to this process only; 0: every process that maps an SDK binary
+  std::string binary;  // attach to this executable or library only; empty: discover them
+  bool operator==(const AttribConfig&) const = default;
+};
+
 struct CgroupConfig {
   std::string version = "auto";  // auto | v1 | v2
   std::string root = "auto";     // hierarchy holding cpu.stat, or auto
@@ -54,6 +62,7 @@ struct Config {
   TcpConfig tcp;
   MemoryConfig memory;
   BlockConfig block;
+  AttribConfig attrib;
   bool operator==(const Config&) const = default;
 };
 

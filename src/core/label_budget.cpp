@@ -3,15 +3,20 @@
 namespace infertrace::core {
 
 const std::string& LabelBudget::admit(const std::string& value) {
+  // A value spelled like the fold label is exported as the fold itself, without a slot.
+  if (value == other_) return other_;
   auto it = admitted_.find(value);
   if (it != admitted_.end()) return *it;
   if (!folded_.count(value) && admitted_.size() < capacity_) {
     return *admitted_.insert(value).first;
   }
-  folded_.insert(value);
+  if (folded_.insert(value).second) ++folded_total_;
   return other_;
 }
 
-void LabelBudget::forget(const std::string& value) { admitted_.erase(value); }
+void LabelBudget::forget(const std::string& value) {
+  admitted_.erase(value);
+  folded_.erase(value);
+}
 
 }  // namespace infertrace::core

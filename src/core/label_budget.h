@@ -20,18 +20,22 @@ class LabelBudget {
   // The label value to export for `value`: itself if admitted, else "__other__".
   const std::string& admit(const std::string& value);
 
-  // Distinct values folded into "__other__" so far (exported as a self-metric).
-  uint64_t folded() const { return folded_.size(); }
+  // Distinct values folded into "__other__" so far (exported as a self-metric); monotonic,
+  // forget() does not lower it.
+  uint64_t folded() const { return folded_total_; }
   size_t admitted() const { return admitted_.size(); }
   size_t capacity() const { return capacity_; }
 
-  // Frees the slot of an admitted value that no longer exists (a removed cgroup).
+  // Drops a value that no longer exists (a removed cgroup): an admitted one frees its slot, a
+  // folded one is no longer remembered (so memory stays bounded under churn). If the value
+  // shows up again it is a new one and competes for a slot like any other.
   void forget(const std::string& value);
 
  private:
   size_t capacity_;
   std::set<std::string> admitted_;
-  std::set<std::string> folded_;
+  std::set<std::string> folded_;  // folded values still alive, so that folding is sticky
+  uint64_t folded_total_ = 0;
   std::string other_ = kOtherLabel;
 };
 

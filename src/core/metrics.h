@@ -50,7 +50,8 @@ struct MetricFamily {
 // What a scrape collects: families in the order they were first added.
 class MetricSet {
  public:
-  // Returns the family with this name, creating it on first use.
+  // Returns the family with this name, creating it on first use. The reference is valid
+  // until the next call that creates a family.
   MetricFamily& family(const std::string& name, MetricType type, const std::string& help,
                        const std::string& unit = "");
 

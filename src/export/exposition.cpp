@@ -2,17 +2,54 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 namespace infertrace::exporter {
 namespace {
 
 using core::MetricType;
 
+// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, at most
+// U+10FFFF), or 0 when the bytes there are not one.
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+    if (c == 0xED && b(1) >= 0xA0) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xF4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// Escapes backslash and newline (and the double quote when `quotes`). Cgroup names and other
+// label sources are arbitrary bytes, but Prometheus rejects the whole scrape on invalid UTF-8,
+// so each invalid byte becomes U+FFFD.
 std::string escape(std::string_view s, bool quotes) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
@@ -20,8 +57,9 @@ std::string escape(std::string_view s, bool quotes) {
     } else if (c == '"' && quotes) {
       out += "\\\"";
     } else {
-      out += c;
+      out.append(s.substr(i, n));
     }
+    i += n;
   }
   return out;
 }
@@ -88,6 +126,68 @@ void line(std::string& out, const std::string& name, const core::Labels& ls, dou
   out += number(value);
 }
 
+// OpenMetrics requires the family name to end in "_<unit>"; Prometheus rejects the whole
+// scrape otherwise, so a unit that does not match the name is left out.
+bool unit_is_suffix(const core::MetricFamily& f) {
+  const std::string suffix = "_" + f.unit;
+  return !f.unit.empty() && f.name.size() > suffix.size() &&
+         f.name.compare(f.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0;;) {
+    const size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+struct MediaRange {
+  std::string type;     // lower case, "*" for any
+  std::string subtype;  // lower case, "*" for any
+  std::string version;  // the version parameter, empty when absent
+  double q = 1;         // 0 (refused) to 1; a malformed q counts as refused
+};
+
+// One element of an Accept header: type/subtype;param=value;...
+std::optional<MediaRange> parse_media_range(std::string_view item) {
+  const auto parts = split(item, ';');
+  const std::string media = lower(trim(parts.front()));
+  const auto slash = media.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  MediaRange r{media.substr(0, slash), media.substr(slash + 1), "", 1};
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const auto eq = parts[i].find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string key = lower(trim(parts[i].substr(0, eq)));
+    std::string_view value = trim(parts[i].substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (key == "q") {
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), r.q);
+      if (ec != std::errc() || end != value.data() + value.size() || r.q < 0 || r.q > 1) r.q = 0;
+    } else if (key == "version") {
+      r.version = value;
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 std::string render(const core::MetricSet& set, Format format) {
@@ -101,7 +201,7 @@ std::string render(const core::MetricSet& set, Format format) {
     const std::string family = (!om && counter) ? f.name + "_total" : f.name;
     out += fmt::format("# HELP {} {}\n", family, escape(f.help, om));
     out += fmt::format("# TYPE {} {}\n", family, type_name(f.type));
-    if (om && !f.unit.empty()) out += fmt::format("# UNIT {} {}\n", family, f.unit);
+    if (om && unit_is_suffix(f)) out += fmt::format("# UNIT {} {}\n", family, f.unit);
     for (const auto& s : f.samples) {
       if (f.type == MetricType::Histogram) {
         const auto& h = s.histogram;
@@ -112,7 +212,9 @@ std::string render(const core::MetricSet& set, Format format) {
           out += '\n';
         }
         line(out, f.name + "_bucket", s.labels, static_cast<double>(h.count), "le", "+Inf");
-        if (om && h.buckets.size() < h.exemplars.size()) exemplar(out, h.exemplars[h.buckets.size()]);
+        if (om && h.buckets.size() < h.exemplars.size()) {
+          exemplar(out, h.exemplars[h.buckets.size()]);
+        }
         out += '\n';
         line(out, f.name + "_sum", s.labels, h.sum);
         out += '\n';
@@ -136,9 +238,43 @@ std::string_view content_type(Format format) {
 }
 
 Format negotiate(std::string_view accept) {
-  return accept.find("application/openmetrics-text") != std::string_view::npos
-             ? Format::OpenMetrics
-             : Format::PrometheusText;
+  // RFC 9110: each format gets the q of the most specific media range that matches it; the
+  // higher q wins, and on a tie the range listed first. We serve OpenMetrics 0.0.1/1.0.0 (the
+  // same text) and text 0.0.4 (valid 1.0.0 text too); anything else falls back to text.
+  struct Match {
+    int specificity = 0;  // 0 none, 1 */*, 2 type/*, 3 exact
+    double q = 0;
+    size_t index = 0;
+    void offer(int spec, double quality, size_t at) {
+      if (spec > specificity || (spec == specificity && quality > q)) {
+        *this = Match{spec, quality, at};
+      }
+    }
+  };
+  Match om;
+  Match text;
+  size_t index = 0;
+  for (const auto& item : split(accept, ',')) {
+    const auto r = parse_media_range(item);
+    if (!r) continue;
+    const size_t at = index++;
+    if (r->type == "*" && r->subtype == "*") {
+      om.offer(1, r->q, at);
+      text.offer(1, r->q, at);
+    } else if (r->type == "application" && r->subtype == "*") {
+      om.offer(2, r->q, at);
+    } else if (r->type == "text" && r->subtype == "*") {
+      text.offer(2, r->q, at);
+    } else if (r->type == "application" && r->subtype == "openmetrics-text" &&
+               (r->version.empty() || r->version == "1.0.0" || r->version == "0.0.1")) {
+      om.offer(3, r->q, at);
+    } else if (r->type == "text" && r->subtype == "plain" &&
+               (r->version.empty() || r->version == "0.0.4" || r->version == "1.0.0")) {
+      text.offer(3, r->q, at);
+    }
+  }
+  const bool om_wins = om.q > text.q || (om.q == text.q && om.index < text.index);
+  return om.specificity > 0 && om.q > 0 && om_wins ? Format::OpenMetrics : Format::PrometheusText;
 }
 
 }  // namespace infertrace::exporter

@@ -91,7 +91,10 @@ CgroupLayout detect_cgroup_layout(const core::CgroupConfig& config) {
   return l;
 }
 
-CgroupNames::CgroupNames(CgroupLayout layout) : layout_(std::move(layout)) { rescan(); }
+CgroupNames::CgroupNames(CgroupLayout layout) : layout_(std::move(layout)) {
+  std::lock_guard lock(mu_);
+  rescan();
+}
 
 void CgroupNames::rescan() {
   last_scan_ = std::chrono::steady_clock::now();
@@ -109,6 +112,7 @@ void CgroupNames::rescan() {
 }
 
 std::string CgroupNames::name(uint64_t id) {
+  std::lock_guard lock(mu_);
   auto it = names_.find(id);
   if (it != names_.end()) return it->second;
   if (std::chrono::steady_clock::now() - last_scan_ > std::chrono::seconds(1)) {
@@ -120,6 +124,7 @@ std::string CgroupNames::name(uint64_t id) {
 }
 
 std::vector<std::pair<uint64_t, std::string>> CgroupNames::all() {
+  std::lock_guard lock(mu_);
   rescan();
   return {names_.begin(), names_.end()};
 }

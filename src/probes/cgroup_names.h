@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,7 @@ struct CgroupLayout {
 // with a clear reason (throws std::runtime_error).
 CgroupLayout detect_cgroup_layout(const core::CgroupConfig& config);
 
+// Thread-safe: families may resolve names while others start in parallel.
 class CgroupNames {
  public:
   explicit CgroupNames(CgroupLayout layout);
@@ -42,8 +44,9 @@ class CgroupNames {
   std::string directory(const std::string& name) const;
 
  private:
-  void rescan();
+  void rescan();  // callers hold mu_
   CgroupLayout layout_;
+  std::mutex mu_;
   std::unordered_map<uint64_t, std::string> names_;
   std::chrono::steady_clock::time_point last_scan_{};
 };

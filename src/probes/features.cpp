@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 namespace infertrace::probes {
 namespace {
@@ -82,6 +83,20 @@ Feature probe_map(const char* name, bpf_map_type type) {
   return f;
 }
 
+// Typed ksyms resolve through kallsyms, which lists data symbols only with KALLSYMS_ALL.
+bool kallsyms_has(const std::string& name) {
+  std::ifstream in("/proc/kallsyms");
+  const std::string suffix = " " + name;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > suffix.size() &&
+        line.compare(line.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Feature probe_perf_event() {
   Feature f{"perf_event", false, ""};
   perf_event_attr attr{};
@@ -122,9 +137,11 @@ Features probe_features(const std::string& btf_path) {
   out.btf = btf_f.available;
   out.list.push_back(btf_f);
 
-  // Attaching by BTF id always needs the running kernel's own BTF.
-  btf* kernel = btf__load_vmlinux_btf();
-  if (!kernel) kernel = nullptr;
+  // Attaching by BTF id always needs the running kernel's own BTF (parsed once when the
+  // configured BTF is the kernel's: it is several megabytes).
+  const bool custom_is_kernel = out.btf_path == kKernelBtf;
+  btf* kernel = custom_is_kernel ? custom : btf__load_vmlinux_btf();
+  if (!kernel || libbpf_get_error(kernel)) kernel = nullptr;
 
   Feature tp_btf = probe_tracing("tp_btf", kernel, "btf_trace_sched_switch", BTF_KIND_TYPEDEF,
                                  BPF_TRACE_RAW_TP);
@@ -150,8 +167,13 @@ Features probe_features(const std::string& btf_path) {
   Feature rq{"runqueues_ksym", false, ""};
   if (custom || kernel) {
     btf* b = custom ? custom : kernel;
-    rq.available = btf__find_by_name_kind(b, "runqueues", BTF_KIND_VAR) >= 0;
-    rq.detail = rq.available ? "" : "per-CPU variable runqueues not in BTF";
+    if (btf__find_by_name_kind(b, "runqueues", BTF_KIND_VAR) < 0) {
+      rq.detail = "per-CPU variable runqueues not in BTF";
+    } else if (!kallsyms_has("runqueues")) {
+      rq.detail = "runqueues not in /proc/kallsyms (CONFIG_KALLSYMS_ALL off); sampled via the current task";
+    } else {
+      rq.available = true;
+    }
   } else {
     rq.detail = "needs BTF";
   }
@@ -170,7 +192,7 @@ Features probe_features(const std::string& btf_path) {
   out.list.push_back(fe);
 
   btf__free(custom);
-  btf__free(kernel);
+  if (!custom_is_kernel) btf__free(kernel);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // failures as exceptions with a user-facing reason, fill metrics on a scrape.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,9 @@ class ProbeFamily {
 
   // The attached programs, for the BPF run-time self-metrics.
   virtual std::vector<const bpf_program*> programs() const { return {}; }
+
+  // Distinct label values this family folded into "__other__" (LabelBudget::folded()).
+  virtual uint64_t folded_label_values() const { return 0; }
 };
 
 }  // namespace infertrace::probes

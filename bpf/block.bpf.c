@@ -1,0 +1,149 @@
+/* Block family: latency of each block request from issue to the driver until completion, and
+ * the bytes completed, per whole disk and operation. */
+#include "common.bpf.h"
+#include "block.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader: kernels before 5.11 pass (queue, request) to block_rq_issue. */
+const volatile bool rq_issue_has_queue = false;
+
+/* Key: the request pointer. Value: bpf_ktime_get_ns() at issue. Written at issue, read and
+ * deleted at completion. Requests come from per-device preallocated tag sets, so live keys are
+ * few; LRU so that an entry whose completion was never traced (a request freed on device
+ * removal) ages out instead of filling the map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} block_issue_ns SEC(".maps");
+
+/* Key: {disk major, first minor, op}. Value: per-CPU latency histogram (ns) and bytes. Read by
+ * BlockProbe::collect; entries are never deleted (disks x 5 ops). Not preallocated: with few
+ * keys, per-CPU memory is spent only on disks that do I/O. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct block_key);
+	__type(value, struct block_value);
+} block_io SEC(".maps");
+
+/* Key: 0. Value: per-CPU count of samples dropped because a map was full; exported as
+ * infertrace_events_lost_total{source="block"}. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} block_events_lost SEC(".maps");
+
+/* Before 5.19 a request named its disk directly; later only through its queue. */
+struct request___rq_disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline void count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *lost = bpf_map_lookup_elem(&block_events_lost, &zero);
+
+	if (lost)
+		(*lost)++;
+}
+
+static __always_inline __u32 op_of(struct request *rq)
+{
+	/* REQ_OP_BITS is 8 on every kernel with blk_opf_t / req_op(). */
+	switch (BPF_CORE_READ(rq, cmd_flags) & 0xff) {
+	case 0: return INFERTRACE_BLOCK_OP_READ;    /* REQ_OP_READ */
+	case 1: return INFERTRACE_BLOCK_OP_WRITE;   /* REQ_OP_WRITE */
+	case 2: return INFERTRACE_BLOCK_OP_FLUSH;   /* REQ_OP_FLUSH */
+	case 3: return INFERTRACE_BLOCK_OP_DISCARD; /* REQ_OP_DISCARD */
+	default: return INFERTRACE_BLOCK_OP_OTHER;
+	}
+}
+
+static __always_inline struct gendisk *disk_of(struct request *rq)
+{
+	struct request___rq_disk *old = (void *)rq;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return BPF_CORE_READ(old, rq_disk);
+	return BPF_CORE_READ(rq, q, disk);
+}
+
+static __always_inline int on_issue(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (bpf_map_update_elem(&block_issue_ns, &key, &now, BPF_ANY))
+		count_lost();
+	return 0;
+}
+
+static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes)
+{
+	__u64 rq_key = (__u64)rq;
+	__u64 *issued = bpf_map_lookup_elem(&block_issue_ns, &rq_key);
+	__u64 issue_ns = issued ? *issued : 0;
+	struct gendisk *disk = disk_of(rq);
+	struct block_value *v;
+
+	if (issued)
+		bpf_map_delete_elem(&block_issue_ns, &rq_key);
+	if (!disk)
+		return 0; /* a passthrough request with no disk: nothing to name it by */
+
+	struct block_key key = {
+		.major = BPF_CORE_READ(disk, major),
+		.minor = BPF_CORE_READ(disk, first_minor),
+		.op = op_of(rq),
+	};
+	v = bpf_map_lookup_elem(&block_io, &key);
+	if (!v) {
+		static const struct block_value zero;
+
+		bpf_map_update_elem(&block_io, &key, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&block_io, &key);
+		if (!v) {
+			count_lost();
+			return 0;
+		}
+	}
+	/* Bytes on every completion (a request may complete in parts), latency once per request:
+	 * the first completion consumed the issue time. Requests issued before attach have none. */
+	v->bytes += nr_bytes;
+	if (issue_ns) {
+		__u64 now = bpf_ktime_get_ns();
+
+		log2_hist_add(&v->latency_ns, now > issue_ns ? now - issue_ns : 0);
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_issue_btf)
+{
+	return on_issue((struct request *)(rq_issue_has_queue ? ctx[1] : ctx[0]));
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(block_issue_raw)
+{
+	return on_issue((struct request *)(rq_issue_has_queue ? ctx[1] : ctx[0]));
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(block_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, nr_bytes);
+}

@@ -1,0 +1,411 @@
+/* Scheduler probe family: run-queue latency, off-CPU time by state, who preempted whom (all per
+ * cgroup), and the sampled run-queue length per CPU.
+ *
+ * Hot path: sched_switch only. Time is accounted when a task is switched back in: the wait since
+ * it became runnable is run-queue time, the time before that (since it was switched out asleep)
+ * is io or sleep time. When it became runnable: for a task switched out while still runnable
+ * (preempted), our own timestamp; for a woken task, the kernel's own bookkeeping
+ * (task->sched_info, CONFIG_SCHED_INFO: when it was queued, plus queued time before a
+ * migration), which spares a program on every wakeup. Kernels without sched_info get
+ * sched_wakeup handlers instead (use_sched_info = false).
+ * Per switch: one per-task state lookup per task, one per-CPU hash lookup per cgroup update,
+ * no ring buffer. */
+#include "common.bpf.h"
+#include "sched.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define EEXIST 17
+#define TASK_RUNNING 0x0
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_NOLOAD 0x400 /* TASK_IDLE = UNINTERRUPTIBLE | NOLOAD: idle kthreads, not I/O */
+
+/* Set by the loader when the kernel has task->sched_info and cfs_rq->rq (see sched_now()). */
+const volatile bool use_sched_info = false;
+/* Set by the loader to time every event with ktime (precise, dearer; never with sched_info). */
+const volatile bool use_ktime = false;
+/* Set by the loader: the perf sampler fires at the dense rate and records one sample in
+ * `runqlen_stride` while the node is in sparse mode. */
+const volatile __u32 runqlen_stride = 1;
+/* Written by user space through the skeleton's .bss while some cgroup is being throttled. */
+volatile __u32 runqlen_dense = 0;
+
+/* What the scheduler last did to a task, until it runs again. */
+struct sched_task_state {
+	__u64 off_ts;        /* switched out asleep at (0: not asleep) */
+	__u64 off_run_delay; /* its sched_info.run_delay then */
+	__u64 runnable_ts;   /* became runnable at: preemption, or wakeup without sched_info */
+	__u64 preempted_by;  /* cgroup id of the task that preempted it (0: not preempted) */
+	__u32 off_state;     /* SCHED_OFFCPU_IO or SCHED_OFFCPU_SLEEP, meaningful with off_ts */
+	__u32 pad;
+};
+
+/* Per-task state on the tp_btf path: lives and dies with the task, no bound needed.
+ * Written by the sched_switch/wakeup handlers; never read by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sched_task_state);
+} sched_task_store SEC(".maps");
+
+/* Per-task state on the raw_tp fallback: key tid, LRU so that a full map forgets the oldest
+ * sleeper instead of refusing new tasks; entries are deleted at sched_process_exit.
+ * Not created on the tp_btf path. Never read by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SCHED_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct sched_task_state);
+} sched_task_hash SEC(".maps");
+
+/* Key: cgroup id (task_cgroup_id()), value: per-CPU run-queue latency histogram and off-CPU
+ * nanoseconds by state. Read and summed over CPUs by SchedProbe::collect(), which deletes the
+ * entries of removed cgroups. Full: the update is dropped and counted in sched_events_lost.
+ * Not preallocated: 1024 entries x 352 bytes x every possible CPU would reserve tens of MB on
+ * big hosts; entries are only created for a cgroup's first switch-in. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SCHED_MAX_CGROUPS);
+	__type(key, __u64);
+	__type(value, struct sched_cgroup_stats);
+} sched_cgroup_stats SEC(".maps");
+
+/* Key: (preempted cgroup, preempting cgroup), value: per-CPU preemption count and the run-queue
+ * wait that followed. Read by SchedProbe::collect(). Full: dropped and counted. Not
+ * preallocated, as above. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SCHED_MAX_PAIRS);
+	__type(key, struct sched_pair_key);
+	__type(value, struct sched_pair_stats);
+} sched_preemptions SEC(".maps");
+
+/* Index 0, per CPU: that CPU's sampled run-queue length. Read by SchedProbe::collect(). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sched_runqlen);
+} sched_runqlen SEC(".maps");
+
+/* Index 0, per CPU: updates dropped because a map was full or task storage failed.
+ * Exported as infertrace_events_lost_total{source="sched"}. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} sched_events_lost SEC(".maps");
+
+/* Weak: sample_runqlen_ksym is only loaded when the kernel has it (BTF and kallsyms). */
+extern const struct rq runqueues __ksym __weak;
+
+static const struct sched_task_state zero_task;
+static const struct sched_cgroup_stats zero_stats;
+static const struct sched_pair_stats zero_pair;
+
+static __always_inline void count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *lost = bpf_map_lookup_elem(&sched_events_lost, &zero);
+
+	if (lost)
+		*lost += 1;
+}
+
+/* Finds the entry for `key`, creating it zeroed on first use; NULL (counted) when full. */
+static __always_inline void *lookup_or_create(void *map, const void *key, const void *zero)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+	long err;
+
+	if (v)
+		return v;
+	err = bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count_lost();
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, key);
+}
+
+/* `btf` is a compile-time constant in every caller: on the tp_btf path task pointers are
+ * trusted BTF pointers and read directly (cheap loads); on raw_tp they need probe reads. */
+static __always_inline __u32 task_tid(struct task_struct *t, bool btf)
+{
+	return btf ? t->pid : BPF_CORE_READ(t, pid);
+}
+
+/* task_cgroup_id() with direct loads, for BTF pointers; same ids, same v1/v2 choice. */
+static __always_inline __u64 task_cgroup_id_direct(struct task_struct *t)
+{
+	struct css_set *cgroups = t->cgroups;
+
+	if (cgroup_v1_cpu) {
+		struct cgroup_subsys_state *css =
+			cgroups->subsys[bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id)];
+
+		if (!css)
+			return 0;
+		return css->cgroup->kn->id;
+	}
+	return cgroups->dfl_cgrp->kn->id;
+}
+
+static __always_inline __u64 task_cgroup(struct task_struct *t, bool btf)
+{
+	return btf ? task_cgroup_id_direct(t) : task_cgroup_id(t);
+}
+
+/* Timestamps: the clock of the run queue `t` is on, which the scheduler updates under that run
+ * queue's lock at every wakeup and switch. It is the clock sched_info uses, and costs a few loads
+ * where bpf_ktime_get_ns() costs ~50 ns on some VMs. Like the kernel's own run_delay it has one
+ * blind spot: after a wakeup that preempts, the scheduler skips the clock update of the switch
+ * that follows (rq_clock_skip_update()), so the time from such a wakeup to the preemption point
+ * (usually microseconds, at most until the next clock update, i.e. one tick) is not counted.
+ * use_ktime (and kernels without group scheduling: no cfs_rq->rq) time every event with ktime
+ * instead, and then wakeups come from wakeup handlers, not sched_info. */
+static __always_inline __u64 sched_now(struct task_struct *t, bool btf)
+{
+	if (!use_ktime && bpf_core_field_exists(struct cfs_rq, rq))
+		return btf ? t->se.cfs_rq->rq->clock : BPF_CORE_READ(t, se.cfs_rq, rq, clock);
+	return bpf_ktime_get_ns();
+}
+
+static __always_inline __u64 run_delay(struct task_struct *t, bool btf)
+{
+	if (!bpf_core_field_exists(struct sched_info, run_delay))
+		return 0;
+	return btf ? t->sched_info.run_delay : BPF_CORE_READ(t, sched_info.run_delay);
+}
+
+static __always_inline __u64 last_queued(struct task_struct *t, bool btf)
+{
+	if (!bpf_core_field_exists(struct sched_info, last_queued))
+		return 0;
+	return btf ? t->sched_info.last_queued : BPF_CORE_READ(t, sched_info.last_queued);
+}
+
+static __always_inline struct sched_task_state *task_state(struct task_struct *t, __u32 tid,
+							   bool btf, bool create)
+{
+	struct sched_task_state *st;
+
+	if (btf) {
+		st = bpf_task_storage_get(&sched_task_store, t, 0,
+					  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+		if (!st && create)
+			count_lost();
+		return st;
+	}
+	if (create)
+		return lookup_or_create(&sched_task_hash, &tid, &zero_task);
+	return bpf_map_lookup_elem(&sched_task_hash, &tid);
+}
+
+/* Only loaded without sched_info: remember when a task became runnable. */
+static __always_inline void on_wakeup(struct task_struct *p, bool btf)
+{
+	__u32 tid = task_tid(p, btf);
+	struct sched_task_state *st;
+
+	if (!tid)
+		return;
+	st = task_state(p, tid, btf, true);
+	/* Keep an earlier start: a task preempted while going to sleep is already waiting. */
+	if (st && !st->runnable_ts)
+		st->runnable_ts = sched_now(p, btf);
+}
+
+/* When `next` (switched in at `now`) became runnable; 0 if unknown. */
+static __always_inline __u64 runnable_since(struct task_struct *next, struct sched_task_state *st,
+					    __u64 now, bool btf)
+{
+	__u64 queued, wait;
+
+	if (st && st->runnable_ts)
+		return st->runnable_ts;
+	if (!use_sched_info)
+		return 0;
+	/* Queued since last_queued, plus what it was queued elsewhere before a migration. */
+	queued = last_queued(next, btf);
+	if (!queued && !(st && st->off_ts))
+		return 0; /* never seen switching out, nothing queued: unknown */
+	wait = queued && now > queued ? now - queued : 0;
+	if (st && st->off_ts)
+		wait += run_delay(next, btf) - st->off_run_delay;
+	return now > wait ? now - wait : 0;
+}
+
+/* `next` runs now: account its wait per cgroup and, if it had been preempted, per pair. */
+static __always_inline void on_switch_in(struct sched_task_state *st, __u64 since, __u64 cgroup,
+					 __u64 now)
+{
+	__u64 wait = now > since ? now - since : 0;
+	struct sched_cgroup_stats *stats = lookup_or_create(&sched_cgroup_stats, &cgroup, &zero_stats);
+
+	if (stats) {
+		/* Run-queue seconds are the histogram's sum: offcpu_ns[RUNQUEUE] stays 0. */
+		log2_hist_add(&stats->runq_latency, wait);
+		if (st && st->off_ts && st->off_ts < since) {
+			if (st->off_state == SCHED_OFFCPU_IO)
+				stats->offcpu_ns[SCHED_OFFCPU_IO] += since - st->off_ts;
+			else
+				stats->offcpu_ns[SCHED_OFFCPU_SLEEP] += since - st->off_ts;
+		}
+	}
+	if (st && st->runnable_ts && st->preempted_by) {
+		struct sched_pair_key key = { .cgroup = cgroup, .by_cgroup = st->preempted_by };
+		struct sched_pair_stats *pair = lookup_or_create(&sched_preemptions, &key, &zero_pair);
+
+		if (pair) {
+			pair->preemptions += 1;
+			pair->wait_ns += wait;
+		}
+	}
+}
+
+static __always_inline void on_switch(bool preempt, struct task_struct *prev,
+				      struct task_struct *next, unsigned int prev_state, bool btf)
+{
+	__u32 prev_tid = task_tid(prev, btf), next_tid = task_tid(next, btf);
+	__u64 now = sched_now(next, btf);
+	__u64 next_cgroup = 0;
+	struct sched_task_state *st;
+
+	/* tid 0 is a CPU's idle task: it neither waits nor preempts anybody. */
+	if (next_tid) {
+		__u64 since;
+
+		st = task_state(next, next_tid, btf, false);
+		since = runnable_since(next, st, now, btf);
+		if (since) {
+			next_cgroup = task_cgroup(next, btf);
+			on_switch_in(st, since, next_cgroup, now);
+		}
+		if (st) {
+			st->runnable_ts = 0; /* preempted_by counts only with runnable_ts */
+			st->off_ts = 0;
+		}
+	}
+	if (!prev_tid)
+		return;
+	st = task_state(prev, prev_tid, btf, true);
+	if (!st)
+		return;
+	if (preempt || prev_state == TASK_RUNNING) {
+		/* Still runnable: it waits in the run queue from now on. */
+		st->runnable_ts = now;
+		st->off_ts = 0;
+		if (next_tid && !next_cgroup)
+			next_cgroup = task_cgroup(next, btf);
+		st->preempted_by = next_tid ? next_cgroup : 0;
+	} else {
+		st->off_ts = now;
+		if (use_sched_info)
+			st->off_run_delay = run_delay(prev, btf);
+		st->off_state = (prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_NOLOAD)
+					? SCHED_OFFCPU_IO
+					: SCHED_OFFCPU_SLEEP;
+		st->runnable_ts = 0;
+		st->preempted_by = 0; /* a wakeup handler may set runnable_ts later */
+	}
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(handle_wakeup_btf, struct task_struct *p)
+{
+	on_wakeup(p, true);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(handle_wakeup_raw, struct task_struct *p)
+{
+	on_wakeup(p, false);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(handle_wakeup_new_btf, struct task_struct *p)
+{
+	on_wakeup(p, true);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(handle_wakeup_new_raw, struct task_struct *p)
+{
+	on_wakeup(p, false);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch(preempt, prev, next, prev_state, true);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(handle_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch(preempt, prev, next, prev_state, false);
+	return 0;
+}
+
+/* Only the raw_tp path keeps per-task state in a hash; task storage frees itself. */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(handle_exit_raw)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&sched_task_hash, &tid);
+	return 0;
+}
+
+/* Records one run-queue length sample of the CPU it runs on, or only every stride-th one while
+ * the node is in sparse mode. */
+static __always_inline void record_runqlen(const struct rq *rq)
+{
+	__u32 zero = 0;
+	struct sched_runqlen *r = bpf_map_lookup_elem(&sched_runqlen, &zero);
+	__u64 len;
+
+	if (!r || !rq)
+		return;
+	if (!runqlen_dense) {
+		if (++r->ticks < runqlen_stride)
+			return;
+		r->ticks = 0;
+	}
+	len = rq->nr_running;
+	r->hist.slots[len < INFERTRACE_LINEAR_SLOTS ? len : INFERTRACE_LINEAR_SLOTS - 1] += 1;
+	r->hist.sum += len;
+}
+
+/* Software cpu-clock event, one per CPU at the dense rate; runs on the sampled CPU. Preferred
+ * flavour: the per-CPU `runqueues`, which needs the symbol in kallsyms (CONFIG_KALLSYMS_ALL). */
+SEC("perf_event")
+int sample_runqlen_ksym(struct bpf_perf_event_data *ctx)
+{
+	record_runqlen(bpf_this_cpu_ptr(&runqueues));
+	return 0;
+}
+
+/* Fallback flavour: the run queue the current task (or the idle task) is on, reached through
+ * its CFS run queue (CONFIG_FAIR_GROUP_SCHED, which cgroup CPU control needs anyway). */
+SEC("perf_event")
+int sample_runqlen_task(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	if (bpf_core_field_exists(struct cfs_rq, rq))
+		record_runqlen(t->se.cfs_rq->rq);
+	return 0;
+}

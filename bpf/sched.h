@@ -1,0 +1,45 @@
+/* Scheduler probe family: values shared by bpf/sched.bpf.c and src/probes/sched_probe.cpp
+ * (C, __u32/__u64 only). */
+#ifndef INFERTRACE_SCHED_H
+#define INFERTRACE_SCHED_H
+
+#include "hist.h"
+
+/* Bounds of the in-kernel maps (see the map declarations in sched.bpf.c). */
+#define SCHED_MAX_CGROUPS 1024
+#define SCHED_MAX_PAIRS 4096
+#define SCHED_MAX_TASKS 32768 /* raw_tp fallback only: per-task state keyed by tid */
+
+/* Why a task was off CPU; index into sched_cgroup_stats.offcpu_ns. */
+enum sched_offcpu_state {
+	SCHED_OFFCPU_RUNQUEUE = 0, /* runnable, waiting for a CPU */
+	SCHED_OFFCPU_IO = 1,       /* TASK_UNINTERRUPTIBLE (not TASK_IDLE) */
+	SCHED_OFFCPU_SLEEP = 2,    /* any other voluntary sleep */
+	SCHED_OFFCPU_STATES = 3,
+};
+
+/* Per cgroup and per CPU: everything a switch-in adds, so that one lookup serves it. */
+struct sched_cgroup_stats {
+	struct infertrace_log2_hist runq_latency; /* ns from runnable to running */
+	/* io and sleep; the RUNQUEUE slot stays 0: run-queue time is runq_latency.sum */
+	__u64 offcpu_ns[SCHED_OFFCPU_STATES];
+};
+
+/* A task of `cgroup` was preempted (switched out while runnable) by a task of `by_cgroup`. */
+struct sched_pair_key {
+	__u64 cgroup;
+	__u64 by_cgroup;
+};
+
+struct sched_pair_stats {
+	__u64 preemptions;
+	__u64 wait_ns; /* run-queue wait that followed those preemptions */
+};
+
+/* Per CPU: the sampled run-queue length of that CPU. */
+struct sched_runqlen {
+	struct infertrace_linear_hist hist;
+	__u64 ticks; /* perf samples seen, to record only every stride-th one in sparse mode */
+};
+
+#endif

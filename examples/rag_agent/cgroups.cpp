@@ -1,0 +1,202 @@
+#include "cgroups.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace rag {
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes with one write(2) so the kernel's error (EINVAL, EACCES, ...) is what we report.
+void write_text(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "we");
+  if (!f) throw std::runtime_error(fmt::format("open {}: {}", path, std::strerror(errno)));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fflush(f) == 0) && ok;
+  int err = errno;
+  std::fclose(f);
+  if (!ok) throw std::runtime_error(fmt::format("write '{}' to {}: {}", text, path, std::strerror(err)));
+}
+
+bool has_word(const std::string& text, const std::string& word) {
+  std::istringstream in(text);
+  std::string w;
+  while (in >> w)
+    if (w == word) return true;
+  return false;
+}
+
+// Finds the hierarchy with the cpu controller: v2 (if its root offers cpu), else v1 "cpu".
+std::pair<CgroupMode, std::string> detect_root() {
+  std::ifstream mounts("/proc/self/mounts");
+  std::string dev, path, type, opts, line;
+  std::string v1_cpu;
+  while (std::getline(mounts, line)) {
+    std::istringstream in(line);
+    in >> dev >> path >> type >> opts;
+    if (type == "cgroup2" && has_word(read_text(path + "/cgroup.controllers"), "cpu"))
+      return {CgroupMode::V2, path};
+    if (type == "cgroup" && v1_cpu.empty()) {
+      std::istringstream o(opts);
+      std::string opt;
+      while (std::getline(o, opt, ','))
+        if (opt == "cpu") v1_cpu = path;
+    }
+  }
+  if (!v1_cpu.empty()) return {CgroupMode::V1, v1_cpu};
+  return {CgroupMode::None, ""};
+}
+
+// Directories left by agents that were killed with SIGKILL: remove the empty ones.
+void remove_stale_dirs(const std::string& root) {
+  DIR* d = ::opendir(root.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    int pid = 0;
+    if (std::sscanf(e->d_name, "infertrace-agent-%d", &pid) != 1 || pid <= 0) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::string dir = root + "/" + e->d_name;
+    if (DIR* sub = ::opendir(dir.c_str())) {
+      while (dirent* s = ::readdir(sub))
+        if (s->d_type == DT_DIR && s->d_name[0] != '.') ::rmdir((dir + "/" + s->d_name).c_str());
+      ::closedir(sub);
+    }
+    if (::rmdir(dir.c_str()) == 0) spdlog::info("removed stale cgroup {}", dir);
+  }
+  ::closedir(d);
+}
+
+// Kills what is left in a cgroup (only our own children can be there) and removes it; a cgroup
+// whose last task is still exiting answers EBUSY for a moment, hence the retries.
+void kill_and_rmdir(const std::string& dir) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
+    if (errno != EBUSY) break;
+    std::istringstream procs(read_text(dir + "/cgroup.procs"));
+    pid_t pid;
+    while (procs >> pid) ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  spdlog::warn("could not remove cgroup {}: {}", dir, std::strerror(errno));
+}
+
+}  // namespace
+
+const char* cgroup_mode_name(CgroupMode mode) {
+  switch (mode) {
+    case CgroupMode::V1: return "v1";
+    case CgroupMode::V2: return "v2";
+    case CgroupMode::None: return "none";
+  }
+  return "none";
+}
+
+CgroupTree::CgroupTree(const std::string& root_override) {
+  if (!root_override.empty()) {
+    if (exists(root_override + "/cgroup.controllers")) {
+      if (!has_word(read_text(root_override + "/cgroup.controllers"), "cpu"))
+        throw std::invalid_argument(
+            fmt::format("--cgroup-root {}: this cgroup v2 directory does not offer the cpu controller", root_override));
+      mode_ = CgroupMode::V2;
+    } else if (exists(root_override + "/cpu.cfs_quota_us")) {
+      mode_ = CgroupMode::V1;
+    } else {
+      throw std::invalid_argument(
+          fmt::format("--cgroup-root {}: not a cgroup directory with the cpu controller", root_override));
+    }
+    root_ = root_override;
+  } else {
+    std::tie(mode_, root_) = detect_root();
+    if (mode_ == CgroupMode::None) {
+      reason_ = "no cgroup hierarchy with the cpu controller is mounted";
+      return;
+    }
+  }
+  try {
+    remove_stale_dirs(root_);
+    if (mode_ == CgroupMode::V2 && !has_word(read_text(root_ + "/cgroup.subtree_control"), "cpu"))
+      write_text(root_ + "/cgroup.subtree_control", "+cpu");
+    dir_ = fmt::format("{}/infertrace-agent-{}", root_, ::getpid());
+    if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST)
+      throw std::runtime_error(fmt::format("mkdir {}: {}", dir_, std::strerror(errno)));
+    if (mode_ == CgroupMode::V2) write_text(dir_ + "/cgroup.subtree_control", "+cpu");
+  } catch (const std::exception& e) {
+    reason_ = e.what();
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+    dir_.clear();
+    mode_ = CgroupMode::None;
+  }
+}
+
+CgroupTree::~CgroupTree() { remove(); }
+
+std::string CgroupTree::add_leaf(const std::string& name) {
+  if (mode_ == CgroupMode::None) return "";
+  std::string leaf = dir_ + "/" + name;
+  if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST)
+    throw std::runtime_error(fmt::format("mkdir {}: {}", leaf, std::strerror(errno)));
+  leaves_.push_back(leaf);
+  return leaf;
+}
+
+void CgroupTree::set_cpu_quota(const std::string& leaf, long quota_us, long period_us) const {
+  if (mode_ == CgroupMode::V1) {
+    write_text(leaf + "/cpu.cfs_period_us", std::to_string(period_us));
+    write_text(leaf + "/cpu.cfs_quota_us", std::to_string(quota_us));
+  } else if (mode_ == CgroupMode::V2) {
+    write_text(leaf + "/cpu.max", fmt::format("{} {}", quota_us, period_us));
+  } else {
+    throw std::runtime_error("no cgroup to put a CPU quota on");
+  }
+}
+
+CpuThrottle CgroupTree::read_throttle(const std::string& leaf) const {
+  CpuThrottle t;
+  if (leaf.empty()) return t;
+  std::istringstream in(read_text(leaf + "/cpu.stat"));
+  std::string key;
+  uint64_t value;
+  while (in >> key >> value) {
+    if (key == "nr_periods") t.periods = value;
+    else if (key == "nr_throttled") t.throttled_periods = value;
+    else if (key == "throttled_time") t.throttled_seconds = value / 1e9;  // v1: ns
+    else if (key == "throttled_usec") t.throttled_seconds = value / 1e6;  // v2: us
+  }
+  return t;
+}
+
+void CgroupTree::remove() {
+  for (auto it = leaves_.rbegin(); it != leaves_.rend(); ++it) kill_and_rmdir(*it);
+  leaves_.clear();
+  if (!dir_.empty()) kill_and_rmdir(dir_);
+  dir_.clear();
+}
+
+void CgroupTree::join(const std::string& leaf) {
+  if (!leaf.empty()) write_text(leaf + "/cgroup.procs", std::to_string(::getpid()));
+}
+
+}  // namespace rag

@@ -1,0 +1,83 @@
+// The agent's "models": a word-piece tokenizer, an embedding MLP and a small decoder whose token
+// loop does real matrix-vector products and a softmax over the vocabulary. Weights are
+// deterministic pseudo-random numbers: the arithmetic, not the answers, is what matters here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <chrono>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rag {
+
+inline constexpr std::size_t kHidden = 256;
+inline constexpr std::size_t kVocab = 4096;
+inline constexpr std::size_t kDecoderLayers = 2;
+
+class Tokenizer {
+ public:
+  Tokenizer();
+  // Lower-cases, splits on anything but letters and digits, then greedy longest-match word
+  // pieces; pieces outside the vocabulary hash into it.
+  std::vector<uint32_t> encode(std::string_view text) const;
+  const std::string& piece(uint32_t id) const { return pieces_[id % pieces_.size()]; }
+  // Words the prompt generator draws from (they are whole pieces of the vocabulary).
+  static const std::vector<std::string_view>& lexicon();
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<std::string> pieces_;
+  std::size_t max_piece_ = 1;
+};
+
+// Row-major dense matrix with y = W x.
+struct Matrix {
+  std::size_t rows = 0, cols = 0;
+  std::vector<float> w;
+  void init(std::size_t r, std::size_t c, uint64_t seed, float scale);
+  void apply(std::span<const float> x, std::span<float> y) const;
+};
+
+class Weights {
+ public:
+  explicit Weights(uint64_t seed);
+  Matrix embeddings;                        // kVocab x kHidden, shared by embedder and decoder input
+  Matrix output;                            // kVocab x kHidden: decoder state -> logits
+  Matrix mlp1, mlp2;                        // embedder: two kHidden x kHidden layers
+  std::vector<float> bias1, bias2;
+  Matrix decoder[kDecoderLayers];           // kHidden x kHidden each
+};
+
+// Residual two-layer MLP over each prompt token, mean-pooled and normalised.
+std::vector<float> embed(const Weights& w, std::span<const uint32_t> tokens);
+
+// Where the decoder appends its per-token state; the lock fault holds its mutex for long
+// stretches from another thread, so every token waits on a contended futex.
+class KvCache {
+ public:
+  void append(std::span<const float> state);
+  // Holds the lock for `hold`, touching the cache like a compaction would.
+  void compact_holding_lock(std::chrono::microseconds hold);
+
+ private:
+  std::mutex mu_;
+  std::vector<float> ring_ = std::vector<float>(kHidden * 256, 0.0f);
+  std::size_t next_ = 0;
+};
+
+struct Generation {
+  std::vector<uint32_t> tokens;
+  double entropy = 0;  // nats, of the last output distribution
+};
+
+// Token loop: for each output token, kDecoderLayers matrix-vector layers (layer_begin/end probes,
+// batch 1), logits over the vocabulary, softmax, sampling, token probe.
+Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context, std::size_t n_tokens,
+                    uint64_t seed, KvCache& kv);
+
+}  // namespace rag

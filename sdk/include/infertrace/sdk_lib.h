@@ -1,0 +1,58 @@
+/*
+ * libinfertrace_sdk.so: the probes of sdk.h as plain exported C functions, for FFI users
+ * (the Python package, other languages). C and C++ programs can use sdk.h directly instead.
+ * The probe sites, their USDT notes and semaphores live in the library, so a tracer attaches
+ * to usdt:<path>/libinfertrace_sdk.so:infertrace:<probe>. Arguments are those of sdk.h.
+ */
+#ifndef INFERTRACE_SDK_LIB_H
+#define INFERTRACE_SDK_LIB_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void infertrace_sdk_request_begin(uint64_t request_id, const char *tenant, const char *agent,
+				  const char *trace_id);
+void infertrace_sdk_request_end(uint64_t request_id, int64_t status);
+void infertrace_sdk_stage_begin(uint64_t request_id, int64_t stage, const char *name);
+void infertrace_sdk_stage_end(uint64_t request_id, int64_t stage);
+void infertrace_sdk_context_attach(uint64_t request_id);
+void infertrace_sdk_context_detach(uint64_t request_id);
+void infertrace_sdk_cache_lookup(uint64_t request_id, const char *cache, int64_t result,
+				 uint64_t age_ns, uint64_t key_hash);
+void infertrace_sdk_token(uint64_t request_id, uint64_t index);
+void infertrace_sdk_layer_begin(uint64_t layer, uint64_t batch_size);
+void infertrace_sdk_layer_end(uint64_t layer, uint64_t batch_size);
+void infertrace_sdk_output_quality(uint64_t request_id, uint64_t entropy_micro);
+
+/* Bit n is set while a tracer is attached to probe n of the library (its semaphore is non-zero),
+ * for callers that can skip costly argument preparation (an entropy over logits) otherwise. */
+enum infertrace_sdk_probe {
+	INFERTRACE_SDK_PROBE_REQUEST_BEGIN = 0,
+	INFERTRACE_SDK_PROBE_REQUEST_END = 1,
+	INFERTRACE_SDK_PROBE_STAGE_BEGIN = 2,
+	INFERTRACE_SDK_PROBE_STAGE_END = 3,
+	INFERTRACE_SDK_PROBE_CONTEXT_ATTACH = 4,
+	INFERTRACE_SDK_PROBE_CONTEXT_DETACH = 5,
+	INFERTRACE_SDK_PROBE_CACHE_LOOKUP = 6,
+	INFERTRACE_SDK_PROBE_TOKEN = 7,
+	INFERTRACE_SDK_PROBE_LAYER_BEGIN = 8,
+	INFERTRACE_SDK_PROBE_LAYER_END = 9,
+	INFERTRACE_SDK_PROBE_OUTPUT_QUALITY = 10,
+};
+uint32_t infertrace_sdk_enabled_mask(void);
+
+/* The semaphore of probe `probe` (enum infertrace_sdk_probe) in this library, NULL for an
+ * unknown probe: FFI callers may read it directly to skip the call while it is zero. */
+const volatile unsigned short *infertrace_sdk_semaphore(uint32_t probe);
+
+/* "MAJOR.MINOR.PATCH" of the project that built the library. */
+const char *infertrace_sdk_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFERTRACE_SDK_LIB_H */

@@ -1,0 +1,215 @@
+#include "probes/block_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/histogram_conversion.h"
+#include "probes/bpf_loader.h"
+#include "bpf/block.h"
+#include "block.skel.h"
+
+namespace infertrace::probes {
+namespace {
+
+using core::MetricType;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kFamily = "block";
+constexpr size_t kMaxKeys = 1024;  // max_entries of block_io
+constexpr auto kGcInterval = std::chrono::seconds(60);
+constexpr const char* kOps[INFERTRACE_BLOCK_OPS] = {"read", "write", "flush", "discard", "other"};
+
+static_assert(sizeof(block_value) % 8 == 0, "per-CPU values are read as 8-byte aligned copies");
+
+struct OpIo {
+  std::array<uint64_t, INFERTRACE_LOG2_SLOTS> slots{};
+  uint64_t sum_ns = 0;
+  uint64_t bytes = 0;
+  bool seen = false;  // the kernel has an entry for this op: export it, even at zero
+};
+
+// One disk's totals over all CPUs, foldable into "__other__".
+struct DeviceIo {
+  std::array<OpIo, INFERTRACE_BLOCK_OPS> ops{};
+  DeviceIo& operator+=(const DeviceIo& o) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      core::add_slots(ops[i].slots, o.ops[i].slots);
+      ops[i].sum_ns += o.ops[i].sum_ns;
+      ops[i].bytes += o.ops[i].bytes;
+      ops[i].seen = ops[i].seen || o.ops[i].seen;
+    }
+    return *this;
+  }
+};
+
+std::vector<block_key> map_keys(int fd) {
+  std::vector<block_key> keys;
+  block_key cur{}, next{};
+  const block_key* prev = nullptr;
+  while (keys.size() < kMaxKeys && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    cur = next;
+    prev = &cur;
+  }
+  return keys;
+}
+
+std::string sysfs_dir(uint32_t major, uint32_t minor) {
+  return fmt::format("/sys/dev/block/{}:{}", major, minor);
+}
+
+// Kernels before 5.11 pass (queue, request) to block_rq_issue: read its BTF prototype.
+bool rq_issue_has_queue(const Features& features) {
+  if (!features.btf) return false;
+  btf* b = btf__parse(features.btf_path.c_str(), nullptr);
+  if (!b) return false;
+  bool has_queue = false;
+  const int id = btf__find_by_name_kind(b, "btf_trace_block_rq_issue", BTF_KIND_TYPEDEF);
+  const btf_type* t = id > 0 ? btf__type_by_id(b, id) : nullptr;  // typedef -> ptr -> proto
+  if (t) t = btf__type_by_id(b, t->type);
+  if (t && btf_is_ptr(t)) t = btf__type_by_id(b, t->type);
+  if (t && btf_is_func_proto(t)) has_queue = btf_vlen(t) == 3;  // (void *, q, rq)
+  btf__free(b);
+  return has_queue;
+}
+
+}  // namespace
+
+std::string block_device_name(uint32_t major, uint32_t minor) {
+  std::ifstream in(sysfs_dir(major, minor) + "/uevent");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("DEVNAME=", 0) == 0) return line.substr(8);
+  }
+  return "";
+}
+
+struct BlockProbe::Series {
+  explicit Series(size_t top_k) : budget(top_k), devices(budget) {}
+  core::LabelBudget budget;
+  core::FoldedSeries<DeviceIo> devices;
+};
+
+BlockProbe::BlockProbe() = default;
+BlockProbe::~BlockProbe() { stop(); }
+
+void BlockProbe::start(const ProbeContext& ctx) {
+  stop();
+  series_ = std::make_unique<Series>(ctx.config.top_k);
+  names_.clear();
+  last_gc_ = Clock::now();
+  try {
+    const bpf_object_open_opts opts = open_options(ctx.features);
+    skel_ = block_bpf__open_opts(&opts);
+    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+    skel_->rodata->rq_issue_has_queue = rq_issue_has_queue(ctx.features);
+    select_tracepoint_flavour(skel_->obj, ctx.features);
+    check(block_bpf__load(skel_), kFamily, "load BPF programs");
+    check(block_bpf__attach(skel_), kFamily,
+          std::string("attach block_rq_issue/block_rq_complete (") +
+              (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
+    spdlog::info("block: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void BlockProbe::stop() {
+  if (skel_) block_bpf__destroy(skel_);
+  skel_ = nullptr;
+}
+
+std::vector<const bpf_program*> BlockProbe::programs() const {
+  std::vector<const bpf_program*> out;
+  if (!skel_) return out;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__autoload(prog)) out.push_back(prog);
+  }
+  return out;
+}
+
+uint64_t BlockProbe::folded_label_values() const { return series_ ? series_->budget.folded() : 0; }
+
+std::string BlockProbe::device_label(const Device& dev) {
+  if (auto it = names_.find(dev); it != names_.end()) return it->second;
+  std::string name = block_device_name(dev.first, dev.second);
+  if (name.empty()) return fmt::format("{}:{}", dev.first, dev.second);  // retried next scrape
+  names_[dev] = name;
+  return name;
+}
+
+void BlockProbe::collect(core::MetricSet& out) {
+  if (!skel_) return;
+  if (Clock::now() - last_gc_ >= kGcInterval) forget_removed_devices();
+
+  const int fd = bpf_map__fd(skel_->maps.block_io);
+  std::map<std::string, DeviceIo> current;
+  std::vector<block_value> values(possible_cpus());
+  for (const block_key& key : map_keys(fd)) {
+    if (key.op >= INFERTRACE_BLOCK_OPS) continue;
+    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
+    OpIo& op = current[device_label({key.major, key.minor})].ops[key.op];
+    op.seen = true;
+    for (const auto& v : values) {
+      for (size_t i = 0; i < op.slots.size(); ++i) op.slots[i] += v.latency_ns.slots[i];
+      op.sum_ns += v.latency_ns.sum;
+      op.bytes += v.bytes;
+    }
+  }
+  for (const auto& [device, io] : series_->devices.fold(current)) {
+    for (int i = 0; i < INFERTRACE_BLOCK_OPS; ++i) {
+      const OpIo& op = io.ops[i];
+      if (!op.seen) continue;
+      const core::Labels labels{{"device", device}, {"op", kOps[i]}};
+      out.add_histogram("infertrace_block_io_latency_seconds",
+                        "Block request latency from issue to the driver until completion",
+                        labels, core::log2_to_buckets(op.slots, op.sum_ns, 1e-9, 9, 34));
+      out.add("infertrace_block_io_bytes", MetricType::Counter,
+              "Bytes transferred by completed block requests", labels,
+              static_cast<double>(op.bytes), "bytes");
+    }
+  }
+
+  uint64_t lost = 0;
+  const uint32_t zero = 0;
+  std::vector<uint64_t> per_cpu(possible_cpus());
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.block_events_lost), &zero, per_cpu.data()) == 0) {
+    for (uint64_t v : per_cpu) lost += v;
+  }
+  out.add("infertrace_events_lost", MetricType::Counter,
+          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
+          static_cast<double>(lost));
+}
+
+// Hosts that create and remove loop or network disks would fill block_io with dead disks;
+// their entries and series go (folded ones stay counted in "__other__").
+void BlockProbe::forget_removed_devices() {
+  last_gc_ = Clock::now();
+  const int fd = bpf_map__fd(skel_->maps.block_io);
+  std::error_code ec;
+  for (const block_key& key : map_keys(fd)) {
+    if (std::filesystem::exists(sysfs_dir(key.major, key.minor), ec)) continue;
+    bpf_map_delete_elem(fd, &key);
+    const Device dev{key.major, key.minor};
+    series_->budget.forget(device_label(dev));
+    names_.erase(dev);
+  }
+}
+
+std::unique_ptr<ProbeFamily> make_block_probe() { return std::make_unique<BlockProbe>(); }
+
+}  // namespace infertrace::probes

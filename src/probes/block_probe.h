@@ -1,0 +1,50 @@
+// Block probe family: block request latency (issue to completion) and bytes per whole disk and
+// operation (bpf/block.bpf.c), with disks named as in /dev ("vda", "nvme0n1").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "probes/probe_family.h"
+
+struct block_bpf;
+
+namespace infertrace::probes {
+
+// The kernel name of the disk major:minor from /sys/dev/block/MAJ:MIN/uevent (DEVNAME), or
+// empty when the device is unknown.
+std::string block_device_name(uint32_t major, uint32_t minor);
+
+class BlockProbe final : public ProbeFamily {
+ public:
+  BlockProbe();
+  ~BlockProbe() override;
+
+  const char* name() const override { return "block"; }
+  void start(const ProbeContext& ctx) override;
+  void stop() override;
+  void collect(core::MetricSet& out) override;
+  std::vector<const bpf_program*> programs() const override;
+  uint64_t folded_label_values() const override;
+
+ private:
+  struct Series;  // label budget and folded series, reset on each start()
+  using Device = std::pair<uint32_t, uint32_t>;  // (major, first minor)
+
+  std::string device_label(const Device& dev);
+  void forget_removed_devices();
+
+  block_bpf* skel_ = nullptr;
+  std::unique_ptr<Series> series_;
+  std::map<Device, std::string> names_;  // cached: sysfs is read once per disk
+  std::chrono::steady_clock::time_point last_gc_{};
+};
+
+std::unique_ptr<ProbeFamily> make_block_probe();
+
+}  // namespace infertrace::probes

@@ -1,0 +1,23 @@
+// The node-level probe families infertrace knows, and which part of the configuration each
+// one depends on (so a reload restarts only the families whose settings changed).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/config.h"
+#include "probes/probe_family.h"
+
+namespace infertrace::probes {
+
+struct FamilyEntry {
+  const char* name;
+  std::unique_ptr<ProbeFamily> (*make)();
+  bool (*enabled)(const core::Config&);
+  // True when a running instance can keep running under the new configuration.
+  bool (*same_settings)(const core::Config& before, const core::Config& after);
+};
+
+const std::vector<FamilyEntry>& known_families();
+
+}  // namespace infertrace::probes

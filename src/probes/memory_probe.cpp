@@ -1,0 +1,379 @@
+#include "probes/memory_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "probes/bpf_loader.h"
+#include "bpf/memory.h"
+#include "memory.skel.h"
+
+namespace infertrace::probes {
+namespace {
+
+using core::MetricType;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kFamily = "memory";
+constexpr char kPairSeparator = '\x1f';  // cannot occur in a cgroup path
+constexpr auto kHarvestInterval = std::chrono::seconds(5);
+constexpr auto kGcInterval = std::chrono::seconds(10);
+constexpr auto kUnresolvedGrace = std::chrono::seconds(60);  // CgroupNames rescans every 1 s
+// Preallocated per-CPU values of process_memory may use at most this much kernel memory.
+constexpr size_t kMapBudgetBytes = 16u << 20;
+constexpr uint32_t kMinProcesses = 1024;
+
+static_assert(sizeof(memory_value) % 8 == 0, "per-CPU values are read as 8-byte aligned copies");
+
+std::string pair_key(const std::string& cgroup, const std::string& process) {
+  return cgroup + kPairSeparator + process;
+}
+
+// The keys of a hash map, bounded by its capacity in case entries churn while we walk it.
+std::vector<memory_key> map_keys(int fd, size_t capacity) {
+  std::vector<memory_key> keys;
+  memory_key cur{}, next{};
+  const memory_key* prev = nullptr;
+  while (keys.size() < capacity && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    cur = next;
+    prev = &cur;
+  }
+  return keys;
+}
+
+// A process that is gone (not a zombie) no longer adds to its entry.
+bool process_exited(uint32_t tgid) { return kill(static_cast<pid_t>(tgid), 0) != 0 && errno == ESRCH; }
+
+// Reads an entry's per-CPU copies; `remove` also deletes it in the same step where the kernel
+// can (5.14+), so no increment falls between reading and deleting.
+bool read_entry(int fd, const memory_key& key, bool remove, std::vector<memory_value>& values) {
+  values.assign(possible_cpus(), memory_value{});
+  if (!remove) return bpf_map_lookup_elem(fd, &key, values.data()) == 0;
+  if (bpf_map_lookup_and_delete_elem(fd, &key, values.data()) == 0) return true;
+  if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) return false;
+  bpf_map_delete_elem(fd, &key);
+  return true;
+}
+
+// Telling reads from writes reads the task's user register frame (bpf/memory.bpf.c), which
+// needs bpf_task_pt_regs() (5.15) on a BTF task pointer (5.11).
+// Only x86-64 has the syscall-number test; elsewhere every added page counts.
+bool can_tell_writes_apart() {
+#if !defined(__x86_64__)
+  return false;
+#endif
+  for (const bpf_func_id helper : {BPF_FUNC_task_pt_regs, BPF_FUNC_get_current_task_btf}) {
+    if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, helper, nullptr) != 1) return false;
+  }
+  return true;
+}
+
+int open_major_fault_event(int cpu) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+  attr.sample_period = 1;  // every major fault runs the program
+  return static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+}  // namespace
+
+struct MemoryProbe::Series {
+  explicit Series(size_t top_k)
+      : cgroup_budget(top_k), process_budget(top_k), cgroups(cgroup_budget),
+        processes(process_budget) {}
+  core::LabelBudget cgroup_budget;
+  core::LabelBudget process_budget;  // over (cgroup, process) pairs
+  core::FoldedSeries<MemoryCounts> cgroups;
+  core::FoldedSeries<MemoryCounts> processes;
+};
+
+MemoryProbe::MemoryProbe() = default;
+MemoryProbe::~MemoryProbe() { stop(); }
+
+void MemoryProbe::start(const ProbeContext& ctx) {
+  stop();
+  cgroups_ = &ctx.cgroups;
+  series_ = std::make_unique<Series>(ctx.config.top_k);
+  accounted_.clear();
+  totals_.clear();
+  names_.clear();
+  unresolved_since_.clear();
+  last_harvest_ = last_gc_ = Clock::now();
+  try {
+    const bpf_object_open_opts opts = open_options(ctx.features);
+    skel_ = memory_bpf__open_opts(&opts);
+    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+    select_tracepoint_flavour(skel_->obj, ctx.features);
+
+    const size_t per_entry = sizeof(memory_value) * static_cast<size_t>(possible_cpus());
+    max_processes_ = static_cast<uint32_t>(std::clamp<size_t>(
+        kMapBudgetBytes / per_entry, kMinProcesses, INFERTRACE_MEMORY_MAX_PROCESSES));
+    check(bpf_map__set_max_entries(skel_->maps.process_memory, max_processes_), kFamily,
+          "size process_memory map");
+
+    skel_->rodata->exclude_writes = can_tell_writes_apart();
+    if (!skel_->rodata->exclude_writes) {
+      spdlog::warn("memory: page-cache misses include pages added by writes ({})",
+#if defined(__x86_64__)
+                   "kernel lacks bpf_task_pt_regs()"
+#else
+                   "reads and writes are told apart on x86-64 only"
+#endif
+      );
+    }
+    bpf_program__set_autoload(skel_->progs.major_fault, ctx.features.perf_event);
+    check(memory_bpf__load(skel_), kFamily, "load BPF programs");
+    check(memory_bpf__attach(skel_), kFamily,
+          std::string("attach filemap/mm_filemap_add_to_page_cache (") +
+              (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
+    if (ctx.features.perf_event) {
+      attach_major_faults();
+    } else {
+      spdlog::warn("memory: major faults not counted: software perf events unavailable");
+    }
+    spdlog::info("memory: attached (page-cache misses{}, {} processes max)",
+                 fault_links_.empty() ? "" : fmt::format(", major faults on {} CPUs",
+                                                         fault_links_.size()),
+                 max_processes_);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+// Optional: without the perf events page-cache misses still work.
+void MemoryProbe::attach_major_faults() {
+  std::string failure;
+  for (int cpu = 0; cpu < possible_cpus(); ++cpu) {
+    const int fd = open_major_fault_event(cpu);
+    if (fd < 0) {
+      if (errno == ENODEV) continue;  // offline CPU
+      failure = fmt::format("perf_event_open(major-faults, cpu {}): {}", cpu, strerror(errno));
+      break;
+    }
+    bpf_link* link = bpf_program__attach_perf_event(skel_->progs.major_fault, fd);
+    if (!link) {
+      failure = fmt::format("attach to major-faults on cpu {}: {}", cpu, strerror(errno));
+      close(fd);
+      break;
+    }
+    fault_links_.push_back(link);  // the link owns fd and closes it when destroyed
+  }
+  if (failure.empty() && !fault_links_.empty()) return;
+  for (bpf_link* l : fault_links_) bpf_link__destroy(l);
+  fault_links_.clear();
+  spdlog::warn("memory: major faults not counted: {}",
+               failure.empty() ? "no online CPU" : failure);
+}
+
+void MemoryProbe::stop() {
+  for (bpf_link* l : fault_links_) bpf_link__destroy(l);
+  fault_links_.clear();
+  if (skel_) memory_bpf__destroy(skel_);
+  skel_ = nullptr;
+}
+
+void MemoryProbe::tick(const ProbeContext&) {
+  if (skel_ && Clock::now() - last_harvest_ >= kHarvestInterval) harvest();
+}
+
+uint64_t MemoryProbe::folded_label_values() const {
+  return series_ ? series_->cgroup_budget.folded() + series_->process_budget.folded() : 0;
+}
+
+bool MemoryProbe::tracks_process(uint32_t tgid) const {
+  if (!skel_) return false;
+  for (const memory_key& key : map_keys(bpf_map__fd(skel_->maps.process_memory), max_processes_)) {
+    if (key.tgid == tgid) return true;
+  }
+  return false;
+}
+
+std::vector<const bpf_program*> MemoryProbe::programs() const {
+  std::vector<const bpf_program*> out;
+  if (!skel_) return out;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (!bpf_program__autoload(prog)) continue;
+    if (prog == skel_->progs.major_fault && fault_links_.empty()) continue;
+    out.push_back(prog);
+  }
+  return out;
+}
+
+// Adds what each kernel entry gained since the last harvest to totals_ under the process's
+// current name, and deletes the entries of exited processes. Counting deltas keeps totals
+// monotonic whatever happens to the entries (deleted, recreated for a reused pid).
+void MemoryProbe::harvest() {
+  last_harvest_ = Clock::now();
+  const int fd = bpf_map__fd(skel_->maps.process_memory);
+  std::vector<memory_value> values;
+  for (const memory_key& key : map_keys(fd, max_processes_)) {
+    const ProcessKey pk{key.cgroup_id, key.tgid};
+    const bool exited = process_exited(key.tgid);
+    if (!read_entry(fd, key, exited, values)) {
+      if (exited) accounted_.erase(pk);
+      continue;
+    }
+
+    MemoryCounts now;
+    const memory_value* freshest = nullptr;
+    for (const auto& v : values) {
+      now.page_cache_misses += v.page_cache_misses;
+      now.major_faults += v.major_faults;
+      if (v.comm_ns && (!freshest || v.comm_ns > freshest->comm_ns)) freshest = &v;
+    }
+    const size_t comm_len = freshest ? strnlen(freshest->comm, sizeof freshest->comm) : 0;
+    const std::string comm = comm_len ? std::string(freshest->comm, comm_len) : std::string(1, '?');
+
+    const MemoryCounts before = accounted_[pk];
+    MemoryCounts delta;
+    delta.page_cache_misses = now.page_cache_misses >= before.page_cache_misses
+                                  ? now.page_cache_misses - before.page_cache_misses
+                                  : now.page_cache_misses;
+    delta.major_faults = now.major_faults >= before.major_faults
+                             ? now.major_faults - before.major_faults
+                             : now.major_faults;
+    totals_[{key.cgroup_id, comm}] += delta;
+    // Only our own deletions remove entries, so an entry missed by a walk (the kernel added
+    // or removed others meanwhile) keeps its accounted counts and is not counted twice.
+    if (exited) {
+      accounted_.erase(pk);
+    } else {
+      accounted_[pk] = now;
+    }
+  }
+}
+
+std::string MemoryProbe::cgroup_name(uint64_t id) {
+  if (auto it = names_.find(id); it != names_.end()) return it->second;
+  std::string name = cgroups_->name(id);
+  if (name.rfind("id:", 0) == 0) {
+    unresolved_since_.try_emplace(id, Clock::now());
+  } else {
+    names_[id] = name;
+    unresolved_since_.erase(id);
+  }
+  return name;
+}
+
+void MemoryProbe::collect(core::MetricSet& out) {
+  if (!skel_) return;
+  harvest();
+  if (Clock::now() - last_gc_ >= kGcInterval) forget_removed_cgroups();
+
+  std::map<std::string, MemoryCounts> by_cgroup, by_process;
+  std::map<std::string, std::pair<std::string, std::string>> labels;
+  for (const auto& [key, counts] : totals_) {
+    const std::string cgroup = cgroup_name(key.first);
+    by_cgroup[cgroup] += counts;
+    const std::string pk = pair_key(cgroup, key.second);
+    by_process[pk] += counts;
+    labels[pk] = {cgroup, key.second};
+  }
+  const bool faults = counts_major_faults();
+  for (const auto& [cgroup, c] : series_->cgroups.fold(by_cgroup)) {
+    out.add("infertrace_page_cache_misses", MetricType::Counter,
+            "Pages the page cache had to add for reads and page faults, per cgroup",
+            {{"cgroup", cgroup}}, static_cast<double>(c.page_cache_misses));
+    if (faults) {
+      out.add("infertrace_major_faults", MetricType::Counter,
+              "Page faults that waited for I/O, per cgroup", {{"cgroup", cgroup}},
+              static_cast<double>(c.major_faults));
+    }
+  }
+  for (const auto& [pk, c] : series_->processes.fold(by_process)) {
+    const auto it = labels.find(pk);
+    const core::Labels l{{"cgroup", it != labels.end() ? it->second.first : core::kOtherLabel},
+                         {"process", it != labels.end() ? it->second.second : core::kOtherLabel}};
+    out.add("infertrace_process_page_cache_misses", MetricType::Counter,
+            "Pages the page cache had to add for reads and page faults, per process name",
+            l, static_cast<double>(c.page_cache_misses));
+    if (faults) {
+      out.add("infertrace_process_major_faults", MetricType::Counter,
+              "Page faults that waited for I/O, per process name", l,
+              static_cast<double>(c.major_faults));
+    }
+  }
+
+  uint64_t lost = 0;
+  const uint32_t zero = 0;
+  std::vector<uint64_t> per_cpu(possible_cpus());
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.memory_events_lost), &zero, per_cpu.data()) == 0) {
+    for (uint64_t v : per_cpu) lost += v;
+  }
+  out.add("infertrace_events_lost", MetricType::Counter,
+          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
+          static_cast<double>(lost));
+}
+
+// Totals of removed cgroups would accumulate forever on hosts that churn containers. A removed
+// cgroup's totals move to a live cgroup of the same path (so that series never goes down), or
+// else are dropped with their series (folded ones stay counted in "__other__").
+void MemoryProbe::forget_removed_cgroups() {
+  last_gc_ = Clock::now();
+  std::set<uint64_t> ids, in_map;
+  for (const auto& [key, _] : totals_) ids.insert(key.first);
+  for (const auto& [key, _] : accounted_) in_map.insert(key.first);
+
+  std::set<uint64_t> gone;
+  std::map<std::string, uint64_t> live_id_of_name;
+  for (uint64_t id : ids) {
+    const std::string name = cgroup_name(id);
+    bool removed;
+    if (names_.count(id)) {
+      struct stat st {};
+      removed = !(stat(cgroups_->directory(name).c_str(), &st) == 0 && st.st_ino == id);
+    } else {
+      removed = Clock::now() - unresolved_since_[id] > kUnresolvedGrace;
+    }
+    // An entry still in the kernel map belongs to a live process that moved elsewhere.
+    if (removed && !in_map.count(id)) {
+      gone.insert(id);
+    } else {
+      live_id_of_name[name] = id;
+    }
+  }
+  if (gone.empty()) return;
+  for (auto it = totals_.begin(); it != totals_.end();) {
+    const uint64_t id = it->first.first;
+    if (!gone.count(id)) {
+      ++it;
+      continue;
+    }
+    const std::string name = cgroup_name(id);
+    if (auto live = live_id_of_name.find(name); live != live_id_of_name.end()) {
+      totals_[{live->second, it->first.second}] += it->second;
+    } else {
+      series_->process_budget.forget(pair_key(name, it->first.second));
+      series_->cgroup_budget.forget(name);
+    }
+    it = totals_.erase(it);
+  }
+  for (uint64_t id : gone) {
+    names_.erase(id);
+    unresolved_since_.erase(id);
+  }
+  spdlog::debug("memory: forgot {} removed cgroup(s)", gone.size());
+}
+
+std::unique_ptr<ProbeFamily> make_memory_probe() { return std::make_unique<MemoryProbe>(); }
+
+}  // namespace infertrace::probes

@@ -1,0 +1,208 @@
+#include "probes/probe_set.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "probes/families.h"
+
+namespace infertrace::probes {
+
+using core::MetricType;
+
+ProbeSet::ProbeSet(Features features, CgroupLayout layout)
+    : features_(std::move(features)), layout_(std::move(layout)) {
+  cgroups_ = std::make_unique<CgroupNames>(layout_);
+  for (const auto& entry : known_families()) {
+    FamilyStatus status;
+    status.name = entry.name;
+    families_.push_back(Running{nullptr, status});
+  }
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+}
+
+ProbeSet::~ProbeSet() {
+  stop_all();
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (stats_fd_ >= 0) close(stats_fd_);
+}
+
+ProbeContext ProbeSet::context() { return ProbeContext{features_, config_, *cgroups_, signals_}; }
+
+void ProbeSet::apply(const core::Config& config) {
+  std::lock_guard lock(mu_);
+  const core::Config before = config_;
+  const bool first = !configured_;
+  config_ = config;
+  configured_ = true;
+  if (!first && !(before.cgroup == config.cgroup)) {
+    // Names refer to the hierarchy: every family restarts below (same_settings is false).
+    cgroups_ = std::make_unique<CgroupNames>(detect_cgroup_layout(config.cgroup));
+    layout_ = cgroups_->layout();
+  }
+  set_bpf_stats(config.bpf_stats);
+
+  // Families load in parallel: each load is mostly BTF parsing and verification, and the
+  // time to the first scrape is the slowest family rather than the sum.
+  const auto& entries = known_families();
+  std::vector<size_t> to_start;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& entry = entries[i];
+    Running& r = families_[i];
+    const bool want = entry.enabled(config);
+    const bool keep = !first && r.family && want && entry.same_settings(before, config);
+    if (keep) continue;
+    if (r.family) {
+      r.family->stop();
+      r.family.reset();
+      spdlog::info("probe {}: detached", entry.name);
+    }
+    r.status.enabled = want;
+    r.status.attached = false;
+    r.status.error = want ? "" : "disabled in configuration";
+    if (want) to_start.push_back(i);
+  }
+  const ProbeContext ctx = context();
+  std::vector<std::unique_ptr<ProbeFamily>> started(entries.size());
+  std::vector<std::string> errors(entries.size());
+  std::vector<std::thread> loaders;
+  for (size_t i : to_start) {
+    loaders.emplace_back([&, i] {
+      auto family = entries[i].make();
+      try {
+        family->start(ctx);
+        started[i] = std::move(family);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& t : loaders) t.join();
+  for (size_t i : to_start) {
+    Running& r = families_[i];
+    if (started[i]) {
+      r.family = std::move(started[i]);
+      r.status.attached = true;
+      ++r.status.generation;
+      spdlog::info("probe {}: attached", entries[i].name);
+    } else {
+      r.status.error = errors[i];
+      spdlog::warn("probe {}: not attached: {}", entries[i].name, errors[i]);
+    }
+  }
+  rebuild_epoll();
+}
+
+void ProbeSet::stop_all() {
+  std::lock_guard lock(mu_);
+  for (auto& r : families_) {
+    if (r.family) r.family->stop();
+    r.family.reset();
+    r.status.attached = false;
+  }
+}
+
+void ProbeSet::rebuild_epoll() {
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  for (size_t i = 0; i < families_.size(); ++i) {
+    if (!families_[i].family) continue;
+    const int fd = families_[i].family->event_fd();
+    if (fd < 0) continue;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+}
+
+void ProbeSet::poll(int timeout_ms) {
+  epoll_event events[8];
+  const int n = epoll_wait(epoll_fd_, events, 8, timeout_ms);
+  std::lock_guard lock(mu_);
+  for (int i = 0; i < n; ++i) {
+    const auto idx = events[i].data.u64;
+    if (idx < families_.size() && families_[idx].family) families_[idx].family->consume();
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_tick_ >= std::chrono::milliseconds(100)) {
+    last_tick_ = now;
+    const ProbeContext ctx = context();
+    for (auto& r : families_) {
+      if (r.family) r.family->tick(ctx);
+    }
+  }
+}
+
+void ProbeSet::set_bpf_stats(bool on) {
+  if (on && stats_fd_ < 0) {
+    stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    if (stats_fd_ < 0) spdlog::warn("bpf_stats: kernel refused run-time statistics");
+  } else if (!on && stats_fd_ >= 0) {
+    close(stats_fd_);
+    stats_fd_ = -1;
+  }
+}
+
+void ProbeSet::collect(core::MetricSet& out) {
+  std::lock_guard lock(mu_);
+  for (auto& r : families_) {
+    if (r.family) r.family->collect(out);
+  }
+  for (const auto& r : families_) {
+    out.add("infertrace_probe_attached", MetricType::Gauge,
+            "Whether a probe family is loaded and attached (1) or not (0).",
+            {{"probe", r.status.name}}, r.status.attached ? 1 : 0);
+  }
+  // Run time per program, where the kernel accounts it (bpf_stats or kernel.bpf_stats_enabled).
+  for (const auto& r : families_) {
+    if (!r.family) continue;
+    for (const bpf_program* prog : r.family->programs()) {
+      const int fd = bpf_program__fd(prog);
+      if (fd < 0) continue;
+      bpf_prog_info info{};
+      __u32 len = sizeof info;
+      if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.run_cnt == 0) continue;
+      const core::Labels labels{{"probe", r.status.name}, {"program", bpf_program__name(prog)}};
+      out.add("infertrace_bpf_program_run_seconds", MetricType::Counter,
+              "Time the kernel spent running a BPF program (needs bpf_stats).", labels,
+              static_cast<double>(info.run_time_ns) * 1e-9, "seconds");
+      out.add("infertrace_bpf_program_runs", MetricType::Counter,
+              "Times the kernel ran a BPF program (needs bpf_stats).", labels,
+              static_cast<double>(info.run_cnt));
+    }
+  }
+  uint64_t folded = 0;
+  for (const auto& r : families_) {
+    if (r.family) folded += r.family->folded_label_values();
+  }
+  out.add("infertrace_label_values_folded", MetricType::Gauge,
+          "Distinct label values folded into __other__ by the top-K cardinality bound.", {},
+          static_cast<double>(folded));
+  static const std::string kernel = [] {
+    utsname u{};
+    uname(&u);
+    return std::string(u.release);
+  }();
+  out.add("infertrace_build_info", MetricType::Gauge, "Build and host information.",
+          {{"version", INFERTRACE_VERSION_STRING},
+           {"libbpf", fmt::format("{}.{}", libbpf_major_version(), libbpf_minor_version())},
+           {"kernel", kernel},
+           {"cgroup", layout_.version == CgroupLayout::Version::V1 ? "v1" : "v2"},
+           {"tracepoints", features_.tp_btf ? "tp_btf" : "raw_tp"}},
+          1);
+}
+
+std::vector<FamilyStatus> ProbeSet::status() const {
+  std::lock_guard lock(mu_);
+  std::vector<FamilyStatus> out;
+  for (const auto& r : families_) out.push_back(r.status);
+  return out;
+}
+
+}  // namespace infertrace::probes

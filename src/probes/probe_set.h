@@ -1,0 +1,72 @@
+// Runs the probe families a configuration asks for: starts them independently (one that
+// fails is reported and the rest keep working), applies new configurations without touching
+// families whose settings did not change, drives their events and ticks, and collects their
+// metrics plus the daemon's self-metrics.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/metrics.h"
+#include "probes/cgroup_names.h"
+#include "probes/features.h"
+#include "probes/probe_family.h"
+
+namespace infertrace::probes {
+
+struct FamilyStatus {
+  std::string name;
+  bool enabled = false;
+  bool attached = false;
+  std::string error;  // why it is not attached, when enabled
+  uint64_t generation = 0;  // bumps every time the family is (re)started
+};
+
+class ProbeSet {
+ public:
+  ProbeSet(Features features, CgroupLayout layout);
+  ~ProbeSet();
+
+  // Starts, restarts or stops families to match `config`. Never throws for a family that
+  // fails: it is reported in status() and as infertrace_probe_attached 0.
+  void apply(const core::Config& config);
+  void stop_all();
+
+  // Waits up to `timeout_ms` for ring-buffer events, consumes them, and runs due ticks.
+  void poll(int timeout_ms);
+
+  // Every family's series plus the self-metrics. Thread-safe against poll()/apply().
+  void collect(core::MetricSet& out);
+
+  std::vector<FamilyStatus> status() const;
+  const Features& features() const { return features_; }
+  const CgroupLayout& layout() const { return layout_; }
+
+ private:
+  struct Running {
+    std::unique_ptr<ProbeFamily> family;
+    FamilyStatus status;
+  };
+  ProbeContext context();
+  void rebuild_epoll();
+  void set_bpf_stats(bool on);
+
+  mutable std::mutex mu_;
+  Features features_;
+  CgroupLayout layout_;
+  core::Config config_;
+  bool configured_ = false;
+  std::unique_ptr<CgroupNames> cgroups_;
+  NodeSignals signals_;
+  std::vector<Running> families_;  // in known_families() order
+  int epoll_fd_ = -1;
+  int stats_fd_ = -1;  // holds kernel BPF run-time statistics on while open
+  std::chrono::steady_clock::time_point last_tick_{};
+};
+
+}  // namespace infertrace::probes

@@ -1,0 +1,447 @@
+#include "probes/sched_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+
+#include "bpf/sched.h"
+#include "core/histogram_conversion.h"
+#include "probes/bpf_loader.h"
+#include "sched.skel.h"
+
+namespace infertrace::probes {
+namespace {
+
+using core::MetricType;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kFamily = "sched";
+constexpr char kPairSeparator = '\x1f';                      // cannot occur in a cgroup path
+constexpr auto kUnresolvedGrace = std::chrono::seconds(60);  // CgroupNames rescans every 1 s
+
+constexpr const char* kOffcpuStates[SCHED_OFFCPU_STATES] = {"runqueue", "io", "sleep"};
+
+static_assert(sizeof(sched_cgroup_stats) % 8 == 0 && sizeof(sched_pair_stats) % 8 == 0 &&
+                  sizeof(sched_runqlen) % 8 == 0,
+              "per-CPU values are read as arrays of 8-byte aligned copies");
+
+// BPF-shared arrays are __u64 (unsigned long long), the conversion API takes uint64_t.
+template <size_t N>
+std::array<uint64_t, N> widen(const __u64 (&in)[N]) {
+  std::array<uint64_t, N> out;
+  std::copy(std::begin(in), std::end(in), out.begin());
+  return out;
+}
+
+// One cgroup's totals over all CPUs, foldable into "__other__".
+struct CgroupTotals {
+  std::array<uint64_t, INFERTRACE_LOG2_SLOTS> slots{};
+  uint64_t sum_ns = 0;
+  std::array<uint64_t, SCHED_OFFCPU_STATES> offcpu_ns{};
+
+  CgroupTotals& operator+=(const CgroupTotals& o) {
+    core::add_slots(slots, o.slots);
+    sum_ns += o.sum_ns;
+    core::add_slots(offcpu_ns, o.offcpu_ns);
+    return *this;
+  }
+  void add(const sched_cgroup_stats& s) {
+    core::add_slots(slots, widen(s.runq_latency.slots));
+    sum_ns += s.runq_latency.sum;
+    core::add_slots(offcpu_ns, widen(s.offcpu_ns));
+    offcpu_ns[SCHED_OFFCPU_RUNQUEUE] += s.runq_latency.sum;  // BPF keeps it only as the sum
+  }
+};
+
+struct PairTotals {
+  uint64_t preemptions = 0;
+  uint64_t wait_ns = 0;
+  PairTotals& operator+=(const PairTotals& o) {
+    preemptions += o.preemptions;
+    wait_ns += o.wait_ns;
+    return *this;
+  }
+};
+
+// The keys of a hash map, bounded by its capacity in case entries churn while we walk it.
+template <typename K>
+std::vector<K> map_keys(int fd, size_t capacity) {
+  std::vector<K> keys;
+  K cur{}, next{};
+  const K* prev = nullptr;
+  while (keys.size() < capacity && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    cur = next;
+    prev = &cur;
+  }
+  return keys;
+}
+
+// Per-CPU copies of the value at `key`; empty if the entry vanished.
+template <typename V>
+std::vector<V> percpu_values(int fd, const void* key) {
+  std::vector<V> values(possible_cpus());
+  if (bpf_map_lookup_elem(fd, key, values.data()) != 0) values.clear();
+  return values;
+}
+
+std::string pair_key(const std::string& cgroup, const std::string& by) {
+  return cgroup + kPairSeparator + by;
+}
+
+bool struct_has_members(const btf* b, const char* type,
+                        std::initializer_list<const char*> members) {
+  const int id = btf__find_by_name_kind(b, type, BTF_KIND_STRUCT);
+  if (id < 0) return false;
+  const btf_type* t = btf__type_by_id(b, id);
+  size_t found = 0;
+  for (const char* want : members) {
+    const btf_member* m = btf_members(t);
+    for (int i = 0; i < btf_vlen(t); ++i, ++m) {
+      if (strcmp(btf__name_by_offset(b, m->name_off), want) == 0) {
+        ++found;
+        break;
+      }
+    }
+  }
+  return found == members.size();
+}
+
+// What the BPF side can rely on in this kernel, beyond what Features says.
+struct KernelFacts {
+  bool rq_clock = false;        // cfs_rq->rq: run-queue clock and run queue of a task
+  bool sched_info = false;      // task->sched_info (CONFIG_SCHED_INFO), on that same clock
+  bool runqueues_ksym = false;  // per-CPU `runqueues` the verifier can resolve
+};
+
+KernelFacts kernel_facts(const Features& features) {
+  KernelFacts k;
+  btf* b = features.btf_path.empty() ? btf__load_vmlinux_btf()
+                                     : btf__parse(features.btf_path.c_str(), nullptr);
+  if (b) {
+    k.rq_clock = struct_has_members(b, "cfs_rq", {"rq"});
+    k.sched_info = k.rq_clock && struct_has_members(b, "sched_info", {"run_delay", "last_queued"});
+    btf__free(b);
+  }
+  k.runqueues_ksym = features.runqueues_ksym;
+  return k;
+}
+
+int open_cpu_clock(int cpu, uint64_t period_ns) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.sample_period = period_ns;  // cpu-clock counts nanoseconds
+  return static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+}  // namespace
+
+struct SchedProbe::Series {
+  explicit Series(size_t top_k)
+      : cgroup_budget(top_k), pair_budget(top_k), cgroups(cgroup_budget), pairs(pair_budget) {}
+  core::LabelBudget cgroup_budget;
+  core::LabelBudget pair_budget;
+  core::FoldedSeries<CgroupTotals> cgroups;
+  core::FoldedSeries<PairTotals> pairs;
+};
+
+SchedProbe::SchedProbe(Options options) : options_(options) {}
+SchedProbe::~SchedProbe() { stop(); }
+
+void SchedProbe::start(const ProbeContext& ctx) {
+  stop();
+  cgroups_ = &ctx.cgroups;
+  series_ = std::make_unique<Series>(ctx.config.top_k);
+  names_.clear();
+  unresolved_since_.clear();
+  dense_ = false;
+  try {
+    const bpf_object_open_opts opts = open_options(ctx.features);
+    skel_ = sched_bpf__open_opts(&opts);
+    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+    const auto& sc = ctx.config.sched;
+    const uint32_t sparse = sc.runqlen_sparse_hz ? sc.runqlen_sparse_hz : 1;
+    skel_->rodata->runqlen_stride = std::max<uint32_t>(1, sc.runqlen_dense_hz / sparse);
+
+    // Task storage is what makes the tp_btf path cheap; without it use raw_tp and a tid hash.
+    const bool use_btf = ctx.features.tp_btf && ctx.features.task_storage;
+    Features flavour = ctx.features;
+    flavour.tp_btf = use_btf;
+    select_tracepoint_flavour(skel_->obj, flavour);
+    bpf_map__set_autocreate(use_btf ? skel_->maps.sched_task_hash : skel_->maps.sched_task_store,
+                            false);
+    // Wakeup times from task->sched_info spare a program on every wakeup (see sched.bpf.c).
+    const KernelFacts kernel = kernel_facts(ctx.features);
+    const bool ktime = options_.precise_clock || !kernel.rq_clock;
+    const bool sched_info = options_.wakeups_from_sched_info && !ktime && kernel.sched_info;
+    skel_->rodata->use_ktime = ktime;
+    skel_->rodata->use_sched_info = sched_info;
+    if (sched_info) {
+      for (bpf_program* p :
+           {skel_->progs.handle_wakeup_btf, skel_->progs.handle_wakeup_raw,
+            skel_->progs.handle_wakeup_new_btf, skel_->progs.handle_wakeup_new_raw}) {
+        bpf_program__set_autoload(p, false);
+      }
+    }
+
+    // Run-queue length: the per-CPU `runqueues` when the verifier can resolve it, else the
+    // run queue reached from the current task; both need software perf events.
+    const bool by_ksym = kernel.runqueues_ksym;
+    const bool runqlen =
+        ctx.features.perf_event && sc.runqlen_dense_hz > 0 && (by_ksym || kernel.rq_clock);
+    runqlen_prog_ = by_ksym ? skel_->progs.sample_runqlen_ksym : skel_->progs.sample_runqlen_task;
+    bpf_program__set_autoload(skel_->progs.sample_runqlen_ksym, runqlen && by_ksym);
+    bpf_program__set_autoload(skel_->progs.sample_runqlen_task, runqlen && !by_ksym);
+    if (!runqlen && !warned_no_runqlen_) {
+      warned_no_runqlen_ = true;
+      spdlog::warn("sched: run-queue length not sampled: {}",
+                   sc.runqlen_dense_hz == 0   ? "runqlen_dense_hz is 0"
+                   : !ctx.features.perf_event ? "software perf events unavailable"
+                                              : "neither `runqueues` in kallsyms nor cfs_rq->rq");
+    }
+
+    check(sched_bpf__load(skel_), kFamily, "load BPF programs");
+    check(sched_bpf__attach(skel_), kFamily,
+          std::string("attach sched tracepoints (") + (use_btf ? "tp_btf" : "raw_tp") + ")");
+    if (runqlen) attach_runqlen_sampler(ctx);
+    spdlog::info("sched: attached ({}, {}{})",
+                 use_btf ? "tp_btf, task storage" : "raw_tp, tid hash",
+                 sched_info ? "wakeups from sched_info"
+                 : ktime    ? "wakeup handlers, ktime"
+                            : "wakeup handlers",
+                 perf_links_.empty()
+                     ? ""
+                     : fmt::format(", run-queue length of {} CPUs via {} at {}/{} Hz",
+                                   perf_links_.size(), by_ksym ? "runqueues" : "current task",
+                                   sc.runqlen_sparse_hz, sc.runqlen_dense_hz));
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+// The sampler is optional: when perf events cannot be opened the rest of the family works.
+void SchedProbe::attach_runqlen_sampler(const ProbeContext& ctx) {
+  const uint64_t period_ns = 1000000000ull / ctx.config.sched.runqlen_dense_hz;
+  std::string failure;
+  for (int cpu = 0; cpu < possible_cpus() && failure.empty(); ++cpu) {
+    const int fd = open_cpu_clock(cpu, period_ns);
+    if (fd < 0) {
+      if (errno == ENODEV) continue;  // offline CPU
+      failure = fmt::format("perf_event_open(cpu-clock, cpu {}): {}", cpu, strerror(errno));
+      break;
+    }
+    bpf_link* link = bpf_program__attach_perf_event(runqlen_prog_, fd);
+    if (!link) {
+      failure = fmt::format("attach to cpu-clock on cpu {}: {}", cpu, strerror(errno));
+      close(fd);
+      break;
+    }
+    perf_links_.push_back(link);
+    sampled_cpus_.push_back(cpu);
+  }
+  if (failure.empty() && !perf_links_.empty()) return;
+  // A perf-event link owns its perf fd: destroying the link closes it.
+  for (bpf_link* l : perf_links_) bpf_link__destroy(l);
+  perf_links_.clear();
+  sampled_cpus_.clear();
+  if (!warned_no_runqlen_) {
+    warned_no_runqlen_ = true;
+    spdlog::warn("sched: run-queue length not sampled: {}",
+                 failure.empty() ? "no online CPU" : failure);
+  }
+}
+
+void SchedProbe::stop() {
+  // A perf-event link owns its perf fd: destroying the link closes it.
+  for (bpf_link* l : perf_links_) bpf_link__destroy(l);
+  perf_links_.clear();
+  sampled_cpus_.clear();
+  if (skel_) sched_bpf__destroy(skel_);
+  skel_ = nullptr;
+}
+
+void SchedProbe::tick(const ProbeContext& ctx) {
+  if (!skel_ || perf_links_.empty() || dense_ == ctx.signals.cgroup_throttling) return;
+  dense_ = ctx.signals.cgroup_throttling;
+  skel_->bss->runqlen_dense = dense_ ? 1 : 0;
+  spdlog::debug("sched: run-queue length sampling {}", dense_ ? "dense" : "sparse");
+}
+
+std::vector<const bpf_program*> SchedProbe::programs() const {
+  std::vector<const bpf_program*> out;
+  if (!skel_) return out;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__autoload(prog)) out.push_back(prog);
+  }
+  return out;
+}
+
+uint64_t SchedProbe::folded_label_values() const {
+  return series_ ? series_->cgroup_budget.folded() + series_->pair_budget.folded() : 0;
+}
+
+// Unresolved ids are not exported: their counts show under the real name once the next rescan
+// finds the directory. A cgroup removed before it could be named is forgotten unexported.
+std::optional<std::string> SchedProbe::cgroup_name(uint64_t id) {
+  if (auto it = names_.find(id); it != names_.end()) return it->second;
+  std::string name = cgroups_->name(id);
+  if (name.rfind("id:", 0) == 0) {
+    unresolved_since_.try_emplace(id, Clock::now());
+    return std::nullopt;
+  }
+  names_[id] = name;
+  unresolved_since_.erase(id);
+  return name;
+}
+
+void SchedProbe::collect(core::MetricSet& out) {
+  if (!skel_) return;
+  collect_cgroups(out);
+  collect_preemptions(out);
+  collect_runqlen(out);
+
+  uint64_t lost = 0;
+  const uint32_t zero = 0;
+  for (uint64_t v : percpu_values<uint64_t>(bpf_map__fd(skel_->maps.sched_events_lost), &zero)) {
+    lost += v;
+  }
+  out.add("infertrace_events_lost", MetricType::Counter,
+          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
+          static_cast<double>(lost));
+
+  if (Clock::now() - last_gc_ >= options_.forget_removed_every) forget_removed_cgroups();
+}
+
+void SchedProbe::collect_cgroups(core::MetricSet& out) {
+  const int fd = bpf_map__fd(skel_->maps.sched_cgroup_stats);
+  std::map<std::string, CgroupTotals> current;
+  for (uint64_t id : map_keys<uint64_t>(fd, SCHED_MAX_CGROUPS)) {
+    CgroupTotals t;
+    for (const auto& v : percpu_values<sched_cgroup_stats>(fd, &id)) t.add(v);
+    if (const auto name = cgroup_name(id)) current[*name] += t;
+  }
+  for (const auto& [name, t] : series_->cgroups.fold(current)) {
+    out.add_histogram("infertrace_runqueue_latency_seconds",
+                      "Time from becoming runnable to running on a CPU, per cgroup",
+                      {{"cgroup", name}}, core::log2_to_buckets(t.slots, t.sum_ns, 1e-9, 9, 34));
+    for (int s = 0; s < SCHED_OFFCPU_STATES; ++s) {
+      out.add("infertrace_offcpu_seconds", MetricType::Counter,
+              "Time tasks spent off CPU: waiting in the run queue, in uninterruptible (io) "
+              "or other (sleep) waits",
+              {{"cgroup", name}, {"state", kOffcpuStates[s]}}, t.offcpu_ns[s] * 1e-9, "seconds");
+    }
+  }
+}
+
+void SchedProbe::collect_preemptions(core::MetricSet& out) {
+  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
+  std::map<std::string, PairTotals> current;
+  std::map<std::string, std::pair<std::string, std::string>> labels;
+  for (const auto& key : map_keys<sched_pair_key>(fd, SCHED_MAX_PAIRS)) {
+    PairTotals t;
+    for (const auto& v : percpu_values<sched_pair_stats>(fd, &key)) {
+      t += PairTotals{v.preemptions, v.wait_ns};
+    }
+    const auto victim = cgroup_name(key.cgroup), by = cgroup_name(key.by_cgroup);
+    if (!victim || !by) continue;
+    const std::string k = pair_key(*victim, *by);
+    current[k] += t;
+    labels[k] = {*victim, *by};
+  }
+  for (const auto& [k, t] : series_->pairs.fold(current)) {
+    const auto it = labels.find(k);
+    const std::string victim = it != labels.end() ? it->second.first : core::kOtherLabel;
+    const std::string by = it != labels.end() ? it->second.second : core::kOtherLabel;
+    const core::Labels l{{"cgroup", victim}, {"by_cgroup", by}};
+    out.add("infertrace_cgroup_preemptions", MetricType::Counter,
+            "Times a runnable task of cgroup was switched out for a task of by_cgroup", l,
+            static_cast<double>(t.preemptions));
+    out.add("infertrace_cgroup_preempted_seconds", MetricType::Counter,
+            "Run-queue wait of cgroup's tasks after being preempted by by_cgroup", l,
+            t.wait_ns * 1e-9, "seconds");
+  }
+}
+
+void SchedProbe::collect_runqlen(core::MetricSet& out) {
+  if (perf_links_.empty()) return;
+  const uint32_t zero = 0;
+  const auto per_cpu = percpu_values<sched_runqlen>(bpf_map__fd(skel_->maps.sched_runqlen), &zero);
+  for (int cpu : sampled_cpus_) {
+    if (cpu >= static_cast<int>(per_cpu.size())) continue;
+    const auto& h = per_cpu[cpu].hist;
+    out.add_histogram("infertrace_runqueue_length",
+                      "Sampled number of runnable tasks on a CPU, the running one included",
+                      {{"cpu", std::to_string(cpu)}},
+                      core::linear_to_buckets(widen(h.slots), h.sum), "");
+  }
+}
+
+// Bounded maps fill up with the ids of removed cgroups on hosts that churn containers; delete
+// them (their series disappear, folded ones stay counted in "__other__").
+void SchedProbe::forget_removed_cgroups() {
+  last_gc_ = Clock::now();
+  const int stats_fd = bpf_map__fd(skel_->maps.sched_cgroup_stats);
+  const int pairs_fd = bpf_map__fd(skel_->maps.sched_preemptions);
+  std::set<uint64_t> ids;
+  for (uint64_t id : map_keys<uint64_t>(stats_fd, SCHED_MAX_CGROUPS)) ids.insert(id);
+  const auto pairs = map_keys<sched_pair_key>(pairs_fd, SCHED_MAX_PAIRS);
+  for (const auto& p : pairs) ids.insert({p.cgroup, p.by_cgroup});
+
+  std::set<uint64_t> gone;
+  std::map<std::string, int> live_ids_per_name;
+  for (uint64_t id : ids) {
+    if (const auto name = cgroup_name(id)) {
+      struct stat st {};
+      const bool exists = stat(cgroups_->directory(*name).c_str(), &st) == 0 && st.st_ino == id;
+      if (exists) {
+        ++live_ids_per_name[*name];
+      } else {
+        gone.insert(id);
+      }
+    } else if (Clock::now() - unresolved_since_[id] > kUnresolvedGrace) {
+      gone.insert(id);
+    }
+  }
+  if (gone.empty()) return;
+  for (const auto& p : pairs) {
+    if (!gone.count(p.cgroup) && !gone.count(p.by_cgroup)) continue;
+    bpf_map_delete_elem(pairs_fd, &p);
+    const auto victim = cgroup_name(p.cgroup), by = cgroup_name(p.by_cgroup);
+    if (victim && by) series_->pair_budget.forget(pair_key(*victim, *by));
+  }
+  for (uint64_t id : gone) {
+    bpf_map_delete_elem(stats_fd, &id);
+    const auto name = cgroup_name(id);
+    if (name && !live_ids_per_name.count(*name)) series_->cgroup_budget.forget(*name);
+    names_.erase(id);
+    unresolved_since_.erase(id);
+  }
+  spdlog::debug("sched: forgot {} removed cgroup(s)", gone.size());
+}
+
+std::unique_ptr<ProbeFamily> make_sched_probe() { return std::make_unique<SchedProbe>(); }
+
+}  // namespace infertrace::probes

@@ -1,0 +1,77 @@
+// Scheduler probe family: run-queue latency, off-CPU time by state and noisy-neighbour
+// preemptions per cgroup, and the sampled run-queue length per CPU (bpf/sched.bpf.c).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "probes/probe_family.h"
+
+struct sched_bpf;
+struct bpf_link;
+
+namespace infertrace::probes {
+
+class SchedProbe final : public ProbeFamily {
+ public:
+  struct Options {
+    // Take wakeup times from the kernel's task->sched_info when it has one, instead of running
+    // a program on every wakeup. false: always use the sched_wakeup handlers (tests, debugging).
+    bool wakeups_from_sched_info = true;
+    // Time every event with ktime, including the wakeup-to-preemption time the run-queue clock
+    // misses (see sched.bpf.c), at the cost of a program on every wakeup and a clock read on
+    // every event. Implies wakeup handlers.
+    bool precise_clock = false;
+    // How often collect() looks for removed cgroups to delete from the bounded maps.
+    std::chrono::seconds forget_removed_every{10};
+  };
+  SchedProbe() : SchedProbe(Options{}) {}
+  explicit SchedProbe(Options options);
+  ~SchedProbe() override;
+
+  const char* name() const override { return "sched"; }
+  void start(const ProbeContext& ctx) override;
+  void stop() override;
+  // Switches the run-queue length sampler between sparse and dense from the throttle signal.
+  void tick(const ProbeContext& ctx) override;
+  void collect(core::MetricSet& out) override;
+  std::vector<const bpf_program*> programs() const override;
+  uint64_t folded_label_values() const override;
+
+  // Whether the run-queue length sampler is attached (needs software perf events).
+  bool samples_runqueue_length() const { return !perf_links_.empty(); }
+
+ private:
+  struct Series;  // label budgets and folded series, reset on each start()
+
+  void attach_runqlen_sampler(const ProbeContext& ctx);
+  std::optional<std::string> cgroup_name(uint64_t id);
+  void collect_cgroups(core::MetricSet& out);
+  void collect_preemptions(core::MetricSet& out);
+  void collect_runqlen(core::MetricSet& out);
+  void forget_removed_cgroups();
+
+  Options options_;
+  sched_bpf* skel_ = nullptr;
+  bpf_program* runqlen_prog_ = nullptr;  // the sampler flavour loaded, if any
+  CgroupNames* cgroups_ = nullptr;
+  std::vector<bpf_link*> perf_links_;
+  std::vector<int> sampled_cpus_;
+  bool dense_ = false;
+  bool warned_no_runqlen_ = false;
+  std::unique_ptr<Series> series_;
+  // Names are resolved once per id so that a removed cgroup keeps its label until it is
+  // forgotten; ids never resolved remember when they were first seen.
+  std::unordered_map<uint64_t, std::string> names_;
+  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> unresolved_since_;
+  std::chrono::steady_clock::time_point last_gc_{};
+};
+
+std::unique_ptr<ProbeFamily> make_sched_probe();
+
+}  // namespace infertrace::probes

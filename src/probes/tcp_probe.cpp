@@ -1,0 +1,219 @@
+#include "probes/tcp_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "core/histogram_conversion.h"
+#include "core/service_pair.h"
+#include "probes/bpf_loader.h"
+#include "bpf/hist.h"
+#include "bpf/tcp.h"
+#include "tcp.skel.h"
+
+namespace infertrace::probes {
+namespace {
+
+using core::MetricType;
+
+constexpr const char* kFamily = "tcp";
+constexpr int kAfInet = 2, kAfInet6 = 10;  // the kernel's family numbers in the records
+
+// Buckets, as log2 slots of microseconds (slot i: le = 2^(i+1) us).
+constexpr size_t kDurationFirst = 5, kDurationLast = 34;  // 64 us .. ~9.5 h
+constexpr size_t kRttFirst = 1, kRttLast = 22;            // 4 us .. ~8.4 s
+
+static_assert(sizeof(infertrace_tcp_event) == 72, "the record layout is shared with BPF");
+
+using Slots = std::array<uint64_t, INFERTRACE_LOG2_SLOTS>;
+
+// The same slot as log2_slot() in bpf/common.bpf.h.
+size_t log2_slot(uint64_t v) {
+  const size_t s = v <= 1 ? 0 : static_cast<size_t>(std::bit_width(v) - 1);
+  return std::min<size_t>(s, INFERTRACE_LOG2_SLOTS - 1);
+}
+
+struct Log2Hist {
+  Slots slots{};
+  uint64_t sum = 0;
+  void observe(uint64_t v) {
+    ++slots[log2_slot(v)];
+    sum += v;
+  }
+};
+
+// Everything one exported pair accumulated since start(); monotonic.
+struct PairTotals {
+  Log2Hist duration_us;
+  Log2Hist rtt_us;
+  uint64_t sent_bytes = 0;
+  uint64_t received_bytes = 0;
+  uint64_t retransmits = 0;
+};
+
+core::IpAddress address(uint16_t family, const __u8 (&bytes)[16]) {
+  core::IpAddress a;
+  a.family = family == kAfInet6 ? core::AddressFamily::IPv6 : core::AddressFamily::IPv4;
+  std::copy(std::begin(bytes), std::end(bytes), a.bytes.begin());
+  return a;
+}
+
+}  // namespace
+
+// Pairs are folded as records arrive rather than at collect time (FoldedSeries): admission is
+// sticky, so a folded pair always lands in "__other__" and every series stays monotonic, while
+// memory stays bounded by top_k + 1 pairs however many distinct peers a server sees.
+struct TcpProbe::Pairs {
+  explicit Pairs(size_t top_k) : budget(top_k) {}
+
+  PairTotals& at(const core::ServicePair& pair) {
+    if (budget.admit(pair.local + ' ' + pair.remote) == core::kOtherLabel) {
+      return totals[core::ServicePair{core::kOtherLabel, core::kOtherLabel}];
+    }
+    return totals[pair];
+  }
+
+  core::LabelBudget budget;  // keyed by "local remote" (neither contains a space)
+  std::map<core::ServicePair, PairTotals> totals;
+};
+
+TcpProbe::TcpProbe() = default;
+TcpProbe::~TcpProbe() { stop(); }
+
+void TcpProbe::start(const ProbeContext& ctx) {
+  stop();
+  if (!ctx.features.ringbuf) {
+    throw ProbeError("tcp: the kernel has no BPF ring buffer (needs Linux 5.8 or later)");
+  }
+  pairs_ = std::make_unique<Pairs>(ctx.config.top_k);
+  try {
+    const bpf_object_open_opts opts = open_options(ctx.features);
+    skel_ = tcp_bpf__open_opts(&opts);
+    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+    select_tracepoint_flavour(skel_->obj, ctx.features);
+    check(tcp_bpf__load(skel_), kFamily, "load BPF programs");
+    check(tcp_bpf__attach(skel_), kFamily,
+          std::string("attach tcp tracepoints (") + (ctx.features.tp_btf ? "tp_btf" : "raw_tp") +
+              ")");
+    ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.tcp_events), &TcpProbe::on_record, this,
+                             nullptr);
+    if (!ring_) check(errno ? -errno : -EINVAL, kFamily, "open ring buffer");
+    spdlog::info("tcp: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void TcpProbe::stop() {
+  if (ring_) ring_buffer__free(ring_);
+  ring_ = nullptr;
+  if (skel_) tcp_bpf__destroy(skel_);
+  skel_ = nullptr;
+}
+
+int TcpProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_) : -1; }
+
+void TcpProbe::consume() {
+  if (!ring_) return;
+  const int n = ring_buffer__consume(ring_);
+  if (n < 0) spdlog::debug("tcp: ring buffer consume: {}", strerror(-n));
+}
+
+void TcpProbe::tick(const ProbeContext&) { consume(); }
+
+int TcpProbe::on_record(void* self, void* data, size_t size) {
+  if (size < sizeof(infertrace_tcp_event)) return 0;
+  infertrace_tcp_event e;
+  std::memcpy(&e, data, sizeof e);
+  static_cast<TcpProbe*>(self)->handle(e);
+  return 0;
+}
+
+void TcpProbe::handle(const infertrace_tcp_event& e) {
+  if (e.family != kAfInet && e.family != kAfInet6) return;
+  const auto direction = e.direction == INFERTRACE_TCP_ACTIVE ? core::TcpDirection::Active
+                                                              : core::TcpDirection::Passive;
+  PairTotals& t =
+      pairs_->at(core::service_pair(direction, address(e.family, e.local_addr), e.local_port,
+                                    address(e.family, e.remote_addr), e.remote_port));
+  switch (e.kind) {
+    case INFERTRACE_TCP_EV_CLOSE:
+      t.duration_us.observe(e.lifetime_ns / 1000);
+      t.sent_bytes += e.bytes_sent;
+      t.received_bytes += e.bytes_received;
+      if (e.srtt_us) t.rtt_us.observe(e.srtt_us);
+      break;
+    case INFERTRACE_TCP_EV_RTT:
+      t.rtt_us.observe(e.srtt_us);
+      break;
+    case INFERTRACE_TCP_EV_RETRANS:
+      t.retransmits += e.count;
+      break;
+    default:
+      break;
+  }
+}
+
+void TcpProbe::collect(core::MetricSet& out) {
+  if (!skel_) return;
+  consume();
+  for (const auto& [pair, t] : pairs_->totals) {
+    const core::Labels labels = {{"local", pair.local}, {"remote", pair.remote}};
+    out.add_histogram("infertrace_tcp_connection_duration_seconds",
+                      "Lifetime of closed TCP connections, from connect or accept to close",
+                      labels,
+                      core::log2_to_buckets(t.duration_us.slots, t.duration_us.sum, 1e-6,
+                                            kDurationFirst, kDurationLast));
+    out.add_histogram("infertrace_tcp_rtt_seconds",
+                      "Smoothed TCP round-trip time: one sample per closed connection plus "
+                      "samples of received traffic",
+                      labels,
+                      core::log2_to_buckets(t.rtt_us.slots, t.rtt_us.sum, 1e-6, kRttFirst,
+                                            kRttLast));
+    out.add("infertrace_tcp_sent_bytes", MetricType::Counter,
+            "Payload bytes sent and acknowledged on closed TCP connections", labels,
+            static_cast<double>(t.sent_bytes), "bytes");
+    out.add("infertrace_tcp_received_bytes", MetricType::Counter,
+            "Payload bytes received on closed TCP connections", labels,
+            static_cast<double>(t.received_bytes), "bytes");
+    out.add("infertrace_tcp_retransmits", MetricType::Counter, "TCP segments retransmitted",
+            labels, static_cast<double>(t.retransmits));
+  }
+
+  uint64_t lost = 0;
+  std::vector<uint64_t> per_cpu(possible_cpus());
+  for (uint32_t reason = 0; reason < INFERTRACE_TCP_LOST_REASONS; ++reason) {
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.tcp_lost), &reason, per_cpu.data()) != 0) {
+      continue;
+    }
+    for (uint64_t v : per_cpu) lost += v;
+  }
+  out.add("infertrace_events_lost", MetricType::Counter,
+          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
+          static_cast<double>(lost));
+}
+
+std::vector<const bpf_program*> TcpProbe::programs() const {
+  std::vector<const bpf_program*> out;
+  if (!skel_) return out;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__autoload(prog)) out.push_back(prog);
+  }
+  return out;
+}
+
+uint64_t TcpProbe::folded_label_values() const { return pairs_ ? pairs_->budget.folded() : 0; }
+
+std::unique_ptr<ProbeFamily> make_tcp_probe() { return std::make_unique<TcpProbe>(); }
+
+}  // namespace infertrace::probes

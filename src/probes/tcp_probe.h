@@ -1,0 +1,50 @@
+// TCP probe family: connection lifetimes, bytes, smoothed RTT and retransmits per service pair
+// (bpf/tcp.bpf.c). The kernel sends one record per closed connection, sampled RTTs and
+// retransmits through a ring buffer; consume() aggregates them here, so the pair labels
+// (core/service_pair.h) and their top-K budget are applied in one place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "probes/probe_family.h"
+
+struct tcp_bpf;
+struct ring_buffer;
+struct infertrace_tcp_event;
+
+namespace infertrace::probes {
+
+class TcpProbe final : public ProbeFamily {
+ public:
+  TcpProbe();
+  ~TcpProbe() override;
+
+  const char* name() const override { return "tcp"; }
+  // Needs the BPF ring buffer; throws ProbeError without it.
+  void start(const ProbeContext& ctx) override;
+  void stop() override;
+  int event_fd() const override;
+  void consume() override;
+  // Drains the records that do not wake user space up (sampled RTTs).
+  void tick(const ProbeContext& ctx) override;
+  // Drains the ring buffer first, so a scrape sees every record submitted before it.
+  void collect(core::MetricSet& out) override;
+  std::vector<const bpf_program*> programs() const override;
+  uint64_t folded_label_values() const override;
+
+ private:
+  struct Pairs;  // label budget and per-pair totals, reset on each start()
+
+  static int on_record(void* self, void* data, size_t size);
+  void handle(const infertrace_tcp_event& e);
+
+  tcp_bpf* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  std::unique_ptr<Pairs> pairs_;
+};
+
+std::unique_ptr<ProbeFamily> make_tcp_probe();
+
+}  // namespace infertrace::probes

@@ -1,0 +1,237 @@
+// Root tests of the block family: real reads and writes reaching the disk that holds the
+// scratch directory.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "probes/block_probe.h"
+#include "support.h"
+
+namespace infertrace::testing {
+namespace {
+
+constexpr const char* kLatency = "infertrace_block_io_latency_seconds";
+constexpr const char* kBytes = "infertrace_block_io_bytes";
+constexpr size_t kFileBytes = 8u << 20;
+constexpr size_t kChunk = 1u << 20;
+
+std::string uevent_name(const std::string& sysfs_dir) {
+  std::ifstream in(sysfs_dir + "/uevent");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("DEVNAME=", 0) == 0) return line.substr(8);
+  }
+  return "";
+}
+
+// The disks that serve requests for `path`, named as the kernel names them: a partition maps
+// to its disk (the family reports the request's gendisk, /dev/vda1 -> vda), and a stacked
+// device (device mapper, md) to the disks below it, which see the requests.
+void add_disks(const std::filesystem::path& dev, std::vector<std::string>& out) {
+  std::error_code ec;
+  const auto dir = std::filesystem::canonical(dev, ec);
+  if (ec) return;
+  const auto disk = std::filesystem::exists(dir / "partition") ? dir.parent_path() : dir;
+  bool stacked = false;
+  for (const auto& slave : std::filesystem::directory_iterator(disk / "slaves", ec)) {
+    stacked = true;
+    add_disks(slave.path(), out);
+  }
+  if (!stacked) out.push_back(uevent_name(disk.string()));
+}
+
+std::vector<std::string> disks_of(const std::string& path) {
+  struct stat st {};
+  std::vector<std::string> out;
+  if (stat(path.c_str(), &st) != 0) return out;
+  add_disks("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                std::to_string(minor(st.st_dev)),
+            out);
+  return out;
+}
+
+// Writes kFileBytes through the page cache and waits for the disk.
+void write_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
+  std::vector<char> chunk(kChunk);
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<char>('A' + i % 26);
+  for (size_t done = 0; done < kFileBytes; done += kChunk) {
+    ASSERT_EQ(write(fd, chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));
+  }
+  ASSERT_EQ(fsync(fd), 0);
+  close(fd);
+}
+
+void drop_cache(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  close(fd);
+}
+
+// Bytes of the file in the page cache now (mincore on a mapping faults nothing in).
+size_t cached_bytes(const std::string& path) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return kFileBytes;
+  void* map = mmap(nullptr, kFileBytes, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return kFileBytes;
+  std::vector<unsigned char> vec(kFileBytes / page);
+  size_t n = kFileBytes;
+  if (mincore(map, kFileBytes, vec.data()) == 0) {
+    n = 0;
+    for (unsigned char v : vec) n += (v & 1) * page;
+  }
+  munmap(map, kFileBytes);
+  return n;
+}
+
+// Reads the whole file; O_DIRECT bypasses the page cache with an aligned buffer.
+void read_file(const std::string& path, bool direct) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
+  void* buf = nullptr;
+  ASSERT_EQ(posix_memalign(&buf, 4096, kChunk), 0);
+  size_t total = 0;
+  ssize_t n;
+  while ((n = read(fd, buf, kChunk)) > 0) total += static_cast<size_t>(n);
+  const int err = errno;
+  free(buf);
+  close(fd);
+  ASSERT_EQ(n, 0) << strerror(err);
+  ASSERT_EQ(total, kFileBytes);
+}
+
+struct Io {
+  uint64_t count = 0;
+  double sum = 0;
+  double bytes = 0;
+};
+
+class BlockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_ROOT();
+    path = disk_scratch_dir() + "/memio-block-" + std::to_string(getpid()) + ".dat";
+    devices = disks_of(disk_scratch_dir());
+    ASSERT_FALSE(devices.empty()) << disk_scratch_dir() << " is not on a block device";
+    for (const auto& d : devices) device += (device.empty() ? "" : ",") + d;
+    probe.start(ctx);
+  }
+  void TearDown() override {
+    probe.stop();
+    unlink(path.c_str());
+  }
+
+  // What the disks under the scratch directory did for `op` so far.
+  Io io(const char* op) {
+    core::MetricSet m;
+    probe.collect(m);
+    Io out;
+    for (const auto& disk : devices) {
+      const core::Labels want{{"device", disk}, {"op", op}};
+      if (const core::Sample* h = find_sample(m, kLatency, want)) {
+        out.count += h->histogram.count;
+        out.sum += h->histogram.sum;
+        // Prometheus buckets: ascending bounds, cumulative counts, none above the total.
+        const auto& b = h->histogram.buckets;
+        for (size_t i = 1; i < b.size(); ++i) {
+          EXPECT_GT(b[i].first, b[i - 1].first);
+          EXPECT_GE(b[i].second, b[i - 1].second);
+        }
+        if (!b.empty()) {
+          EXPECT_LE(b.back().second, h->histogram.count);
+        }
+      }
+      if (const core::Sample* b = find_sample(m, kBytes, want)) out.bytes += b->value;
+    }
+    return out;
+  }
+
+  std::string path;
+  std::vector<std::string> devices;
+  std::string device;  // for messages
+  core::Config config;
+  probes::NodeSignals signals;
+  probes::CgroupNames names{host_layout()};
+  probes::ProbeContext ctx{host_features(), config, names, signals};
+  probes::BlockProbe probe;
+};
+
+TEST_F(BlockTest, ReadingADroppedFileIsTimedAsReadsOfItsDisk) {
+  write_file(path);
+  drop_cache(path);
+  const size_t cached = cached_bytes(path);  // the few pages eviction may have left behind
+  ASSERT_LT(cached, kFileBytes / 20) << "POSIX_FADV_DONTNEED left the file cached";
+  const Io before = io("read");
+  read_file(path, false);
+  const Io after = io("read");
+  EXPECT_GT(after.count, before.count) << "no read request timed on " << device;
+  EXPECT_GT(after.sum, before.sum);
+  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes - cached));
+}
+
+TEST_F(BlockTest, DirectReadsAreTimedAsReads) {
+  write_file(path);
+  const Io before = io("read");
+  read_file(path, true);
+  const Io after = io("read");
+  EXPECT_GT(after.count, before.count) << "no read request timed on " << device;
+  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes));
+}
+
+TEST_F(BlockTest, WrittenAndSyncedFileIsTimedAsWrites) {
+  const Io before = io("write");
+  write_file(path);
+  const Io after = io("write");
+  EXPECT_GT(after.count, before.count) << "no write request timed on " << device;
+  EXPECT_GT(after.sum, before.sum);
+  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes));
+
+  core::MetricSet m;
+  probe.collect(m);
+  EXPECT_NE(find_sample(m, "infertrace_events_lost", {{"source", "block"}}), nullptr);
+}
+
+TEST_F(BlockTest, RawTracepointFlavourTimesRequestsToo) {
+  probes::Features fallback = host_features();
+  fallback.tp_btf = false;
+  ASSERT_TRUE(fallback.raw_tp);
+  probes::ProbeContext fallback_ctx{fallback, config, names, signals};
+  probe.start(fallback_ctx);
+  write_file(path);
+  const Io before = io("read");
+  read_file(path, true);
+  const Io after = io("read");
+  EXPECT_GT(after.count, before.count) << "no read request timed on " << device;
+  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes));
+}
+
+TEST(BlockDeviceName, NamesDisksAsTheKernelDoes) {
+  // Every disk listed in /sys/block resolves, by its major:minor, to its own name.
+  size_t disks = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/block")) {
+    std::ifstream dev(entry.path() / "dev");
+    unsigned maj = 0, min = 0;
+    char colon = 0;
+    if (!(dev >> maj >> colon >> min)) continue;
+    EXPECT_EQ(probes::block_device_name(maj, min), entry.path().filename().string());
+    ++disks;
+  }
+  EXPECT_GT(disks, 0u);
+  EXPECT_EQ(probes::block_device_name(4095, 1048575), "");
+}
+
+}  // namespace
+}  // namespace infertrace::testing

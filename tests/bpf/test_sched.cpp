@@ -1,0 +1,280 @@
+// Root tests of the sched family: real programs, real cgroups, real CPU contention.
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "probes/sched_probe.h"
+#include "support.h"
+
+namespace infertrace::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kLatency = "infertrace_runqueue_latency_seconds";
+constexpr const char* kOffcpu = "infertrace_offcpu_seconds";
+constexpr const char* kPreemptions = "infertrace_cgroup_preemptions";
+constexpr const char* kPreempted = "infertrace_cgroup_preempted_seconds";
+constexpr const char* kRunqlen = "infertrace_runqueue_length";
+
+void sleep_loop() {
+  const timespec ms{0, 1000000};
+  for (;;) nanosleep(&ms, nullptr);
+}
+
+// Gives the tests' parent cgroup nearly all of a contended CPU, so that its two hogs take the CPU
+// from each other rather than from whatever else the (busy) machine runs there.
+void favour_parent(const TestCgroup& child) {
+  const std::string parent = child.dir().substr(0, child.dir().rfind('/'));
+  const bool v1 = host_layout().version == probes::CgroupLayout::Version::V1;
+  std::ofstream(parent + (v1 ? "/cpu.shares" : "/cpu.weight")) << (v1 ? "262144" : "10000");
+}
+
+class SchedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_ROOT();
+    probe = probes::make_sched_probe();
+  }
+  void TearDown() override {
+    if (probe) probe->stop();
+  }
+
+  core::MetricSet scrape() {
+    core::MetricSet m;
+    probe->collect(m);
+    return m;
+  }
+  double value(const core::MetricSet& m, const char* name, const core::Labels& want) {
+    const core::Sample* s = find_sample(m, name, want);
+    return s ? s->value : 0;
+  }
+  uint64_t count(const core::MetricSet& m, const char* name, const core::Labels& want) {
+    const core::Sample* s = find_sample(m, name, want);
+    return s ? s->histogram.count : 0;
+  }
+  // Run-queue length samples taken on all CPUs so far.
+  uint64_t runqlen_samples(const core::MetricSet& m) {
+    uint64_t n = 0;
+    for (const auto& s : samples_of(m, kRunqlen)) n += s.histogram.count;
+    return n;
+  }
+
+  // Two hogs sharing CPU 0 and a sleeper, measured by `probe` started with `with`.
+  void expect_contention_and_sleep(const probes::ProbeContext& with) {
+    TestCgroup a("sched-mode-a"), b("sched-mode-b"), s("sched-mode-sleeper");
+    favour_parent(a);
+    probe->start(with);
+    spawn_child(&a, 0);
+    spawn_child(&b, 0);
+    spawn_child(&s, std::nullopt, sleep_loop);
+    std::this_thread::sleep_for(1500ms);
+    const auto m = scrape();
+
+    EXPECT_GT(value(m, kPreemptions, {{"cgroup", a.name()}, {"by_cgroup", b.name()}}), 0);
+    EXPECT_GT(value(m, kPreemptions, {{"cgroup", b.name()}, {"by_cgroup", a.name()}}), 0);
+    // Sharing one CPU, each hog waits for a good part of the 1.5 s.
+    EXPECT_GT(value(m, kOffcpu, {{"cgroup", a.name()}, {"state", "runqueue"}}), 0.1);
+    EXPECT_GT(value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "sleep"}}), 0.2);
+    EXPECT_GT(count(m, kLatency, {{"cgroup", s.name()}}), 0u);
+  }
+
+  core::Config config;
+  probes::NodeSignals signals;
+  probes::CgroupNames names{host_layout()};
+  probes::ProbeContext ctx{host_features(), config, names, signals};
+  std::unique_ptr<probes::ProbeFamily> probe;
+};
+
+TEST_F(SchedTest, TwoHogsOnOneCpuPreemptEachOther) {
+  TestCgroup a("sched-hog-a"), b("sched-hog-b");
+  favour_parent(a);
+  probe->start(ctx);
+  spawn_child(&a, 0);
+  spawn_child(&b, 0);
+  std::this_thread::sleep_for(2s);
+  const auto m = scrape();
+
+  EXPECT_GT(value(m, kPreemptions, {{"cgroup", a.name()}, {"by_cgroup", b.name()}}), 0);
+  EXPECT_GT(value(m, kPreemptions, {{"cgroup", b.name()}, {"by_cgroup", a.name()}}), 0);
+  EXPECT_GT(value(m, kPreempted, {{"cgroup", a.name()}, {"by_cgroup", b.name()}}), 0);
+  EXPECT_GT(value(m, kPreempted, {{"cgroup", b.name()}, {"by_cgroup", a.name()}}), 0);
+  for (const TestCgroup* g : {&a, &b}) {
+    EXPECT_GT(count(m, kLatency, {{"cgroup", g->name()}}), 0u) << g->name();
+    EXPECT_GT(value(m, kOffcpu, {{"cgroup", g->name()}, {"state", "runqueue"}}), 0) << g->name();
+  }
+  // Latency buckets are cumulative and end at the count.
+  const core::Sample* h = find_sample(m, kLatency, {{"cgroup", a.name()}});
+  ASSERT_NE(h, nullptr);
+  ASSERT_FALSE(h->histogram.buckets.empty());
+  EXPECT_LE(h->histogram.buckets.back().second, h->histogram.count);
+  EXPECT_NE(find_sample(m, "infertrace_events_lost", {{"source", "sched"}}), nullptr);
+}
+
+TEST_F(SchedTest, ThrottledCgroupWaitsInRunQueue) {
+  TestCgroup q("sched-quota");
+  q.set_cpu_quota(0.1);
+  probe->start(ctx);
+  spawn_child(&q, std::nullopt);
+  std::this_thread::sleep_for(1500ms);
+  const auto m = scrape();
+
+  const core::Sample* h = find_sample(m, kLatency, {{"cgroup", q.name()}});
+  ASSERT_NE(h, nullptr);
+  EXPECT_GT(h->histogram.count, 0u);
+  // With 10% of a CPU the hog is off CPU about 90% of the time, all of it runnable.
+  EXPECT_GT(h->histogram.sum, 0.3);
+}
+
+TEST_F(SchedTest, SleeperShowsOffcpuSleep) {
+  TestCgroup s("sched-sleeper");
+  probe->start(ctx);
+  spawn_child(&s, std::nullopt, sleep_loop);
+  std::this_thread::sleep_for(1500ms);
+  const auto m = scrape();
+
+  const double sleep = value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "sleep"}});
+  EXPECT_GT(sleep, 0.2);  // it sleeps nearly all the time
+  EXPECT_LT(value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "io"}}), sleep);
+  EXPECT_GT(count(m, kLatency, {{"cgroup", s.name()}}), 0u);  // every wakeup waits a little
+}
+
+TEST_F(SchedTest, RunqueueLengthIsSampledOnEveryCpu) {
+  TestCgroup hogs("sched-runqlen");
+  signals.cgroup_throttling = true;  // dense: plenty of samples in a short test
+  probe->start(ctx);
+  probe->tick(ctx);
+  spawn_child(&hogs, 0);
+  spawn_child(&hogs, 0);
+  std::this_thread::sleep_for(1500ms);
+  const auto m = scrape();
+
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  ASSERT_EQ(samples_of(m, kRunqlen).size(), static_cast<size_t>(cpus));
+  for (long cpu = 0; cpu < cpus; ++cpu) {
+    EXPECT_GT(count(m, kRunqlen, {{"cpu", std::to_string(cpu)}}), 0u) << "cpu " << cpu;
+  }
+  // Bucket le=1 counts samples of length 0 and 1; the two hogs make the rest.
+  const core::Sample* cpu0 = find_sample(m, kRunqlen, {{"cpu", "0"}});
+  ASSERT_NE(cpu0, nullptr);
+  ASSERT_GE(cpu0->histogram.buckets.size(), 2u);
+  EXPECT_EQ(cpu0->histogram.buckets[1].first, 1.0);
+  EXPECT_GT(cpu0->histogram.count - cpu0->histogram.buckets[1].second, 0u);
+}
+
+TEST_F(SchedTest, ThrottlingSignalRaisesRunqueueLengthSampleRate) {
+  probe->start(ctx);
+  probe->tick(ctx);  // sparse
+  const uint64_t sparse0 = runqlen_samples(scrape());
+  std::this_thread::sleep_for(1s);
+  const uint64_t sparse = runqlen_samples(scrape()) - sparse0;
+
+  signals.cgroup_throttling = true;
+  probe->tick(ctx);
+  const uint64_t dense0 = runqlen_samples(scrape());
+  std::this_thread::sleep_for(1s);
+  const uint64_t dense = runqlen_samples(scrape()) - dense0;
+
+  // Defaults: 10 Hz sparse, 200 Hz dense; a 3x margin absorbs any scheduling noise.
+  EXPECT_GT(sparse, 0u);
+  EXPECT_GT(dense, 3 * sparse) << "sparse " << sparse << ", dense " << dense;
+
+  signals.cgroup_throttling = false;
+  probe->tick(ctx);
+  const uint64_t back0 = runqlen_samples(scrape());
+  std::this_thread::sleep_for(1s);
+  EXPECT_LT(runqlen_samples(scrape()) - back0, dense / 3);
+}
+
+// Kernels without BTF tracepoints (or task storage) get raw_tp and a tid hash.
+TEST_F(SchedTest, RawTracepointFallbackMeasuresContentionAndSleep) {
+  probes::Features raw = host_features();
+  raw.tp_btf = false;
+  expect_contention_and_sleep(probes::ProbeContext{raw, config, names, signals});
+}
+
+// Kernels without task->sched_info get a program on every wakeup.
+TEST_F(SchedTest, WakeupHandlerFallbackMeasuresContentionAndSleep) {
+  probe = std::make_unique<probes::SchedProbe>(
+      probes::SchedProbe::Options{.wakeups_from_sched_info = false});
+  expect_contention_and_sleep(ctx);
+}
+
+// Timing every event with ktime (precise_clock).
+TEST_F(SchedTest, PreciseClockMeasuresContentionAndSleep) {
+  probe = std::make_unique<probes::SchedProbe>(probes::SchedProbe::Options{.precise_clock = true});
+  expect_contention_and_sleep(ctx);
+}
+
+// Beyond top_k, cgroups and preemption pairs fold into "__other__" (pairs on both labels).
+TEST_F(SchedTest, LabelsBeyondTopKFoldIntoOther) {
+  config.top_k = 1;
+  TestCgroup a("sched-fold-a"), b("sched-fold-b");
+  favour_parent(a);
+  probe->start(ctx);
+  spawn_child(&a, 0);
+  spawn_child(&b, 0);
+  std::this_thread::sleep_for(1200ms);  // CgroupNames rescans at most once a second
+  const auto m = scrape();
+
+  std::set<std::string> kept;
+  for (const auto& s : samples_of(m, kLatency)) kept.insert(s.labels.at(0).second);
+  EXPECT_EQ(kept.size(), 2u);  // one admitted cgroup and "__other__"
+  EXPECT_TRUE(kept.count("__other__"));
+  EXPECT_GT(count(m, kLatency, {{"cgroup", "__other__"}}), 0u);
+  EXPECT_GT(value(m, kPreemptions, {{"cgroup", "__other__"}, {"by_cgroup", "__other__"}}), 0);
+  EXPECT_LE(samples_of(m, kPreemptions).size(), 2u);
+  EXPECT_GT(probe->folded_label_values(), 0u);
+}
+
+// The bounded maps forget removed cgroups, so churning containers cannot fill them.
+TEST_F(SchedTest, RemovedCgroupsAreForgotten) {
+  probe =
+      std::make_unique<probes::SchedProbe>(probes::SchedProbe::Options{.forget_removed_every = 0s});
+  probe->start(ctx);
+  std::string name;
+  ino_t id = 0;
+  {
+    TestCgroup s("sched-gone");
+    name = s.name();
+    struct stat st {};
+    ASSERT_EQ(stat(s.dir().c_str(), &st), 0);
+    id = st.st_ino;
+    spawn_child(&s, std::nullopt, sleep_loop);
+    std::this_thread::sleep_for(1200ms);  // CgroupNames rescans at most once a second
+    EXPECT_GT(count(scrape(), kLatency, {{"cgroup", name}}), 0u);
+  }          // children killed, directory removed
+  scrape();  // notices the removal and deletes the entries
+  const auto m = scrape();
+  for (const auto& s : samples_of(m, kLatency)) {
+    EXPECT_NE(s.labels.at(0).second, name);
+    EXPECT_NE(s.labels.at(0).second, "id:" + std::to_string(id));
+  }
+  EXPECT_EQ(find_sample(m, kOffcpu, {{"cgroup", name}}), nullptr);
+}
+
+TEST_F(SchedTest, StopThenStartAgainReattaches) {
+  probe->stop();  // never started: harmless
+  probe->start(ctx);
+  probe->stop();
+  probe->stop();  // twice: harmless
+  core::MetricSet stopped;
+  probe->collect(stopped);
+  EXPECT_TRUE(stopped.families().empty());
+
+  TestCgroup s("sched-restart");
+  probe->start(ctx);
+  spawn_child(&s, std::nullopt, sleep_loop);
+  std::this_thread::sleep_for(1s);
+  const auto m = scrape();
+  EXPECT_GT(value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "sleep"}}), 0);
+  EXPECT_GT(count(m, kLatency, {{"cgroup", s.name()}}), 0u);
+}
+
+}  // namespace
+}  // namespace infertrace::testing

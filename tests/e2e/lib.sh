@@ -1,0 +1,56 @@
+# Shared helpers for the end-to-end tests: start the real daemon, scrape it, clean up.
+# Sourced by tests/e2e/test_*.sh; ctest sets INFERTRACE, BUILD_DIR and SRC_DIR.
+set -euo pipefail
+: "${INFERTRACE:?run through ctest (make test)}"
+WORK=$(mktemp -d /tmp/infertrace-e2e.XXXXXX)
+DAEMON_PID=""
+cleanup() {
+  [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; [ -f "$WORK/daemon.log" ] && tail -20 "$WORK/daemon.log" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+require_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    # In CI (root) this never triggers; elsewhere the test reports a skip as ctest's code 77.
+    echo "SKIP: needs root"; exit 77
+  fi
+}
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_daemon ARGS...: runs `infertrace run ARGS` in the background, logs to $WORK/daemon.log,
+# and waits until /metrics answers (sets PORT if --listen is not among ARGS).
+start_daemon() {
+  PORT=${PORT:-$(free_port)}
+  "$INFERTRACE" run --listen "127.0.0.1:$PORT" "$@" >"$WORK/daemon.log" 2>&1 &
+  DAEMON_PID=$!
+  for _ in $(seq 1 100); do
+    if curl -sf "http://127.0.0.1:$PORT/metrics" -o /dev/null; then return 0; fi
+    kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon exited early"
+    sleep 0.1
+  done
+  fail "daemon did not serve /metrics within 10 s"
+}
+
+stop_daemon() {
+  kill "$DAEMON_PID"
+  wait "$DAEMON_PID" || true
+  DAEMON_PID=""
+}
+
+scrape() { curl -sf "http://127.0.0.1:$PORT/metrics" "$@"; }
+
+# metric_value 'name{labels}' -> prints the value of the exactly matching series, or nothing.
+metric_value() { scrape | awk -v s="$1" '$1 == s { print $2 }'; }
+
+# infertrace's BPF program ids as "name id" lines (bpftool's JSON, read with Debian's python3).
+bpf_prog_ids() {
+  bpftool prog show -j | /usr/bin/python3 -c '
+import json, sys
+for p in json.load(sys.stdin):
+    print(p.get("name", "?"), p["id"])' | sort
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Bad input gets a clear message and a non-zero exit, and leaves nothing half-started:
+# no BPF program loaded, no port bound.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+bpf_prog_ids >"$WORK/progs.before"
+nothing_left() {
+  bpf_prog_ids >"$WORK/progs.now"
+  diff -q "$WORK/progs.before" "$WORK/progs.now" >/dev/null || fail "$1: BPF programs left loaded"
+}
+
+# expect_error NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN on stderr.
+expect_error() {
+  local name=$1 pattern=$2; shift 2
+  set +e
+  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+  local rc=$?
+  set -e
+  [ $rc -ne 0 ] || fail "$name: exit code 0"
+  grep -qE "$pattern" "$WORK/err.txt" || fail "$name: stderr lacks /$pattern/: $(cat "$WORK/err.txt")"
+  nothing_left "$name"
+  pass "$name: exit $rc, '$(grep -E "$pattern" "$WORK/err.txt" | head -1)'"
+}
+
+PORT=$(free_port)
+printf 'listen: 127.0.0.1:%s\nprobes:\n  sched:\n    enabled: true\n    frobnicate: 3\n' "$PORT" >"$WORK/unknown.yaml"
+expect_error "unknown key" "unknown.yaml:5: probes.sched.frobnicate: unknown key" \
+  "$INFERTRACE" run --config "$WORK/unknown.yaml"
+
+printf 'top_k: lots\n' >"$WORK/type.yaml"
+expect_error "wrong type" "type.yaml:1: top_k: expected an integer" \
+  "$INFERTRACE" run --config "$WORK/type.yaml"
+
+printf 'probes:\n  tcp:\n    enabled: perhaps\n' >"$WORK/bool.yaml"
+expect_error "wrong boolean" "bool.yaml:3: probes.tcp.enabled: expected true or false" \
+  "$INFERTRACE" run --config "$WORK/bool.yaml"
+
+printf 'probes: [sched\n' >"$WORK/syntax.yaml"
+expect_error "YAML syntax" "syntax.yaml:[0-9]+: invalid YAML" \
+  "$INFERTRACE" run --config "$WORK/syntax.yaml"
+
+expect_error "missing config file" "does not exist|not.*file" \
+  "$INFERTRACE" run --config "$WORK/none.yaml"
+
+expect_error "bad listen flag" "listen address 'nope'" "$INFERTRACE" run --listen nope
+
+expect_error "unknown flag" "frobnicate" "$INFERTRACE" run --frobnicate
+
+# A listen address already in use: refused before any probe is loaded.
+/usr/bin/python3 -c "
+import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', $PORT)); s.listen(1); time.sleep(30)" &
+HOLDER=$!
+sleep 0.5
+expect_error "listen address in use" "cannot listen on 127.0.0.1:$PORT: Address already in use" \
+  "$INFERTRACE" run --listen "127.0.0.1:$PORT"
+kill $HOLDER; wait $HOLDER 2>/dev/null || true
+
+# Without the capabilities: named, before anything is loaded.
+expect_error "missing privileges" "missing capability CAP_BPF, CAP_PERFMON" \
+  setpriv --bounding-set=-bpf,-perfmon,-sys_admin --inh-caps=-bpf,-perfmon,-sys_admin \
+  "$INFERTRACE" run --listen "127.0.0.1:$PORT"
+
+# Missing or broken BTF: a clear message naming the file and what to do.
+expect_error "missing BTF" "no usable BTF: /nonexistent/vmlinux does not exist.*--btf" \
+  "$INFERTRACE" run --listen "127.0.0.1:$PORT" --btf /nonexistent/vmlinux
+head -c 4096 /dev/urandom >"$WORK/garbage.btf"
+expect_error "corrupt BTF" "no usable BTF: .*garbage.btf is not valid BTF" \
+  "$INFERTRACE" run --listen "127.0.0.1:$PORT" --btf "$WORK/garbage.btf"
+
+# The port is free again: nothing kept it.
+/usr/bin/python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', $PORT))" || fail "port still bound"
+pass "nothing half-started"

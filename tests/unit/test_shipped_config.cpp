@@ -1,0 +1,17 @@
+// The example configuration shipped in deploy/ documents the defaults: it must parse and equal them.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/config.h"
+
+TEST(ShippedConfig, ParsesAndEqualsTheBuiltInDefaults) {
+  const std::string path = std::string(INFERTRACE_SOURCE_DIR) + "/deploy/infertrace.yaml";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto config = infertrace::core::parse_config(text.str(), path);
+  EXPECT_EQ(config, infertrace::core::Config{});
+}
