@@ -53,18 +53,6 @@ struct DeviceIo {
   }
 };
 
-std::vector<block_key> map_keys(int fd) {
-  std::vector<block_key> keys;
-  block_key cur{}, next{};
-  const block_key* prev = nullptr;
-  while (keys.size() < kMaxKeys && bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
-    cur = next;
-    prev = &cur;
-  }
-  return keys;
-}
-
 std::string sysfs_dir(uint32_t major, uint32_t minor) {
   return fmt::format("/sys/dev/block/{}:{}", major, minor);
 }
@@ -133,13 +121,7 @@ void BlockProbe::stop() {
 }
 
 std::vector<const bpf_program*> BlockProbe::programs() const {
-  std::vector<const bpf_program*> out;
-  if (!skel_) return out;
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, skel_->obj) {
-    if (bpf_program__autoload(prog)) out.push_back(prog);
-  }
-  return out;
+  return loaded_programs(skel_ ? skel_->obj : nullptr);
 }
 
 uint64_t BlockProbe::folded_label_values() const { return series_ ? series_->budget.folded() : 0; }
@@ -159,7 +141,7 @@ void BlockProbe::collect(core::MetricSet& out) {
   const int fd = bpf_map__fd(skel_->maps.block_io);
   std::map<std::string, DeviceIo> current;
   std::vector<block_value> values(possible_cpus());
-  for (const block_key& key : map_keys(fd)) {
+  for (const block_key& key : map_keys<block_key>(fd, kMaxKeys)) {
     if (key.op >= INFERTRACE_BLOCK_OPS) continue;
     if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
     OpIo& op = current[device_label({key.major, key.minor})].ops[key.op];
@@ -184,15 +166,7 @@ void BlockProbe::collect(core::MetricSet& out) {
     }
   }
 
-  uint64_t lost = 0;
-  const uint32_t zero = 0;
-  std::vector<uint64_t> per_cpu(possible_cpus());
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.block_events_lost), &zero, per_cpu.data()) == 0) {
-    for (uint64_t v : per_cpu) lost += v;
-  }
-  out.add("infertrace_events_lost", MetricType::Counter,
-          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
-          static_cast<double>(lost));
+  add_events_lost(out, kFamily, percpu_sum(bpf_map__fd(skel_->maps.block_events_lost), 0));
 }
 
 // Hosts that create and remove loop or network disks would fill block_io with dead disks;
@@ -201,7 +175,7 @@ void BlockProbe::forget_removed_devices() {
   last_gc_ = Clock::now();
   const int fd = bpf_map__fd(skel_->maps.block_io);
   std::error_code ec;
-  for (const block_key& key : map_keys(fd)) {
+  for (const block_key& key : map_keys<block_key>(fd, kMaxKeys)) {
     if (std::filesystem::exists(sysfs_dir(key.major, key.minor), ec)) continue;
     bpf_map_delete_elem(fd, &key);
     const Device dev{key.major, key.minor};

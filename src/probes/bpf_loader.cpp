@@ -78,4 +78,26 @@ int possible_cpus() {
   return n;
 }
 
+uint64_t percpu_sum(int fd, uint32_t key) {
+  uint64_t sum = 0;
+  for (uint64_t v : percpu_values<uint64_t>(fd, &key)) sum += v;
+  return sum;
+}
+
+void add_events_lost(core::MetricSet& out, const char* source, uint64_t lost) {
+  out.add("infertrace_events_lost", core::MetricType::Counter,
+          "Events dropped because a BPF map or ring buffer was full", {{"source", source}},
+          static_cast<double>(lost));
+}
+
+std::vector<const bpf_program*> loaded_programs(const bpf_object* obj) {
+  std::vector<const bpf_program*> out;
+  if (!obj) return out;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, obj) {
+    if (bpf_program__autoload(prog)) out.push_back(prog);
+  }
+  return out;
+}
+
 }  // namespace infertrace::probes

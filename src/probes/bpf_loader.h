@@ -3,8 +3,13 @@
 
 #include <bpf/libbpf.h>
 
-#include <string>
+#include <bpf/bpf.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
 #include "probes/features.h"
 #include "probes/probe_family.h"
 
@@ -28,5 +33,36 @@ void check(int err, const char* family, const std::string& what);
 
 // Number of per-CPU copies a per-CPU map value has (libbpf_num_possible_cpus, cached).
 int possible_cpus();
+
+// The keys of a hash map, bounded by `capacity` in case entries churn while we walk it.
+template <typename K>
+std::vector<K> map_keys(int fd, size_t capacity) {
+  std::vector<K> keys;
+  K cur{}, next{};
+  const K* prev = nullptr;
+  while (keys.size() < capacity && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    cur = next;
+    prev = &cur;
+  }
+  return keys;
+}
+
+// The per-CPU copies of the value at `key` in a per-CPU map; empty if the entry vanished.
+template <typename V>
+std::vector<V> percpu_values(int fd, const void* key) {
+  std::vector<V> values(possible_cpus());
+  if (bpf_map_lookup_elem(fd, key, values.data()) != 0) values.clear();
+  return values;
+}
+
+// Sum over CPUs of a per-CPU __u64 counter (e.g. a family's lost-events slot).
+uint64_t percpu_sum(int fd, uint32_t key);
+
+// Appends infertrace_events_lost_total{source} (map full, ring buffer full).
+void add_events_lost(core::MetricSet& out, const char* source, uint64_t lost);
+
+// The programs of an object that are loaded (autoload on), for the run-time self-metrics.
+std::vector<const bpf_program*> loaded_programs(const bpf_object* obj);
 
 }  // namespace infertrace::probes

@@ -42,19 +42,6 @@ std::string pair_key(const std::string& cgroup, const std::string& process) {
   return cgroup + kPairSeparator + process;
 }
 
-// The keys of a hash map, bounded by its capacity in case entries churn while we walk it.
-std::vector<memory_key> map_keys(int fd, size_t capacity) {
-  std::vector<memory_key> keys;
-  memory_key cur{}, next{};
-  const memory_key* prev = nullptr;
-  while (keys.size() < capacity && bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
-    cur = next;
-    prev = &cur;
-  }
-  return keys;
-}
-
 // A process that is gone (not a zombie) no longer adds to its entry.
 bool process_exited(uint32_t tgid) { return kill(static_cast<pid_t>(tgid), 0) != 0 && errno == ESRCH; }
 
@@ -200,7 +187,7 @@ uint64_t MemoryProbe::folded_label_values() const {
 
 bool MemoryProbe::tracks_process(uint32_t tgid) const {
   if (!skel_) return false;
-  for (const memory_key& key : map_keys(bpf_map__fd(skel_->maps.process_memory), max_processes_)) {
+  for (const memory_key& key : map_keys<memory_key>(bpf_map__fd(skel_->maps.process_memory), max_processes_)) {
     if (key.tgid == tgid) return true;
   }
   return false;
@@ -225,7 +212,7 @@ void MemoryProbe::harvest() {
   last_harvest_ = Clock::now();
   const int fd = bpf_map__fd(skel_->maps.process_memory);
   std::vector<memory_value> values;
-  for (const memory_key& key : map_keys(fd, max_processes_)) {
+  for (const memory_key& key : map_keys<memory_key>(fd, max_processes_)) {
     const ProcessKey pk{key.cgroup_id, key.tgid};
     const bool exited = process_exited(key.tgid);
     if (!read_entry(fd, key, exited, values)) {
@@ -313,15 +300,7 @@ void MemoryProbe::collect(core::MetricSet& out) {
     }
   }
 
-  uint64_t lost = 0;
-  const uint32_t zero = 0;
-  std::vector<uint64_t> per_cpu(possible_cpus());
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.memory_events_lost), &zero, per_cpu.data()) == 0) {
-    for (uint64_t v : per_cpu) lost += v;
-  }
-  out.add("infertrace_events_lost", MetricType::Counter,
-          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
-          static_cast<double>(lost));
+  add_events_lost(out, kFamily, percpu_sum(bpf_map__fd(skel_->maps.memory_events_lost), 0));
 }
 
 // Totals of removed cgroups would accumulate forever on hosts that churn containers. A removed

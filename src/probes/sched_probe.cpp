@@ -81,28 +81,6 @@ struct PairTotals {
   }
 };
 
-// The keys of a hash map, bounded by its capacity in case entries churn while we walk it.
-template <typename K>
-std::vector<K> map_keys(int fd, size_t capacity) {
-  std::vector<K> keys;
-  K cur{}, next{};
-  const K* prev = nullptr;
-  while (keys.size() < capacity && bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
-    cur = next;
-    prev = &cur;
-  }
-  return keys;
-}
-
-// Per-CPU copies of the value at `key`; empty if the entry vanished.
-template <typename V>
-std::vector<V> percpu_values(int fd, const void* key) {
-  std::vector<V> values(possible_cpus());
-  if (bpf_map_lookup_elem(fd, key, values.data()) != 0) values.clear();
-  return values;
-}
-
 std::string pair_key(const std::string& cgroup, const std::string& by) {
   return cgroup + kPairSeparator + by;
 }
@@ -290,13 +268,7 @@ void SchedProbe::tick(const ProbeContext& ctx) {
 }
 
 std::vector<const bpf_program*> SchedProbe::programs() const {
-  std::vector<const bpf_program*> out;
-  if (!skel_) return out;
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, skel_->obj) {
-    if (bpf_program__autoload(prog)) out.push_back(prog);
-  }
-  return out;
+  return loaded_programs(skel_ ? skel_->obj : nullptr);
 }
 
 uint64_t SchedProbe::folded_label_values() const {
@@ -323,14 +295,7 @@ void SchedProbe::collect(core::MetricSet& out) {
   collect_preemptions(out);
   collect_runqlen(out);
 
-  uint64_t lost = 0;
-  const uint32_t zero = 0;
-  for (uint64_t v : percpu_values<uint64_t>(bpf_map__fd(skel_->maps.sched_events_lost), &zero)) {
-    lost += v;
-  }
-  out.add("infertrace_events_lost", MetricType::Counter,
-          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
-          static_cast<double>(lost));
+  add_events_lost(out, kFamily, percpu_sum(bpf_map__fd(skel_->maps.sched_events_lost), 0));
 
   if (Clock::now() - last_gc_ >= options_.forget_removed_every) forget_removed_cgroups();
 }

@@ -190,26 +190,14 @@ void TcpProbe::collect(core::MetricSet& out) {
   }
 
   uint64_t lost = 0;
-  std::vector<uint64_t> per_cpu(possible_cpus());
   for (uint32_t reason = 0; reason < INFERTRACE_TCP_LOST_REASONS; ++reason) {
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.tcp_lost), &reason, per_cpu.data()) != 0) {
-      continue;
-    }
-    for (uint64_t v : per_cpu) lost += v;
+    lost += percpu_sum(bpf_map__fd(skel_->maps.tcp_lost), reason);
   }
-  out.add("infertrace_events_lost", MetricType::Counter,
-          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
-          static_cast<double>(lost));
+  add_events_lost(out, kFamily, lost);
 }
 
 std::vector<const bpf_program*> TcpProbe::programs() const {
-  std::vector<const bpf_program*> out;
-  if (!skel_) return out;
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, skel_->obj) {
-    if (bpf_program__autoload(prog)) out.push_back(prog);
-  }
-  return out;
+  return loaded_programs(skel_ ? skel_->obj : nullptr);
 }
 
 uint64_t TcpProbe::folded_label_values() const { return pairs_ ? pairs_->budget.folded() : 0; }

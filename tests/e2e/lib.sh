@@ -54,3 +54,12 @@ import json, sys
 for p in json.load(sys.stdin):
     print(p.get("name", "?"), p["id"])' | sort
 }
+
+# The ids of the BPF programs a process holds open (from its fdinfo), one per line, sorted.
+held_prog_ids() { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u; }
+
+# The ids of every BPF program loaded on the host, one per line, sorted.
+all_prog_ids() { bpftool prog show -j | /usr/bin/python3 -c '
+import json, sys
+for p in json.load(sys.stdin):
+    print(p["id"])' | sort -u; }

@@ -4,9 +4,9 @@
 source "$(dirname "$0")/lib.sh"
 require_root
 
-bpf_prog_ids >"$WORK/progs.before"
 start_daemon
-[ "$(bpf_prog_ids | wc -l)" -gt "$(wc -l <"$WORK/progs.before")" ] || fail "no BPF programs loaded"
+held_prog_ids "$DAEMON_PID" >"$WORK/progs.ours"
+[ -s "$WORK/progs.ours" ] || fail "no BPF programs loaded"
 for p in sched throttle tcp memory block; do
   [ "$(metric_value "infertrace_probe_attached{probe=\"$p\"}")" = "1" ] || fail "probe $p not attached"
 done
@@ -28,14 +28,21 @@ case "$ct" in application/openmetrics-text*) ;; *) fail "OpenMetrics not negotia
 grep -q '^# TYPE infertrace_cpu_throttled_seconds counter' "$WORK/om.txt" || grep -q '^# TYPE infertrace_offcpu_seconds counter' "$WORK/om.txt" || fail "OpenMetrics counter family naming"
 pass "OpenMetrics when asked"
 
-code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/metrics")
-[ "$code" = "405" ] || fail "POST /metrics answered $code, want 405"
+for method in POST PUT DELETE; do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X "$method" -d 'probes=off' "http://127.0.0.1:$PORT/metrics")
+  [ "$code" = "405" ] || fail "$method /metrics answered $code, want 405"
+done
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/nope")
 [ "$code" = "404" ] || fail "GET /nope answered $code, want 404"
 pass "read-only endpoint"
 
 stop_daemon
 grep -q "stopping" "$WORK/daemon.log" || fail "no clean shutdown"
-bpf_prog_ids >"$WORK/progs.after"
-diff "$WORK/progs.before" "$WORK/progs.after" >/dev/null || fail "BPF programs left behind: $(diff "$WORK/progs.before" "$WORK/progs.after")"
-pass "clean shutdown, no BPF program left behind"
+# The kernel frees programs asynchronously (RCU, deferred perf-event release): give it a moment.
+for _ in $(seq 1 30); do
+  left=$(all_prog_ids | comm -12 "$WORK/progs.ours" -)
+  [ -z "$left" ] && break
+  sleep 0.1
+done
+[ -z "$left" ] || fail "BPF programs left behind: $left"
+pass "clean shutdown, none of its $(wc -l <"$WORK/progs.ours") BPF programs left behind"

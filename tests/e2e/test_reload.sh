@@ -6,9 +6,8 @@ source "$(dirname "$0")/lib.sh"
 require_root
 
 printf 'top_k: 50\n' >"$WORK/config.yaml"
-bpf_prog_ids >"$WORK/progs.base"
 start_daemon --config "$WORK/config.yaml"
-bpf_prog_ids | comm -13 "$WORK/progs.base" - >"$WORK/progs.1"
+held_prog_ids "$DAEMON_PID" >"$WORK/progs.1"
 [ -s "$WORK/progs.1" ] || fail "no programs loaded"
 
 # Disable tcp: tcp's programs go away, every other program keeps its id.
@@ -19,7 +18,7 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 [ "$(metric_value 'infertrace_probe_attached{probe="tcp"}')" = "0" ] || fail "tcp still attached after reload"
-bpf_prog_ids | comm -13 "$WORK/progs.base" - >"$WORK/progs.2"
+held_prog_ids "$DAEMON_PID" >"$WORK/progs.2"
 [ -s "$WORK/progs.2" ] || fail "all programs gone"
 comm -13 "$WORK/progs.1" "$WORK/progs.2" | grep . && fail "programs were reloaded though their settings did not change"
 removed=$(comm -23 "$WORK/progs.1" "$WORK/progs.2" | wc -l)
@@ -33,7 +32,7 @@ for _ in $(seq 1 50); do grep -q "reload rejected" "$WORK/daemon.log" && break; 
 grep -q "reload rejected, keeping the running configuration: .*config.yaml:6: probes.sched.bogus: unknown key" "$WORK/daemon.log" \
   || fail "bad reload not reported clearly"
 kill -0 "$DAEMON_PID" || fail "daemon died on a bad reload"
-bpf_prog_ids | comm -13 "$WORK/progs.base" - >"$WORK/progs.3"
+held_prog_ids "$DAEMON_PID" >"$WORK/progs.3"
 diff -q "$WORK/progs.2" "$WORK/progs.3" >/dev/null || fail "a rejected reload changed the probes"
 [ "$(metric_value 'infertrace_probe_attached{probe="sched"}')" = "1" ] || fail "sched lost"
 pass "bad configuration rejected, running one kept"
@@ -43,7 +42,7 @@ printf 'top_k: 50\nprobes:\n  tcp:\n    enabled: false\n  sched:\n    runqlen_sp
 kill -HUP "$DAEMON_PID"
 for _ in $(seq 1 50); do grep -q "configuration reloaded" <(tail -n 5 "$WORK/daemon.log") && break; sleep 0.1; done
 sleep 0.3
-bpf_prog_ids | comm -13 "$WORK/progs.base" - >"$WORK/progs.4"
+held_prog_ids "$DAEMON_PID" >"$WORK/progs.4"
 changed=$(comm -13 "$WORK/progs.3" "$WORK/progs.4" | wc -l)
 kept=$(comm -12 "$WORK/progs.3" "$WORK/progs.4" | wc -l)
 [ "$changed" -gt 0 ] || fail "sched was not restarted for its new setting"
