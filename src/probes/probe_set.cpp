@@ -7,6 +7,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "probes/families.h"
@@ -47,8 +49,9 @@ void ProbeSet::apply(const core::Config& config) {
   }
   set_bpf_stats(config.bpf_stats);
 
-  // Families load in parallel: each load is mostly BTF parsing and verification, and the
-  // time to the first scrape is the slowest family rather than the sum.
+  // Families load in parallel, one loader per CPU: each load is mostly BTF parsing and
+  // verification, so the first scrape waits for the slowest loader rather than the sum, while
+  // the memory peak (a parsed kernel BTF per loader) stays bounded by the CPU count.
   const auto& entries = known_families();
   std::vector<size_t> to_start;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -71,14 +74,20 @@ void ProbeSet::apply(const core::Config& config) {
   std::vector<std::unique_ptr<ProbeFamily>> started(entries.size());
   std::vector<std::string> errors(entries.size());
   std::vector<std::thread> loaders;
-  for (size_t i : to_start) {
-    loaders.emplace_back([&, i] {
-      auto family = entries[i].make();
-      try {
-        family->start(ctx);
-        started[i] = std::move(family);
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
+  std::atomic<size_t> next{0};
+  const size_t n_loaders =
+      std::min<size_t>(to_start.size(), std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t w = 0; w < n_loaders; ++w) {
+    loaders.emplace_back([&] {
+      for (size_t k = next++; k < to_start.size(); k = next++) {
+        const size_t i = to_start[k];
+        auto family = entries[i].make();
+        try {
+          family->start(ctx);
+          started[i] = std::move(family);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
       }
     });
   }
