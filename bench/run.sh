@@ -21,4 +21,5 @@ for tool in perf bpftrace; do
   fi
 done
 # Debian's interpreter, standard library only: nothing to install.
-exec /usr/bin/python3 "$here/overhead.py" "$build" "$@"
+/usr/bin/python3 "$here/overhead.py" "$build" "$@"
+/usr/bin/python3 "$here/agent_overhead.py" "$build"

@@ -23,7 +23,13 @@ int main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "Run the daemon: attach probes, serve /metrics");
   add_common(run);
-  run->add_option("--listen,-l", options.listen, "HOST:PORT for the metrics endpoint (default 0.0.0.0:9436)");
+  run->add_option("--listen,-l", options.listen,
+                  "HOST:PORT for the metrics endpoint (default 0.0.0.0:9436)");
+  run->add_option("--pid", options.pid, "Attach the SDK's USDT probes in this process only")
+      ->check(CLI::Range(1, 4194304));
+  run->add_option("--binary", options.binary,
+                  "Attach the SDK's USDT probes in this executable or library only")
+      ->check(CLI::ExistingFile);
 
   bool json = false;
   auto* probes = app.add_subcommand("probes", "Show kernel features and each probe family's status");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -25,6 +26,8 @@ core::Config load_config(const CommonOptions& options) {
     config.listen = options.listen;
   }
   if (!options.btf.empty()) config.btf = options.btf;
+  if (options.pid) config.attrib.pid = options.pid;
+  if (!options.binary.empty()) config.attrib.binary = std::filesystem::absolute(options.binary).string();
   return config;
 }
 

@@ -2,7 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <fmt/format.h>
 #include <functional>
 #include <map>
@@ -108,7 +113,122 @@ class Reader {
   std::map<std::string, int> key_lines_;  // dotted key -> line, for errors found later
 };
 
+constexpr size_t kMaxStageName = 32;  // bytes, as the SDK's INFERTRACE_MAX_NAME
+
+bool is_free_stage_name(const std::string& s) {
+  if (s.empty() || s.size() > kMaxStageName) return false;
+  for (unsigned char ch : s) {
+    if (!std::isalnum(ch) && ch != '_' && ch != '-' && ch != '.' && ch != ':') return false;
+  }
+  return true;
+}
+
+bool has_space(const std::string& s) {
+  for (unsigned char ch : s) {
+    if (std::isspace(ch)) return true;
+  }
+  return false;
+}
+
+// One recipe: {library, symbol, stage, kind}, checked as a whole once its keys are read.
+Recipe parse_recipe(Reader& r, const YAML::Node& n, const std::string& key,
+                    std::string_view source) {
+  Recipe recipe;
+  if (!n.IsMap()) r.fail(n, key, "expected a mapping {library, symbol, stage, kind}");
+  recipe.source = fmt::format("{}:{}", source, n.Mark().line + 1);
+  bool has_stage = false;
+  r.mapping(n, key,
+            {{"library",
+              [&](const YAML::Node& v, const std::string& k) {
+                recipe.library = r.string(v, k);
+                if (recipe.library.empty() || has_space(recipe.library)) {
+                  r.fail(v, k, "expected a library path or file-name glob (libllama.so*)");
+                }
+                if (recipe.library.find('/') != std::string::npos &&
+                    recipe.library.front() != '/') {
+                  r.fail(v, k, "a path must be absolute (or give a file-name glob)");
+                }
+              }},
+             {"symbol",
+              [&](const YAML::Node& v, const std::string& k) {
+                recipe.symbol = r.string(v, k);
+                if (recipe.symbol.empty() || has_space(recipe.symbol)) {
+                  r.fail(v, k, "expected an ELF symbol name (mangled for C++)");
+                }
+              }},
+             {"stage",
+              [&](const YAML::Node& v, const std::string& k) {
+                recipe.stage = r.string(v, k);
+                has_stage = true;
+                if (!is_free_stage_name(recipe.stage)) {
+                  r.fail(v, k, fmt::format("expected prompt, embedding, retrieval, generation, "
+                                           "tool, response or a name of 1-{} letters, digits, "
+                                           "'_', '-', '.', ':'",
+                                           kMaxStageName));
+                }
+              }},
+             {"kind", [&](const YAML::Node& v, const std::string& k) {
+                recipe.kind = r.one_of(v, k, {"span", "gpu_sync", "count"});
+              }}});
+  const int line = n.Mark().line + 1;
+  if (recipe.library.empty()) r.fail_at(line, key + ".library", "missing");
+  if (recipe.symbol.empty()) r.fail_at(line, key + ".symbol", "missing");
+  if (recipe.kind == "span" && !has_stage) {
+    r.fail_at(line, key + ".stage", "missing (a span recipe names its stage)");
+  }
+  if (recipe.kind != "span" && has_stage) {
+    r.fail_at(r.key_line(key + ".stage").value_or(line), key + ".stage",
+              "only span recipes name a stage (" + recipe.kind +
+                  " counts toward the thread's current one)");
+  }
+  return recipe;
+}
+
+void parse_recipe_list(Reader& r, const YAML::Node& n, const std::string& key,
+                       std::string_view source, std::vector<Recipe>& out) {
+  if (n.IsNull()) return;
+  if (!n.IsSequence()) r.fail(n, key, "expected a list of {library, symbol, stage, kind}");
+  for (size_t i = 0; i < n.size(); ++i) {
+    out.push_back(parse_recipe(r, n[i], fmt::format("{}[{}]", key, i), source));
+  }
+}
+
 }  // namespace
+
+std::vector<Recipe> parse_recipe_file(std::string_view yaml_text, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.msg));
+  }
+  Reader r(source);
+  std::vector<Recipe> out;
+  r.mapping(root, "", {{"recipes", [&](const YAML::Node& n, const std::string& k) {
+                          parse_recipe_list(r, n, k, source, out);
+                        }}});
+  return out;
+}
+
+std::vector<Recipe> load_recipes(const AttribConfig& config, std::vector<std::string>& errors) {
+  std::vector<Recipe> out = config.recipes;
+  for (const auto& path : config.recipe_files) {
+    std::ifstream in(path);
+    if (!in) {
+      errors.push_back(fmt::format("{}: cannot read recipe file: {}", path, std::strerror(errno)));
+      continue;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      auto recipes = parse_recipe_file(text.str(), path);
+      out.insert(out.end(), recipes.begin(), recipes.end());
+    } catch (const ConfigError& e) {
+      errors.push_back(e.what());
+    }
+  }
+  return out;
+}
 
 ListenAddress parse_listen(std::string_view text) {
   const auto colon = text.rfind(':');
@@ -233,17 +353,36 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                               r.mapping(
                                   v, kk,
                                   {{"enabled", enabled(c.attrib.enabled)},
+                                   {"layers", enabled(c.attrib.layers)},
                                    {"pid",
                                     [&](const YAML::Node& x, const std::string& xk) {
                                       // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
                                       const bool zero = x.IsScalar() && x.Scalar() == "0";
                                       c.attrib.pid = zero ? 0 : r.positive(x, xk, 4194304);
                                     }},
-                                   {"binary", [&](const YAML::Node& x, const std::string& xk) {
+                                   {"binary",
+                                    [&](const YAML::Node& x, const std::string& xk) {
                                       c.attrib.binary = r.string(x, xk);
                                       if (!c.attrib.binary.empty() &&
                                           c.attrib.binary.front() != '/') {
                                         r.fail(x, xk, "expected an absolute path or \"\"");
+                                      }
+                                    }},
+                                   {"recipes",
+                                    [&](const YAML::Node& x, const std::string& xk) {
+                                      parse_recipe_list(r, x, xk, source, c.attrib.recipes);
+                                    }},
+                                   {"recipe_files",
+                                    [&](const YAML::Node& x, const std::string& xk) {
+                                      if (x.IsNull()) return;
+                                      if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
+                                      for (size_t i = 0; i < x.size(); ++i) {
+                                        const auto ik = fmt::format("{}[{}]", xk, i);
+                                        auto path = r.string(x[i], ik);
+                                        if (path.empty() || path.front() != '/') {
+                                          r.fail(x[i], ik, "expected an absolute path");
+                                        }
+                                        c.attrib.recipe_files.push_back(std::move(path));
                                       }
                                     }}});
                             }},

@@ -1,5 +1,6 @@
 #include "probes/families.h"
 
+#include "probes/attrib_probe.h"
 #include "probes/block_probe.h"
 #include "probes/memory_probe.h"
 #include "probes/sched_probe.h"
@@ -37,6 +38,10 @@ const std::vector<FamilyEntry>& known_families() {
       {"block", make_block_probe, [](const core::Config& c) { return c.block.enabled; },
        [](const core::Config& a, const core::Config& b) {
          return same_common(a, b) && a.block == b.block;
+       }},
+      {"attrib", make_attrib_probe, [](const core::Config& c) { return c.attrib.enabled; },
+       [](const core::Config& a, const core::Config& b) {
+         return same_common(a, b) && a.attrib == b.attrib;
        }},
   };
   return families;

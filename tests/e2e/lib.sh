@@ -63,3 +63,10 @@ all_prog_ids() { bpftool prog show -j | /usr/bin/python3 -c '
 import json, sys
 for p in json.load(sys.stdin):
     print(p["id"])' | sort -u; }
+
+# wait_for_series REGEX: waits up to 3 s for a scrape line matching REGEX (the first events
+# are counted within moments of attaching); fails the test if none comes.
+wait_for_series() {
+  for _ in $(seq 1 30); do scrape | grep -qE "$1" && return 0; sleep 0.1; done
+  fail "no series matching $1"
+}

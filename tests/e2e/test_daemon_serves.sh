@@ -7,11 +7,13 @@ require_root
 start_daemon
 held_prog_ids "$DAEMON_PID" >"$WORK/progs.ours"
 [ -s "$WORK/progs.ours" ] || fail "no BPF programs loaded"
-for p in sched throttle tcp memory block; do
+for p in sched throttle tcp memory block attrib; do
   [ "$(metric_value "infertrace_probe_attached{probe=\"$p\"}")" = "1" ] || fail "probe $p not attached"
 done
-pass "all five families attached"
+pass "all six families attached"
 
+wait_for_series '^infertrace_runqueue_latency_seconds_bucket\{'
+wait_for_series '^infertrace_runqueue_length_bucket\{'
 scrape >"$WORK/metrics.txt"
 promtool check metrics <"$WORK/metrics.txt" >"$WORK/lint.txt" 2>&1 || fail "promtool rejected: $(cat "$WORK/lint.txt")"
 [ ! -s "$WORK/lint.txt" ] || fail "promtool warnings: $(cat "$WORK/lint.txt")"

@@ -18,7 +18,7 @@ for p in sched throttle memory block; do
   [ "$(metric_value "infertrace_probe_attached{probe=\"$p\"}")" = "1" ] || fail "$p should be attached"
 done
 scrape | grep -q '^infertrace_tcp_' && fail "tcp series while tcp is disabled"
-scrape | grep -q '^infertrace_runqueue_latency_seconds_bucket' || fail "sched series missing"
+wait_for_series '^infertrace_runqueue_latency_seconds_bucket' 
 pass "disabled family off, the others serve"
 stop_daemon
 

@@ -7,14 +7,14 @@ require_root
 import json, sys
 d = json.load(open(sys.argv[1]))
 fams = {f["name"]: f for f in d["families"]}
-assert set(fams) == {"sched", "throttle", "tcp", "memory", "block"}, fams
+assert set(fams) == {"sched", "throttle", "tcp", "memory", "block", "attrib"}, fams
 assert all(f["attached"] for f in fams.values()), fams
 feats = {f["name"]: f for f in d["features"]}
 for name in ("btf", "tp_btf", "raw_tracepoint", "ringbuf", "kprobe", "fentry"):
     assert name in feats, name
 assert feats["btf"]["available"] and feats["ringbuf"]["available"]
 PY
-pass "probes --json lists features and five attached families"
+pass "probes --json lists features and six attached families"
 "$INFERTRACE" probes >"$WORK/p.txt" || fail "probes failed"
 grep -q "^Kernel features" "$WORK/p.txt" && grep -qE "^  sched +attached" "$WORK/p.txt" || fail "probes text: $(cat "$WORK/p.txt")"
 printf 'probes:\n  memory:\n    enabled: false\n' >"$WORK/c.yaml"

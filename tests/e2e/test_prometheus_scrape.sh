@@ -34,7 +34,7 @@ done
 pass "Prometheus scrapes the daemon (up == 1)"
 
 attached=$(query 'sum(infertrace_probe_attached)')
-[ "$attached" = "5" ] || fail "sum(infertrace_probe_attached) = '$attached', want 5"
+[ "$attached" = "6" ] || fail "sum(infertrace_probe_attached) = '$attached', want 6"
 n=$(query 'count(count by (__name__) ({__name__=~"infertrace_.*"}))')
 [ "${n:-0}" -ge 20 ] || fail "only $n infertrace metric names stored"
 samples=$(query 'scrape_samples_scraped{job="infertrace"}')

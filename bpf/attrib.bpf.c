@@ -1,0 +1,464 @@
+/* Attribution family: joins kernel events to requests, agent stages and tenants.
+ *
+ * The SDK's USDT probes (sdk/include/infertrace/sdk.h) mark requests and stages. A thread in a
+ * stage (or in a context_attach..detach span for another thread's request) carries a context in
+ * task storage; scheduler, page-cache and fault events on that thread add to the context's
+ * components, and the stage's end sends one record with the whole breakdown to user space
+ * (bytes read come from the thread's own I/O counters at both ends).
+ *
+ * Time is split without gaps: a context thread is always either on CPU (since last_in), asleep
+ * (since off_ts, for one reason) or runnable-waiting (since wait_ts, part of which may be
+ * throttling), and every transition closes one interval and opens the next with the same
+ * clock, so the components of a stage add up to its wall time.
+ *
+ * The kernel sometimes switches a task without running this program (seen on 6.18 while other
+ * programs attach to or detach from sched_switch). A missed switch-in shows as a thread that is
+ * running while its context says it is off CPU; its time is recovered from the scheduler's own
+ * record of the last switch-in (sched_info.last_arrival), and counted.
+ *
+ * Cost for everything else: while no stage is in flight on the node the scheduler and memory
+ * handlers return after one load; otherwise one task-storage lookup (never created) per task
+ * per switch or wakeup.
+ *
+ * Layout: attrib_context.bpf.h (context, maps, counters), attrib_sched.bpf.h (off-CPU
+ * classification), attrib_span.bpf.h (spans and records), attrib_memory.bpf.h (page cache);
+ * the programs are here. */
+#include "common.bpf.h"
+
+#define BPF_USDT_MAX_SPEC_CNT 1024 /* USDT call sites attached at once, over all binaries */
+#include <bpf/usdt.bpf.h>
+
+#include "attrib_context.bpf.h"
+#include "attrib_memory.bpf.h"
+#include "attrib_span.bpf.h"
+#include "attrib_recipe.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* ---- SDK probes ---------------------------------------------------------------------- */
+
+SEC("usdt")
+int BPF_USDT(request_begin, __u64 request_id, const char *tenant, const char *agent,
+	     const char *trace_id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_request_key key = { .tgid = pid_tgid >> 32, .request_id = request_id };
+	__u32 zero = 0;
+	__u8 one = 1;
+	struct attrib_request *r = bpf_map_lookup_elem(&attrib_scratch, &zero);
+	struct attrib_task *c;
+	long err;
+
+	if (!r)
+		return 0;
+	__builtin_memset(r, 0, sizeof(*r));
+	r->id.request_id = request_id;
+	r->id.tgid = key.tgid;
+	if (read_user_string(r->id.tenant, ATTRIB_MAX_TENANT, tenant)) {
+		r->id.flags |= ATTRIB_ID_TENANT_TRUNCATED;
+		count_error(ATTRIB_ERR_TENANT_TOO_LONG);
+	}
+	if (read_user_string(r->id.agent, ATTRIB_MAX_NAME, agent)) {
+		r->id.flags |= ATTRIB_ID_AGENT_TRUNCATED;
+		count_error(ATTRIB_ERR_NAME_TOO_LONG);
+	}
+	if (read_user_string(r->id.trace_id, ATTRIB_TRACE_ID_CHARS, trace_id)) {
+		r->id.trace_id[0] = 0;
+		r->id.flags |= ATTRIB_ID_BAD_TRACE_ID;
+		count_error(ATTRIB_ERR_BAD_TRACE_ID);
+	}
+	r->start_ns = bpf_ktime_get_ns();
+	r->cgroup_id = task_cgroup_id((struct task_struct *)bpf_get_current_task());
+	r->stage_kind = ATTRIB_STAGE_NONE;
+
+	err = bpf_map_update_elem(&attrib_requests, &key, r, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		count_error(ATTRIB_ERR_REQUEST_BEGIN_TWICE);
+		err = bpf_map_update_elem(&attrib_requests, &key, r, BPF_EXIST);
+	}
+	if (err) {
+		count_lost();
+		return 0;
+	}
+	if (!bpf_map_lookup_elem(&attrib_processes, &key.tgid))
+		bpf_map_update_elem(&attrib_processes, &key.tgid, &one, BPF_ANY);
+	/* The thread's request, for uprobe recipe spans it runs into. */
+	c = current_context(true);
+	if (c)
+		c->thread_request = request_id;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(request_end, __u64 request_id, __s64 status)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_request_key key = { .tgid = pid_tgid >> 32, .request_id = request_id };
+	struct attrib_request *req = bpf_map_lookup_elem(&attrib_requests, &key);
+	struct attrib_request_record *r;
+	struct attrib_task *c = current_context(false);
+
+	if (c && c->thread_request == request_id)
+		c->thread_request = 0;
+	if (!req) {
+		count_error(ATTRIB_ERR_REQUEST_END_WITHOUT_BEGIN);
+		return 0;
+	}
+	r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
+	if (r) {
+		r->hdr.type = ATTRIB_REC_REQUEST;
+		r->hdr.tid = (__u32)pid_tgid;
+		r->cgroup_id = req->cgroup_id;
+		__builtin_memcpy(&r->id, &req->id, sizeof(r->id));
+		r->start_ns = req->start_ns;
+		r->end_ns = bpf_ktime_get_ns();
+		r->status = status;
+		r->tokens = req->tokens;
+		r->first_token_ns = req->first_token_ns;
+		r->last_token_ns = req->last_token_ns;
+		bpf_ringbuf_submit(r, submit_flags(sizeof(*r)));
+	} else {
+		count_lost();
+	}
+	bpf_map_delete_elem(&attrib_requests, &key);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(stage_begin, __u64 request_id, __s64 kind, const char *name)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct attrib_task *c = current_context(true);
+	struct attrib_request *req;
+	__u64 now;
+
+	if (!c)
+		return 0;
+	if (!c->active) {
+		now = bpf_ktime_get_ns();
+	} else if (c->span.flags & (ATTRIB_SPAN_WORKER | ATTRIB_SPAN_RECIPE)) {
+		/* A worker span pauses for this thread's own stage; a recipe span gives way to it. */
+		now = span_end(c, 0, tid);
+	} else {
+		count_error(ATTRIB_ERR_STAGE_BEGIN_TWICE);
+		now = span_end(c, ATTRIB_SPAN_REPLACED, tid);
+	}
+	/* Published first; what follows is not read by the scheduler handlers. */
+	span_begin(c, now);
+	c->begin_kind = kind;
+	if (kind < 0 || kind >= ATTRIB_STAGE_KINDS) {
+		count_error(ATTRIB_ERR_UNKNOWN_STAGE_KIND);
+		kind = ATTRIB_STAGE_OTHER;
+	}
+	c->span.stage_kind = kind;
+	if (read_user_string(c->span.stage_name, ATTRIB_MAX_NAME, name)) {
+		c->span.flags |= ATTRIB_SPAN_NAME_TRUNCATED;
+		count_error(ATTRIB_ERR_NAME_TOO_LONG);
+	}
+	req = find_request(tgid, request_id);
+	if (req) {
+		__builtin_memcpy(&c->id, &req->id, sizeof(c->id));
+		req->stage_kind = kind;
+		__builtin_memcpy(req->stage_name, c->span.stage_name, sizeof(req->stage_name));
+	} else {
+		count_error(ATTRIB_ERR_UNKNOWN_REQUEST);
+		unknown_identity(&c->id, tgid, request_id);
+	}
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(stage_end, __u64 request_id, __s64 kind)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct attrib_task *c = current_context(false);
+	struct attrib_request *req;
+	__u32 flags = 0;
+	__u64 now;
+
+	if (!c || !c->active || (c->span.flags & (ATTRIB_SPAN_WORKER | ATTRIB_SPAN_RECIPE))) {
+		count_error(ATTRIB_ERR_STAGE_END_WITHOUT_BEGIN);
+		return 0;
+	}
+	if (c->id.request_id != request_id || c->begin_kind != kind) {
+		count_error(ATTRIB_ERR_STAGE_MISMATCH);
+		flags = ATTRIB_SPAN_MISMATCH;
+	}
+	now = span_end(c, flags, tid);
+	req = find_request(tgid, c->id.request_id);
+	if (req)
+		req->stage_kind = ATTRIB_STAGE_NONE;
+	if (c->attached_request) {
+		req = find_request(tgid, c->attached_request);
+		if (req)
+			worker_begin(c, req, now);
+	}
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(context_attach, __u64 request_id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_request *req = find_request(pid_tgid >> 32, request_id);
+	struct attrib_task *c;
+	__u64 now = 0;
+
+	if (!req) {
+		count_error(ATTRIB_ERR_UNKNOWN_REQUEST);
+		return 0;
+	}
+	c = current_context(true);
+	if (!c)
+		return 0;
+	if (c->attached_request) {
+		count_error(ATTRIB_ERR_ATTACH_TWICE);
+		if (c->active && (c->span.flags & ATTRIB_SPAN_WORKER))
+			now = span_end(c, 0, (__u32)pid_tgid);
+	}
+	c->attached_request = request_id;
+	if (!c->active) /* else its own stage runs on; the worker span starts when it ends */
+		worker_begin(c, req, now ? now : bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(context_detach, __u64 request_id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_task *c = current_context(false);
+
+	if (!c || !c->attached_request) {
+		count_error(ATTRIB_ERR_DETACH_WITHOUT_ATTACH);
+		return 0;
+	}
+	if (c->attached_request != request_id)
+		count_error(ATTRIB_ERR_STAGE_MISMATCH);
+	if (c->active && (c->span.flags & ATTRIB_SPAN_WORKER))
+		span_end(c, 0, (__u32)pid_tgid);
+	c->attached_request = 0;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(cache_lookup, __u64 request_id, const char *cache, __s64 result, __u64 age_ns,
+	     __u64 key_hash)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_cache_record *r;
+
+	if (result < 0 || result > 2) {
+		count_error(ATTRIB_ERR_BAD_CACHE_RESULT);
+		return 0;
+	}
+	r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
+	if (!r) {
+		count_lost();
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->hdr.type = ATTRIB_REC_CACHE;
+	r->hdr.tid = (__u32)pid_tgid;
+	identity_of(&r->id, pid_tgid >> 32, request_id);
+	if (read_user_string(r->cache, ATTRIB_MAX_NAME, cache)) {
+		r->name_truncated = 1;
+		count_error(ATTRIB_ERR_NAME_TOO_LONG);
+	}
+	r->result = result;
+	r->age_ns = age_ns;
+	r->key_hash = key_hash;
+	bpf_ringbuf_submit(r, submit_flags(sizeof(*r)));
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(token, __u64 request_id, __u64 index)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_request *req = find_request(pid_tgid >> 32, request_id);
+	__u64 now;
+
+	if (!req) {
+		count_error(ATTRIB_ERR_UNKNOWN_REQUEST);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (!req->first_token_ns)
+		req->first_token_ns = now;
+	req->last_token_ns = now;
+	req->tokens += 1;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(layer_begin, __u64 layer, __u64 batch_size)
+{
+	struct attrib_task *c = current_context(true);
+
+	if (!c)
+		return 0;
+	c->layer = layer;
+	c->layer_batch = batch_size;
+	c->layer_start = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(layer_end, __u64 layer, __u64 batch_size)
+{
+	struct attrib_task *c = current_context(false);
+	struct attrib_layer_key key;
+	struct infertrace_log2_hist *h;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!c || !c->layer_start || c->layer != layer || c->layer_batch != batch_size) {
+		count_error(ATTRIB_ERR_LAYER_END_WITHOUT_BEGIN);
+		return 0;
+	}
+	key.layer = layer > 0xffffffffULL ? 0xffffffffU : (__u32)layer;
+	key.batch_size = batch_size > 0xffffffffULL ? 0xffffffffU : (__u32)batch_size;
+	h = bpf_map_lookup_elem(&attrib_layers, &key);
+	if (!h) {
+		static const struct infertrace_log2_hist zero;
+		long err = bpf_map_update_elem(&attrib_layers, &key, &zero, BPF_NOEXIST);
+
+		if (err && err != -EEXIST) {
+			count_lost();
+			c->layer_start = 0;
+			return 0;
+		}
+		h = bpf_map_lookup_elem(&attrib_layers, &key);
+	}
+	if (h)
+		log2_hist_add(h, now - c->layer_start);
+	c->layer_start = 0;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(output_quality, __u64 request_id, __u64 entropy_micro)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_quality_record *r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
+
+	if (!r) {
+		count_lost();
+		return 0;
+	}
+	r->hdr.type = ATTRIB_REC_QUALITY;
+	r->hdr.tid = (__u32)pid_tgid;
+	identity_of(&r->id, pid_tgid >> 32, request_id);
+	r->entropy_micro = entropy_micro;
+	bpf_ringbuf_submit(r, submit_flags(sizeof(*r)));
+	return 0;
+}
+
+/* ---- scheduler ----------------------------------------------------------------------- */
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct attrib_task *c;
+	__u64 now = 0;
+
+	if (!attrib_active_spans)
+		return 0;
+	c = bpf_task_storage_get(&attrib_tasks, prev, 0, 0);
+	if (c && c->active) {
+		now = bpf_ktime_get_ns();
+		repair_missed_switch_in(c, prev, now);
+		c->clock_offset = rq_clock_offset(prev, now);
+		add(c, ATTRIB_ON_CPU, c->last_in, now);
+		c->last_in = 0;
+		if (preempt || prev_state == TASK_RUNNING) {
+			start_wait(c, prev, now);
+		} else {
+			c->off_ts = now;
+			c->off_component = sleep_component(c, prev, prev_state);
+		}
+	}
+	c = bpf_task_storage_get(&attrib_tasks, next, 0, 0);
+	if (c && c->active) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		end_off_cpu(c, next, now);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
+{
+	struct attrib_task *c;
+	__u64 now;
+
+	if (!attrib_active_spans)
+		return 0;
+	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
+	if (!c || !c->active || !c->off_ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	add(c, c->off_component, c->off_ts, now);
+	c->off_ts = 0;
+	start_wait(c, p, now);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(attrib_exit_btf, struct task_struct *p)
+{
+	__u32 tgid;
+
+	abort_span(p);
+	/* The last thread of the process: its requests can be cleaned up. */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	tgid = BPF_CORE_READ(p, tgid);
+	if (bpf_map_lookup_elem(&attrib_processes, &tgid)) {
+		bpf_map_delete_elem(&attrib_processes, &tgid);
+		emit_process(ATTRIB_REC_PROCESS_EXIT, tgid, submit_flags(sizeof(struct attrib_process_record)));
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(attrib_exec_btf, struct task_struct *p)
+{
+	abort_span(p);
+	if (report_exec) /* wake the reader now: attaching early catches the first requests */
+		emit_process(ATTRIB_REC_EXEC, BPF_CORE_READ(p, tgid), BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* ---- memory ------------------------------------------------------------------------- */
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(attrib_page_cache_add_btf, struct folio *folio)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct attrib_task *c;
+
+	if (!attrib_active_spans)
+		return 0;
+	c = bpf_task_storage_get(&attrib_tasks, t, 0, 0);
+	if (c && c->active && !added_by_write(t))
+		c->span.page_cache_misses += folio_pages(folio);
+	return 0;
+}
+
+/* Attached to a per-CPU PERF_COUNT_SW_PAGE_FAULTS_MAJ event with sample_period 1. */
+SEC("perf_event")
+int attrib_major_fault(struct bpf_perf_event_data *ctx)
+{
+	struct attrib_task *c;
+
+	if (!attrib_active_spans)
+		return 0;
+	c = current_context(false);
+	if (c && c->active)
+		c->span.major_faults += 1;
+	return 0;
+}

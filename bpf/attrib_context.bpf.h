@@ -1,0 +1,220 @@
+/* Attribution family, BPF side: the per-thread context, the maps, counters and small helpers
+ * every attrib program uses. Included once, by attrib.bpf.c. */
+#ifndef INFERTRACE_ATTRIB_CONTEXT_BPF_H
+#define INFERTRACE_ATTRIB_CONTEXT_BPF_H
+
+#include "common.bpf.h"
+#include "attrib.h"
+
+#define TASK_RUNNING 0x0
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_NOLOAD 0x400 /* TASK_IDLE = UNINTERRUPTIBLE | NOLOAD: not I/O */
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define EEXIST 17
+
+/* Set by the loader. Records are submitted without waking the reader; the one that makes the
+ * backlog cross this many bytes wakes it (it also drains every tick). See submit_flags(). */
+const volatile __u64 wakeup_bytes = 1 << 20;
+/* Report exec'd processes (auto-discovery of USDT binaries); off when narrowed by pid/binary. */
+const volatile bool report_exec = true;
+
+/* Spans in progress on the whole node. While zero (no agent stage in flight) the scheduler and
+ * memory handlers return after this one load. Changed with atomics on the USDT path only. */
+__s64 attrib_active_spans = 0;
+
+/* The per-thread context. */
+struct attrib_task {
+	struct attrib_identity id; /* who the current span works for */
+	struct attrib_span span;   /* the current stage or worker span */
+	__s64 begin_kind;          /* stage kind as passed to stage_begin, to match stage_end */
+	__u64 attached_request;    /* context_attach'ed request (0: none): worker spans resume */
+	__u32 active;              /* a span is in progress */
+	__u32 off_component;       /* why it sleeps, while off_ts is set */
+	__u64 last_in;             /* on CPU since (0: not on CPU) */
+	__u64 off_ts;              /* asleep since (0: not asleep) */
+	__u64 wait_ts;             /* runnable and waiting since (0: not waiting) */
+	__u64 wait_cfs_rq;         /* the CFS run queue whose throttle clock was sampled */
+	__u64 throttle_snap;       /* that run queue's cumulative throttled time at wait_ts */
+	__u32 throttled_at_wait;   /* fallback: its hierarchy was throttled at wait_ts */
+	__u32 gpu_wait;            /* set by GPU-sync uprobe recipes: sleeps count as gpu */
+	__s64 clock_offset;        /* ktime minus the rq clock, sampled at its last switch-out */
+	__u64 rchar_start;         /* the thread's read(2)-family byte count at span start */
+	__u64 layer_start;         /* layer_begin time (0: none) */
+	__u64 layer;
+	__u64 layer_batch;
+	__u64 thread_request;      /* request_begin'ed on this thread and not yet ended (0: none) */
+	__u32 recipe_depth;        /* nested calls of span recipes in progress (recursion) */
+	__u32 pad2;
+};
+
+/* Per-thread context: lives and dies with the thread (no bound needed). Created by the USDT
+ * handlers, read by every handler here; never read by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct attrib_task);
+} attrib_tasks SEC(".maps");
+
+/* Key: {tgid, request id}; value: the request's identity, token times and current stage.
+ * Inserted at request_begin, deleted at request_end; entries of exited processes are deleted by
+ * user space (AttribProbe, on a PROCESS_EXIT record and periodically). Full: the request is
+ * dropped and counted in attrib_events_lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ATTRIB_MAX_REQUESTS);
+	__type(key, struct attrib_request_key);
+	__type(value, struct attrib_request);
+} attrib_requests SEC(".maps");
+
+/* Key: tgid of a process that began requests; value: unused. Lets sched_process_exit tell
+ * user space which exits leave requests to clean up. Deleted at that exit. Full: the process
+ * is not marked and its leftovers wait for the periodic clean-up. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ATTRIB_MAX_PROCESSES);
+	__type(key, __u32);
+	__type(value, __u8);
+} attrib_processes SEC(".maps");
+
+/* Key: {layer, batch size}; value: per-CPU log2 histogram of layer time in ns. Read by
+ * AttribProbe::collect(). Full: dropped and counted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, ATTRIB_MAX_LAYERS);
+	__type(key, struct attrib_layer_key);
+	__type(value, struct infertrace_log2_hist);
+} attrib_layers SEC(".maps");
+
+/* Finished stages, requests, cache lookups, quality samples, execs and exits, consumed by
+ * AttribProbe::consume(). Full: the record is dropped and counted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, ATTRIB_RINGBUF_BYTES);
+} attrib_events SEC(".maps");
+
+/* Index: enum attrib_sdk_error; per-CPU counts of bad SDK input, read by collect(). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ATTRIB_KERNEL_ERRORS);
+	__type(key, __u32);
+	__type(value, __u64);
+} attrib_sdk_errors SEC(".maps");
+
+/* Per CPU, index ATTRIB_LOST_DROPPED: events dropped (ring buffer or map full, task storage
+ * refused), exported as infertrace_events_lost_total{source="attrib"}; ATTRIB_LOST_SWITCHES:
+ * switch-ins the kernel did not report and that were recovered, exported as
+ * infertrace_attrib_missed_switches_total. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ATTRIB_LOST_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} attrib_events_lost SEC(".maps");
+
+/* Index 0, per CPU: scratch space to build a request before inserting it (too big for the
+ * stack). Never read by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct attrib_request);
+} attrib_scratch SEC(".maps");
+
+/* Index: recipe index (the uprobes' BPF cookie); value: what the recipe does. Written by
+ * AttribProbe::start() before attaching, read by the recipe uprobes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, ATTRIB_MAX_RECIPES);
+	__type(key, __u32);
+	__type(value, struct attrib_recipe);
+} attrib_recipes SEC(".maps");
+
+/* Index: recipe index; per-CPU count of calls of the recipe's symbol (outermost and nested),
+ * read by collect() as infertrace_recipe_calls_total. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ATTRIB_MAX_RECIPES);
+	__type(key, __u32);
+	__type(value, __u64);
+} attrib_recipe_calls SEC(".maps");
+
+static __always_inline void count_lost_kind(__u32 kind)
+{
+	__u64 *lost = bpf_map_lookup_elem(&attrib_events_lost, &kind);
+
+	if (lost)
+		*lost += 1;
+}
+
+static __always_inline void count_lost(void)
+{
+	count_lost_kind(ATTRIB_LOST_DROPPED);
+}
+
+static __always_inline void count_error(__u32 kind)
+{
+	__u64 *n = bpf_map_lookup_elem(&attrib_sdk_errors, &kind);
+
+	if (n)
+		*n += 1;
+}
+
+/* Flags to submit a reserved record of `size` bytes with: wake the reader only when this record
+ * makes the backlog cross wakeup_bytes. A wakeup is an irq_work (a self-IPI, a VM exit on
+ * guests): one per record would cost more than the record. The reader cannot miss data: the
+ * ring's fd stays readable while it holds any, and the reader drains it every tick anyway. */
+static __always_inline __u64 submit_flags(__u64 size)
+{
+	__u64 backlog = bpf_ringbuf_query(&attrib_events, BPF_RB_AVAIL_DATA);
+	__u64 before = backlog > size + 8 ? backlog - size - 8 : 0; /* 8: the record header */
+
+	return backlog >= wakeup_bytes && before < wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+								 : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline struct attrib_task *current_context(bool create)
+{
+	struct attrib_task *c = bpf_task_storage_get(&attrib_tasks, bpf_get_current_task_btf(), 0,
+						     create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+
+	if (!c && create)
+		count_lost();
+	return c;
+}
+
+static __always_inline struct attrib_request *find_request(__u32 tgid, __u64 request_id)
+{
+	struct attrib_request_key key = { .tgid = tgid, .request_id = request_id };
+
+	return bpf_map_lookup_elem(&attrib_requests, &key);
+}
+
+/* Reads a user string of at most `max` bytes into `dst` (which holds max + 2); true when it was
+ * longer (then it is cut at max). A bad pointer reads as the empty string. */
+static __always_inline bool read_user_string(char *dst, __u32 max, const char *src)
+{
+	long n = src ? bpf_probe_read_user_str(dst, max + 2, src) : -1;
+
+	if (n < 0) {
+		dst[0] = 0;
+		return false;
+	}
+	if (n == max + 2) {
+		dst[max] = 0;
+		return true;
+	}
+	return false;
+}
+
+static __always_inline void unknown_identity(struct attrib_identity *id, __u32 tgid,
+					     __u64 request_id)
+{
+	__builtin_memset(id, 0, sizeof(*id));
+	id->request_id = request_id;
+	id->tgid = tgid;
+	id->flags = ATTRIB_ID_NO_REQUEST;
+}
+
+#endif

@@ -1,0 +1,134 @@
+/* Attribution family, BPF side: uprobe recipes, stages for runtimes without the SDK.
+ *
+ * A recipe names a library symbol (llama_decode, cuStreamSynchronize...) and what its calls
+ * mean. One uprobe/uretprobe pair serves every recipe: user space attaches it once per
+ * (library, symbol) with the recipe index as BPF cookie, and attrib_recipes says what to do.
+ *   span:     the outermost call is a stage of the calling thread, for the request the thread
+ *             is in (request_begin on this thread, else context_attach), or without one for a
+ *             synthetic per-thread request named after the process (user space replaces the
+ *             tenant by the process's cgroup when it has one). Nested calls (recursion, or one
+ *             recipe calling another) only count depth. A thread already in an SDK stage keeps
+ *             it: the call is part of that stage.
+ *   gpu_sync: time inside the call is the current stage's gpu component (see add()).
+ *   count:    calls are counted, nothing else (tiny calls such as kernel launches). */
+#ifndef INFERTRACE_ATTRIB_RECIPE_BPF_H
+#define INFERTRACE_ATTRIB_RECIPE_BPF_H
+
+#include "attrib_span.bpf.h"
+
+static __always_inline struct attrib_recipe *recipe_of(void *ctx, __u32 *index)
+{
+	*index = (__u32)bpf_get_attach_cookie(ctx);
+	return bpf_map_lookup_elem(&attrib_recipes, index);
+}
+
+/* The identity of a recipe span: the thread's request, else a synthetic one. */
+static __always_inline void recipe_identity(struct attrib_task *c, __u32 tgid, __u32 tid)
+{
+	__u64 id = c->thread_request ? c->thread_request : c->attached_request;
+	struct attrib_request *req = id ? find_request(tgid, id) : 0;
+
+	if (req) {
+		__builtin_memcpy(&c->id, &req->id, sizeof(c->id));
+		return;
+	}
+	__builtin_memset(&c->id, 0, sizeof(c->id));
+	c->id.request_id = tid;
+	c->id.tgid = tgid;
+	c->id.flags = ATTRIB_ID_SYNTHETIC;
+	bpf_get_current_comm(c->id.tenant, 16);
+	bpf_get_current_comm(c->id.agent, 16);
+}
+
+/* On-CPU time up to now is closed before a GPU-sync call's depth changes, so the call's own
+ * CPU time (and only it) is counted as gpu. */
+static __always_inline void split_on_cpu(struct attrib_task *c)
+{
+	__u64 now, from = c->last_in;
+
+	if (!c->active || !from)
+		return;
+	now = bpf_ktime_get_ns();
+	c->last_in = now;
+	add(c, ATTRIB_ON_CPU, from, now);
+}
+
+SEC("uprobe")
+int attrib_recipe_entry(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid, index;
+	struct attrib_recipe *recipe = recipe_of(ctx, &index);
+	struct attrib_task *c;
+	__u64 *calls, now;
+
+	if (!recipe)
+		return 0;
+	calls = bpf_map_lookup_elem(&attrib_recipe_calls, &index);
+	if (calls)
+		*calls += 1;
+	if (recipe->mode == ATTRIB_RECIPE_COUNT)
+		return 0;
+	c = current_context(true);
+	if (!c)
+		return 0;
+	if (recipe->mode == ATTRIB_RECIPE_GPU_SYNC) {
+		split_on_cpu(c);
+		c->gpu_wait += 1;
+		return 0;
+	}
+	if (c->recipe_depth++ > 0)
+		return 0; /* nested: the outermost call is the span */
+	if (!c->active) {
+		now = bpf_ktime_get_ns();
+	} else if (c->span.flags & ATTRIB_SPAN_WORKER) {
+		now = span_end(c, 0, tid); /* the worker span pauses, as for an SDK stage */
+	} else {
+		return 0; /* inside an SDK stage: part of it */
+	}
+	recipe_identity(c, pid_tgid >> 32, tid);
+	span_begin(c, now);
+	c->begin_kind = -1;
+	c->span.stage_kind = recipe->stage_kind < ATTRIB_STAGE_KINDS ? recipe->stage_kind
+								   : ATTRIB_STAGE_OTHER;
+	__builtin_memcpy(c->span.stage_name, recipe->stage_name, sizeof(c->span.stage_name));
+	c->span.flags |= ATTRIB_SPAN_RECIPE;
+	return 0;
+}
+
+SEC("uretprobe")
+int attrib_recipe_return(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 index;
+	struct attrib_recipe *recipe = recipe_of(ctx, &index);
+	struct attrib_task *c;
+	struct attrib_request *req;
+	__u64 now;
+
+	if (!recipe || recipe->mode == ATTRIB_RECIPE_COUNT)
+		return 0;
+	c = current_context(false);
+	if (!c)
+		return 0;
+	if (recipe->mode == ATTRIB_RECIPE_GPU_SYNC) {
+		if (c->gpu_wait) {
+			split_on_cpu(c);
+			c->gpu_wait -= 1;
+		}
+		return 0;
+	}
+	if (!c->recipe_depth || --c->recipe_depth > 0)
+		return 0;
+	if (!c->active || !(c->span.flags & ATTRIB_SPAN_RECIPE))
+		return 0; /* an SDK stage, or the span was closed by an SDK stage_begin */
+	now = span_end(c, 0, (__u32)pid_tgid);
+	if (c->attached_request) {
+		req = find_request(pid_tgid >> 32, c->attached_request);
+		if (req)
+			worker_begin(c, req, now);
+	}
+	return 0;
+}
+
+#endif

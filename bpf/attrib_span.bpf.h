@@ -1,0 +1,131 @@
+/* Attribution family, BPF side: beginning, ending and sending spans (stages and worker spans). */
+#ifndef INFERTRACE_ATTRIB_SPAN_BPF_H
+#define INFERTRACE_ATTRIB_SPAN_BPF_H
+
+#include "attrib_sched.bpf.h"
+
+/* USDT programs run with preemption enabled: a stage_begin or stage_end handler can be switched
+ * out halfway, and the sched_switch handler then sees the context. So a span is published
+ * (active = 1) only once it is complete, and retired (active = 0) before its end is read. */
+#define compiler_barrier() asm volatile("" ::: "memory")
+
+/* Bytes the current thread has read through read(2), pread64(2), readv(2) and the like: the
+ * kernel's own per-thread count (CONFIG_TASK_XACCT), so no syscall tracepoint is needed (one
+ * would put every system call of every process on the slow path). */
+static __always_inline __u64 current_rchar(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	if (!bpf_core_field_exists(t->ioac.rchar))
+		return 0;
+	return BPF_CORE_READ(t, ioac.rchar);
+}
+
+/* The span starts now, on a running thread. */
+static __always_inline void span_begin(struct attrib_task *c, __u64 now)
+{
+	__builtin_memset(&c->span, 0, sizeof(c->span));
+	c->rchar_start = current_rchar();
+	c->span.start_ns = now;
+	c->last_in = now;
+	c->off_ts = 0;
+	c->wait_ts = 0;
+	/* Counted before it is published, so the handlers' early exit never skips a live span. */
+	__sync_fetch_and_add(&attrib_active_spans, 1);
+	compiler_barrier();
+	c->active = 1;
+}
+
+static __always_inline void emit_span(struct attrib_task *c, __u32 tid)
+{
+	struct attrib_stage_record *r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
+
+	if (!r) {
+		count_lost();
+		return;
+	}
+	r->hdr.type = ATTRIB_REC_STAGE;
+	r->hdr.tid = tid;
+	r->cgroup_id = task_cgroup_id((struct task_struct *)bpf_get_current_task());
+	__builtin_memcpy(&r->id, &c->id, sizeof(r->id));
+	__builtin_memcpy(&r->span, &c->span, sizeof(r->span));
+	bpf_ringbuf_submit(r, submit_flags(sizeof(*r)));
+}
+
+/* Ends the span on the running thread that owns it, and sends it. Returns the end time. */
+static __always_inline __u64 span_end(struct attrib_task *c, __u32 flags, __u32 tid)
+{
+	__u64 now;
+
+	c->active = 0;
+	__sync_fetch_and_add(&attrib_active_spans, -1);
+	compiler_barrier();
+	/* Read after retiring: switches before this point were accounted, later ones are not. */
+	now = bpf_ktime_get_ns();
+	repair_missed_switch_in(c, bpf_get_current_task_btf(), now);
+	add(c, ATTRIB_ON_CPU, c->last_in, now);
+	c->span.bytes_read = current_rchar() - c->rchar_start;
+	c->span.end_ns = now;
+	c->span.flags |= flags;
+	emit_span(c, tid);
+	c->last_in = 0;
+	c->off_ts = 0;
+	c->wait_ts = 0;
+	return now;
+}
+
+/* A worker span for `req` starts now on this thread. */
+static __always_inline void worker_begin(struct attrib_task *c, struct attrib_request *req,
+					 __u64 now)
+{
+	__builtin_memcpy(&c->id, &req->id, sizeof(c->id));
+	span_begin(c, now);
+	c->span.stage_kind = req->stage_kind;
+	__builtin_memcpy(c->span.stage_name, req->stage_name, sizeof(c->span.stage_name));
+	c->span.flags |= ATTRIB_SPAN_WORKER;
+}
+
+/* Fills `id` from the request, or marks it unknown (counted). */
+static __always_inline void identity_of(struct attrib_identity *id, __u32 tgid, __u64 request_id)
+{
+	struct attrib_request *req = find_request(tgid, request_id);
+
+	if (req) {
+		__builtin_memcpy(id, &req->id, sizeof(*id));
+	} else {
+		count_error(ATTRIB_ERR_UNKNOWN_REQUEST);
+		unknown_identity(id, tgid, request_id);
+	}
+}
+
+/* A thread that ends mid-span (exit, or exec replacing the program) sends it flagged. */
+static __always_inline void abort_span(struct task_struct *p)
+{
+	struct attrib_task *c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
+
+	if (!c)
+		return;
+	if (c->active) {
+		count_error(ATTRIB_ERR_EXIT_MID_STAGE);
+		span_end(c, ATTRIB_SPAN_ABORTED, BPF_CORE_READ(p, pid));
+	}
+	c->attached_request = 0;
+	c->thread_request = 0;
+	c->recipe_depth = 0;
+	c->gpu_wait = 0;
+}
+
+static __always_inline void emit_process(__u32 type, __u32 pid, __u64 flags)
+{
+	struct attrib_process_record *r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
+
+	if (!r) {
+		count_lost();
+		return;
+	}
+	r->hdr.type = type;
+	r->hdr.tid = pid;
+	bpf_ringbuf_submit(r, flags);
+}
+
+#endif

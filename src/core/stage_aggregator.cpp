@@ -1,0 +1,268 @@
+#include "core/stage_aggregator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "core/histogram_conversion.h"
+
+namespace infertrace::core {
+namespace {
+
+constexpr char kSeparator = '\x1f';  // cannot occur in a number
+
+// Bucket ranges (log2 slots of ns; le = 2^(slot+1) ns).
+constexpr size_t kDurationFirst = 14, kDurationLast = 36;  // 32.8 us .. 137 s
+constexpr size_t kTokenFirst = 12, kTokenLast = 32;        // 8.2 us .. 8.6 s
+constexpr size_t kAgeFirst = 20, kAgeLast = 46;            // 2.1 ms .. 39 h
+constexpr size_t kLayerFirst = 10, kLayerLast = 33;        // 2 us .. 17 s
+
+// Entropy of an output distribution (nats or bits): fixed buckets, the last slot is +Inf.
+constexpr std::array<double, 15> kEntropyBounds = {0.05, 0.1, 0.25, 0.5, 0.75, 1,  1.5, 2,
+                                                   2.5,  3,   4,    5,   6,    8,  10};
+
+const char* const kCacheResults[3] = {"hit", "miss", "stale"};
+
+size_t slot_of(uint64_t ns, size_t slots) {
+  const size_t s = ns > 1 ? static_cast<size_t>(std::bit_width(ns) - 1) : 0;
+  return std::min(s, slots - 1);
+}
+
+}  // namespace
+
+void ExemplarHistogram::observe(uint64_t ns, const std::string& trace_id, double unix_time) {
+  const size_t s = slot_of(ns, kSlots);
+  slots_[s] += 1;
+  sum_ns_ += ns;
+  if (!trace_id.empty()) exemplars_[s] = Slot{trace_id, ns * 1e-9, unix_time};
+}
+
+uint64_t ExemplarHistogram::count() const {
+  uint64_t n = 0;
+  for (uint64_t v : slots_) n += v;
+  return n;
+}
+
+HistogramData ExemplarHistogram::render(size_t first, size_t last) const {
+  HistogramData h = log2_to_buckets(slots_, sum_ns_, 1e-9, first, last);
+  const size_t buckets = h.buckets.size();
+  h.exemplars.assign(buckets + 1, std::nullopt);
+  for (size_t s = 0; s < kSlots; ++s) {
+    const Slot& e = exemplars_[s];
+    if (e.trace_id.empty()) continue;
+    const size_t b = s < first ? 0 : (s > last ? buckets : s - first);
+    auto& cur = h.exemplars[b];
+    if (!cur || cur->timestamp.value_or(0) <= e.time) {
+      cur = Exemplar{{{"trace_id", e.trace_id}}, e.value, e.time};
+    }
+  }
+  return h;
+}
+
+LayerTotals& LayerTotals::operator+=(const LayerTotals& o) {
+  add_slots(slots, o.slots);
+  sum_ns += o.sum_ns;
+  return *this;
+}
+
+StageAggregator::StageAggregator(size_t top_k)
+    : tenants_(top_k), agents_(top_k), stages_(top_k), caches_(top_k), layer_budget_(top_k),
+      layer_folds_(layer_budget_) {}
+
+StageAggregator::TenantAgent StageAggregator::labels(const Identity& id) {
+  return {tenants_.admit(id.tenant), agents_.admit(id.agent)};
+}
+
+// Counted once per request (its end record), not once per stage of it.
+void StageAggregator::count_identity_errors(const Identity& id) {
+  if (id.invalid_utf8) count_error(kErrorInvalidUtf8);
+  if (id.bad_trace_id) count_error(kErrorBadTraceId);
+}
+
+void StageAggregator::add(const StageRecord& r) {
+  ++stage_records_;
+  auto [tenant, agent] = labels(r.id);
+  // Fixed stage names are bounded by the SDK; free names compete for slots.
+  std::string stage = r.kind == 6 ? stages_.admit(r.stage) : r.stage;
+  if (r.invalid_name) count_error(kErrorInvalidUtf8);
+  StageSeries& s = stage_series_[StageKey{std::move(tenant), std::move(agent), std::move(stage)}];
+  // A worker span is part of a stage that its owner thread times; an aborted one is cut short.
+  if (!r.worker() && !r.aborted()) {
+    s.duration.observe(r.wall_ns(), r.id.trace_id, unix_time(r.end_ns));
+  }
+  for (size_t c = 0; c < kComponents; ++c) s.component_ns[c] += r.component_ns[c];
+  s.page_cache_misses += r.page_cache_misses;
+  s.major_faults += r.major_faults;
+  s.bytes_read += r.bytes_read;
+}
+
+void StageAggregator::add(const RequestRecord& r) {
+  count_identity_errors(r.id);
+  RequestSeries& s = request_series_[labels(r.id)];
+  const double when = unix_time(r.end_ns);
+  s.duration.observe(r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.id.trace_id, when);
+  (r.status == 0 ? s.ok : s.error) += 1;
+  if (auto ttft = r.time_to_first_token()) {
+    s.ttft.observe(static_cast<uint64_t>(std::llround(*ttft * 1e9)), r.id.trace_id, when);
+  }
+  if (auto tpot = r.time_per_output_token()) {
+    s.tpot.observe(static_cast<uint64_t>(std::llround(*tpot * 1e9)), r.id.trace_id, when);
+  }
+}
+
+void StageAggregator::add(const CacheRecord& r) {
+  if (r.result < 0 || r.result > 2) return;  // the kernel drops these already
+  if (r.invalid_name) count_error(kErrorInvalidUtf8);
+  CacheSeries& s = cache_series_[{tenants_.admit(r.id.tenant), caches_.admit(r.cache)}];
+  s.results[r.result] += 1;
+  // The age of what a lookup returned: hits and stale hits.
+  if (r.result != 1) s.hit_age.observe(r.age_ns, r.id.trace_id, 0);
+}
+
+void StageAggregator::add(const QualityRecord& r) {
+  RequestSeries& s = request_series_[labels(r.id)];
+  const auto it = std::lower_bound(kEntropyBounds.begin(), kEntropyBounds.end(), r.entropy);
+  s.entropy[it - kEntropyBounds.begin()] += 1;
+  s.entropy_sum += r.entropy;
+}
+
+void StageAggregator::count_error(const std::string& kind, uint64_t n) { user_errors_[kind] += n; }
+
+void StageAggregator::set_layers(const std::map<std::pair<uint32_t, uint32_t>, LayerTotals>& layers) {
+  std::map<std::string, LayerTotals> current;
+  for (const auto& [key, totals] : layers) {
+    current[std::to_string(key.first) + kSeparator + std::to_string(key.second)] += totals;
+  }
+  layers_ = layer_folds_.fold(current);
+}
+
+uint64_t StageAggregator::folded() const {
+  return tenants_.folded() + agents_.folded() + stages_.folded() + caches_.folded() +
+         layer_budget_.folded();
+}
+
+void StageAggregator::collect(MetricSet& out) const {
+  collect_stages(out);
+  collect_requests(out);
+  collect_caches(out);
+  collect_layers(out);
+  collect_errors(out);
+}
+
+void StageAggregator::collect_stages(MetricSet& out) const {
+  for (const auto& [key, s] : stage_series_) {
+    const auto& [tenant, agent, stage] = key;
+    const Labels l{{"tenant", tenant}, {"agent", agent}, {"stage", stage}};
+    if (s.duration.count() > 0) {
+      out.add_histogram("infertrace_stage_duration_seconds",
+                        "Wall time of agent stages, per tenant, agent and stage", l,
+                        s.duration.render(kDurationFirst, kDurationLast));
+    }
+    for (size_t c = 0; c < kComponents; ++c) {
+      Labels lc = l;
+      lc.emplace_back("component", kComponentNames[c]);
+      out.add("infertrace_stage_time_seconds", MetricType::Counter,
+              "Stage wall time split into its kernel causes (the components add up to the "
+              "stage time; helper-thread time of a stage counts too)",
+              std::move(lc), s.component_ns[c] * 1e-9, "seconds");
+    }
+    out.add("infertrace_stage_page_cache_misses", MetricType::Counter,
+            "Pages the page cache had to read in for a stage", l,
+            static_cast<double>(s.page_cache_misses));
+    out.add("infertrace_stage_major_faults", MetricType::Counter,
+            "Major page faults taken during a stage", l, static_cast<double>(s.major_faults));
+    out.add("infertrace_stage_read_bytes", MetricType::Counter,
+            "Bytes read through read(2), pread64(2), readv(2) and the like during a stage", l,
+            static_cast<double>(s.bytes_read), "bytes");
+  }
+}
+
+void StageAggregator::collect_requests(MetricSet& out) const {
+  for (const auto& [key, s] : request_series_) {
+    const Labels l{{"tenant", key.first}, {"agent", key.second}};
+    if (s.duration.count() > 0) {
+      out.add_histogram("infertrace_request_duration_seconds",
+                        "Wall time of agent requests, per tenant and agent", l,
+                        s.duration.render(kDurationFirst, kDurationLast));
+    }
+    if (s.ok + s.error > 0) {
+      for (const auto& [status, n] : {std::pair{"ok", s.ok}, std::pair{"error", s.error}}) {
+        Labels ls = l;
+        ls.emplace_back("status", status);
+        out.add("infertrace_requests", MetricType::Counter, "Agent requests that ended, by outcome",
+                std::move(ls), static_cast<double>(n));
+      }
+    }
+    if (s.ttft.count() > 0) {
+      out.add_histogram("infertrace_time_to_first_token_seconds",
+                        "Time from request start to its first output token", l,
+                        s.ttft.render(kDurationFirst, kDurationLast));
+    }
+    if (s.tpot.count() > 0) {
+      out.add_histogram("infertrace_time_per_output_token_seconds",
+                        "Mean time between output tokens after the first, per request", l,
+                        s.tpot.render(kTokenFirst, kTokenLast));
+    }
+    uint64_t entropy_count = 0;
+    for (uint64_t v : s.entropy) entropy_count += v;
+    if (entropy_count > 0) {
+      HistogramData h;
+      uint64_t cumulative = 0;
+      for (size_t i = 0; i < kEntropyBounds.size(); ++i) {
+        cumulative += s.entropy[i];
+        h.buckets.emplace_back(kEntropyBounds[i], cumulative);
+      }
+      h.count = entropy_count;
+      h.sum = s.entropy_sum;
+      out.add_histogram("infertrace_output_entropy",
+                        "Entropy of inference output distributions, as the model reports it", l,
+                        std::move(h), "");
+    }
+  }
+}
+
+void StageAggregator::collect_caches(MetricSet& out) const {
+  for (const auto& [key, s] : cache_series_) {
+    const Labels l{{"tenant", key.first}, {"cache", key.second}};
+    for (int r = 0; r < 3; ++r) {
+      Labels lr = l;
+      lr.emplace_back("result", kCacheResults[r]);
+      out.add("infertrace_cache_lookups", MetricType::Counter,
+              "Application cache lookups, by result (hit, miss, stale)", std::move(lr),
+              static_cast<double>(s.results[r]));
+    }
+    if (s.hit_age.count() > 0) {
+      out.add_histogram("infertrace_cache_hit_age_seconds",
+                        "Age of the entries cache hits returned (how stale a hit was)", l,
+                        s.hit_age.render(kAgeFirst, kAgeLast));
+    }
+  }
+}
+
+void StageAggregator::collect_layers(MetricSet& out) const {
+  for (const auto& [key, t] : layers_) {
+    const auto sep = key.find(kSeparator);
+    const std::string layer = sep == std::string::npos ? key : key.substr(0, sep);
+    const std::string batch = sep == std::string::npos ? key : key.substr(sep + 1);
+    out.add_histogram("infertrace_layer_duration_seconds",
+                      "Time of one model layer over one batch, by layer and batch size",
+                      {{"layer", layer}, {"batch_size", batch}},
+                      log2_to_buckets(t.slots, t.sum_ns, 1e-9, kLayerFirst, kLayerLast));
+  }
+}
+
+void StageAggregator::collect_errors(MetricSet& out) const {
+  std::map<std::string, uint64_t> totals;
+  for (size_t k = 0; k < kernel_error_kinds(); ++k) totals[kernel_error_name(k)] = 0;
+  totals[kErrorInvalidUtf8] = 0;
+  totals[kErrorRequestNotEnded] = 0;
+  for (const auto& [kind, n] : kernel_errors_) totals[kind] += n;
+  for (const auto& [kind, n] : user_errors_) totals[kind] += n;
+  for (const auto& [kind, n] : totals) {
+    out.add("infertrace_sdk_errors", MetricType::Counter,
+            "Bad input from the SDK probes (out-of-order calls, bad strings), by kind",
+            {{"kind", kind}}, static_cast<double>(n));
+  }
+}
+
+}  // namespace infertrace::core

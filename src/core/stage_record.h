@@ -1,0 +1,133 @@
+// The attribution family's ring-buffer records (bpf/attrib.h) decoded into label-ready values:
+// stage names, tenants validated as UTF-8, trace ids normalised, and the components of a stage
+// completed with the time nothing explained (unattributed). Pure: no I/O, no libbpf.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace infertrace::core {
+
+// Where a stage's wall time went; they add up to the wall time.
+enum class Component : uint8_t {
+  on_cpu, runqueue, cpu_throttled, block_io, network, lock, gpu, sleep, unattributed
+};
+inline constexpr size_t kComponents = 9;
+inline constexpr std::array<const char*, kComponents> kComponentNames = {
+    "on_cpu", "runqueue", "cpu_throttled", "block_io", "network",
+    "lock",   "gpu",      "sleep",         "unattributed"};
+
+// Label values the decoder substitutes.
+inline constexpr const char* kUnknownLabel = "unknown";     // no request_begin seen, or empty
+inline constexpr const char* kInvalidLabel = "__invalid__";  // not UTF-8
+
+// Error kinds counted in user space (the kernel's are named by kernel_error_name()).
+inline constexpr const char* kErrorInvalidUtf8 = "invalid_utf8";
+inline constexpr const char* kErrorBadTraceId = "bad_trace_id";
+inline constexpr const char* kErrorRequestNotEnded = "request_not_ended";  // process exited first
+
+// Name of a kernel-side bad-input kind (enum attrib_sdk_error), for infertrace_sdk_errors_total.
+const char* kernel_error_name(size_t kind);
+size_t kernel_error_kinds();
+
+// Who a piece of work was for.
+struct Identity {
+  uint64_t request_id = 0;
+  uint32_t pid = 0;
+  std::string tenant;  // label-ready (see decode_identity)
+  std::string agent;
+  std::string trace_id;        // 32 lower-case hex digits, or empty
+  bool known_request = true;   // false: no request_begin was seen for the id
+  bool invalid_utf8 = false;   // tenant or agent were not UTF-8 and were replaced
+  bool bad_trace_id = false;   // a trace id was given but was not 32 hex digits
+  // No SDK request on the thread: a uprobe recipe's per-thread request (request_id: the
+  // thread id; tenant and agent: the process name, the tenant replaced by the process's cgroup
+  // by the loader when it has one).
+  bool synthetic = false;
+};
+
+struct StageRecord {
+  Identity id;
+  uint32_t tid = 0;
+  uint64_t cgroup_id = 0;
+  std::string stage;  // label-ready stage name
+  uint32_t kind = 0;  // enum infertrace_stage, or 255 for a worker span between stages
+  uint32_t flags = 0;  // ATTRIB_SPAN_*
+  uint64_t start_ns = 0;  // CLOCK_MONOTONIC
+  uint64_t end_ns = 0;
+  std::array<uint64_t, kComponents> component_ns{};  // unattributed included
+  uint64_t page_cache_misses = 0;
+  uint64_t major_faults = 0;
+  uint64_t bytes_read = 0;
+  bool invalid_name = false;  // a free stage name that was not UTF-8 (replaced)
+
+  uint64_t wall_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
+  // What the kernel measured (all components but unattributed); may exceed the wall time only
+  // through clock skew between CPUs.
+  uint64_t measured_ns() const;
+  bool worker() const;   // a context_attach..detach span on a helper thread
+  bool aborted() const;  // the thread exited mid-stage
+  // The component with the most time.
+  Component largest() const;
+};
+
+struct RequestRecord {
+  Identity id;
+  uint64_t cgroup_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  int64_t status = 0;  // 0 ok
+  uint64_t tokens = 0;
+  uint64_t first_token_ns = 0;  // 0: no token
+  uint64_t last_token_ns = 0;
+
+  double duration_seconds() const;
+  std::optional<double> time_to_first_token() const;
+  std::optional<double> time_per_output_token() const;  // needs two tokens or more
+};
+
+struct CacheRecord {
+  Identity id;
+  std::string cache;
+  bool invalid_name = false;  // the cache name was not UTF-8 (replaced)
+  int result = 0;  // 0 hit, 1 miss, 2 stale
+  uint64_t age_ns = 0;
+  uint64_t key_hash = 0;
+};
+
+struct QualityRecord {
+  Identity id;
+  double entropy = 0;
+};
+
+// A process exec'd (discovery) or exited leaving requests (clean-up).
+struct ProcessRecord {
+  bool exec = false;
+  uint32_t pid = 0;
+};
+
+using Record = std::variant<StageRecord, RequestRecord, CacheRecord, QualityRecord, ProcessRecord>;
+
+// Decodes one ring-buffer record; nullopt when it is too short or of an unknown type.
+std::optional<Record> decode_record(std::span<const std::byte> data);
+
+// Building blocks, public for tests.
+bool valid_utf8(std::string_view s);
+// Drops an incomplete multi-byte sequence at the end (what cutting a string at N bytes leaves).
+std::string_view trim_partial_utf8(std::string_view s);
+// The NUL-terminated prefix of a fixed-size field.
+std::string_view c_field(const char* field, size_t size);
+// A label value from raw bytes: "unknown" when empty, "__invalid__" when not UTF-8.
+std::string label_value(std::string_view raw, bool truncated, bool* invalid);
+// "prompt" .. "response" for the fixed kinds, the name for "other" kinds (or "other").
+std::string stage_label(uint32_t kind, std::string_view name, bool truncated, bool* invalid);
+// 32 hex digits, not all zero, lower-cased; nullopt otherwise.
+std::optional<std::string> normalize_trace_id(std::string_view text);
+
+}  // namespace infertrace::core

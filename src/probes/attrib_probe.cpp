@@ -1,0 +1,448 @@
+#include "probes/attrib_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "bpf/attrib.h"
+#include "probes/bpf_loader.h"
+#include "probes/cgroup_names.h"
+#include "attrib.skel.h"
+
+namespace infertrace::probes {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kFamily = "attrib";
+constexpr auto kRescanInterval = std::chrono::seconds(1);
+constexpr auto kGcInterval = std::chrono::seconds(10);
+// Wake the reader early once this much is waiting; otherwise it drains every tick (100 ms).
+constexpr uint64_t kWakeupBytes = 1 << 20;
+
+template <class... Ts>
+struct overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+double realtime_minus_monotonic() {
+  timespec rt{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (rt.tv_sec - mono.tv_sec) + (rt.tv_nsec - mono.tv_nsec) * 1e-9;
+}
+
+bool process_alive(uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
+
+}  // namespace
+
+AttribProbe::AttribProbe() = default;
+AttribProbe::~AttribProbe() { stop(); }
+
+void AttribProbe::start(const ProbeContext& ctx) {
+  stop();
+  const auto& cfg = ctx.config.attrib;
+  only_pid_ = static_cast<pid_t>(cfg.pid);
+  layers_ = cfg.layers;
+  only_binary_ = cfg.binary;
+  aggregator_ = std::make_unique<core::StageAggregator>(ctx.config.top_k);
+  aggregator_->set_clock_offset(realtime_minus_monotonic());
+  records_ = malformed_ = 0;
+  try {
+    std::string missing;
+    if (!ctx.features.tp_btf) missing += " BTF tracepoints";
+    if (!ctx.features.task_storage) missing += " task storage";
+    if (!ctx.features.ringbuf) missing += " BPF ring buffer";
+    if (!missing.empty()) {
+      throw ProbeError("attrib: the kernel lacks" + missing + " (needs Linux 5.15 or later)");
+    }
+    if (!only_binary_.empty() && access(only_binary_.c_str(), R_OK) != 0) {
+      throw ProbeError(fmt::format("attrib: binary {}: {}", only_binary_, strerror(errno)));
+    }
+    if (only_pid_ && !process_alive(only_pid_)) {
+      throw ProbeError(fmt::format("attrib: no process {}", only_pid_));
+    }
+    const bpf_object_open_opts opts = open_options(ctx.features);
+    skel_ = attrib_bpf__open_opts(&opts);
+    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+    skel_->rodata->wakeup_bytes = kWakeupBytes;
+    skel_->rodata->report_exec = only_pid_ == 0 && only_binary_.empty();
+    // Optional source: major faults need software perf events.
+    bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
+    check(attrib_bpf__load(skel_), kFamily, "load BPF programs");
+    cgroups_ = &ctx.cgroups;
+    attach_core_programs(ctx);
+    load_recipes(cfg);
+    ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.attrib_events), &AttribProbe::on_event, this,
+                             nullptr);
+    if (!ring_) check(errno ? -errno : -ENOMEM, kFamily, "open ring buffer");
+    if (!only_binary_.empty()) {
+      MappedBinary b{{}, only_binary_, infertrace_probes_in(only_binary_), {}};
+      if (b.probes.empty()) {
+        throw ProbeError("attrib: " + only_binary_ + " carries no infertrace USDT probes");
+      }
+      attach_all_probes(b, only_pid_ ? only_pid_ : -1);
+      if (attached_.empty()) throw ProbeError("attrib: cannot attach to " + only_binary_);
+    } else {
+      rescan();
+    }
+    rescan_recipes();
+    last_gc_ = Clock::now();
+    spdlog::info("attrib: attached ({} binar{} with infertrace probes{})", attached_.size(),
+                 attached_.size() == 1 ? "y" : "ies",
+                 only_pid_ ? fmt::format(", process {} only", only_pid_) : std::string());
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
+  bpf_program* required[] = {skel_->progs.attrib_switch_btf, skel_->progs.attrib_wakeup_btf,
+                             skel_->progs.attrib_exit_btf, skel_->progs.attrib_exec_btf,
+                             skel_->progs.attrib_page_cache_add_btf};
+  for (bpf_program* p : required) {
+    bpf_link* l = bpf_program__attach(p);
+    if (!l) check(-errno, kFamily, std::string("attach ") + bpf_program__name(p));
+    links_.push_back(l);
+  }
+  if (ctx.features.perf_event) attach_major_faults();
+}
+
+// Reads the recipes (inline and files), fills attrib_recipes (index = BPF cookie) and hands
+// them to the attacher. Bad files are reported and skipped.
+void AttribProbe::load_recipes(const core::AttribConfig& config) {
+  recipe_file_errors_.clear();
+  auto recipes = core::load_recipes(config, recipe_file_errors_);
+  if (recipes.size() > ATTRIB_MAX_RECIPES) {
+    recipe_file_errors_.push_back(fmt::format("{} recipes, at most {} are used", recipes.size(),
+                                              ATTRIB_MAX_RECIPES));
+    recipes.resize(ATTRIB_MAX_RECIPES);
+  }
+  for (const auto& e : recipe_file_errors_) spdlog::error("attrib: {}", e);
+  const int fd = bpf_map__fd(skel_->maps.attrib_recipes);
+  for (uint32_t i = 0; i < recipes.size(); ++i) {
+    const core::Recipe& r = recipes[i];
+    attrib_recipe value{};
+    value.mode = r.kind == "gpu_sync" ? ATTRIB_RECIPE_GPU_SYNC
+                 : r.kind == "count"  ? ATTRIB_RECIPE_COUNT
+                                      : ATTRIB_RECIPE_SPAN;
+    value.stage_kind = ATTRIB_STAGE_OTHER;
+    for (uint32_t k = 0; k < ATTRIB_STAGE_OTHER; ++k) {
+      if (r.stage == core::stage_label(k, "", false, nullptr)) value.stage_kind = k;
+    }
+    std::strncpy(value.stage_name, r.stage.c_str(), ATTRIB_MAX_NAME);
+    check(bpf_map_update_elem(fd, &i, &value, BPF_ANY) ? -errno : 0, kFamily, "fill recipes");
+  }
+  recipes_.configure(skel_->progs.attrib_recipe_entry, skel_->progs.attrib_recipe_return,
+                     std::move(recipes));
+}
+
+void AttribProbe::rescan_recipes() {
+  if (!skel_) return;
+  last_recipe_scan_ = Clock::now();
+  recipes_.sync(only_pid_);
+}
+
+std::vector<std::string> AttribProbe::recipe_problems() const {
+  auto out = recipe_file_errors_;
+  out.insert(out.end(), recipes_.problems().begin(), recipes_.problems().end());
+  return out;
+}
+
+uint64_t AttribProbe::recipe_calls(size_t index) const {
+  return skel_ ? percpu_sum(bpf_map__fd(skel_->maps.attrib_recipe_calls),
+                            static_cast<uint32_t>(index))
+               : 0;
+}
+
+// One PERF_COUNT_SW_PAGE_FAULTS_MAJ event per CPU, each running the program on every fault.
+void AttribProbe::attach_major_faults() {
+  for (int cpu = 0; cpu < possible_cpus(); ++cpu) {
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+    attr.sample_period = 1;
+    const int fd = static_cast<int>(
+        syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0) {
+      if (errno == ENODEV) continue;  // offline CPU
+      spdlog::warn("attrib: major faults not counted: perf_event_open(cpu {}): {}", cpu,
+                   strerror(errno));
+      return;
+    }
+    bpf_link* l = bpf_program__attach_perf_event(skel_->progs.attrib_major_fault, fd);
+    if (!l) {
+      spdlog::warn("attrib: major faults not counted: {}", strerror(errno));
+      close(fd);
+      return;
+    }
+    perf_fds_.push_back(fd);
+    links_.push_back(l);
+  }
+}
+
+void AttribProbe::stop() {
+  recipes_.detach_all();
+  for (auto& [id, a] : attached_) {
+    for (bpf_link* l : a.links) bpf_link__destroy(l);
+  }
+  attached_.clear();
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  links_.clear();
+  for (int fd : perf_fds_) close(fd);
+  perf_fds_.clear();
+  if (ring_) ring_buffer__free(ring_);
+  ring_ = nullptr;
+  if (skel_) attrib_bpf__destroy(skel_);
+  skel_ = nullptr;
+  pending_execs_.clear();
+  pending_exits_.clear();
+}
+
+int AttribProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_) : -1; }
+
+int AttribProbe::on_event(void* self, void* data, size_t size) {
+  static_cast<AttribProbe*>(self)->on_record({static_cast<const std::byte*>(data), size});
+  return 0;
+}
+
+void AttribProbe::on_record(std::span<const std::byte> bytes) {
+  ++records_;
+  auto record = core::decode_record(bytes);
+  if (!record) {
+    ++malformed_;
+    return;
+  }
+  std::visit(overloaded{[this](const core::ProcessRecord& p) {
+                          (p.exec ? pending_execs_ : pending_exits_).insert(p.pid);
+                        },
+                        [this](core::StageRecord& r) {
+                          // A runtime without the SDK: its tenant is its cgroup, if any.
+                          if (r.id.synthetic && cgroups_ && r.cgroup_id) {
+                            std::string name = cgroups_->name(r.cgroup_id);
+                            if (!name.empty() && name != "/" && !name.starts_with("id:")) {
+                              r.id.tenant = std::move(name);
+                            }
+                          }
+                          aggregator_->add(r);
+                        },
+                        [this](const auto& r) { aggregator_->add(r); }},
+             *record);
+  if (observer_) observer_(*record);
+}
+
+void AttribProbe::drain() {
+  if (ring_) ring_buffer__consume(ring_);
+}
+
+void AttribProbe::consume() {
+  drain();
+  handle_pending();
+}
+
+void AttribProbe::handle_pending() {
+  if (!skel_) return;
+  if (!pending_execs_.empty() && only_pid_ == 0 && only_binary_.empty()) {
+    for (uint32_t pid : pending_execs_) {
+      for (const auto& b : discovery_.scan_process(static_cast<pid_t>(pid))) {
+        if (!attached_.count(b.id)) attach_all_probes(b, -1);
+      }
+    }
+  }
+  pending_execs_.clear();
+  if (!pending_exits_.empty()) {
+    free_requests(pending_exits_, false);
+    pending_exits_.clear();
+  }
+}
+
+void AttribProbe::tick(const ProbeContext& ctx) {
+  consume();
+  const auto now = Clock::now();
+  if (only_binary_.empty() && now - last_scan_ >= kRescanInterval) rescan();
+  if (now - last_recipe_scan_ >= kRescanInterval) rescan_recipes();
+  if (now - last_gc_ >= kGcInterval) {
+    last_gc_ = now;
+    free_requests({}, true);
+  }
+}
+
+void AttribProbe::rescan() {
+  if (!skel_ || !only_binary_.empty()) return;
+  last_scan_ = Clock::now();
+  if (only_pid_) {
+    std::map<BinaryId, MappedBinary> found;
+    for (auto& b : discovery_.scan_process(only_pid_)) found.emplace(b.id, std::move(b));
+    sync_attachments(found, only_pid_);
+  } else {
+    sync_attachments(discovery_.scan_all(), -1);
+  }
+}
+
+void AttribProbe::sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid) {
+  for (const auto& [id, b] : found) {
+    if (!attached_.count(id)) attach_all_probes(b, pid);
+  }
+  std::vector<BinaryId> gone;
+  for (const auto& [id, a] : attached_) {
+    if (!found.count(id)) gone.push_back(id);
+  }
+  for (const auto& id : gone) release(id);
+}
+
+// Attaches every infertrace probe the binary carries. pid -1: all processes that map it
+// (the kernel keeps each process's semaphore up to date, also in processes started later).
+void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
+  Attachment a{binary.path, {}};
+  for (const auto& probe : binary.probes) {
+    bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, probe.c_str());
+    if (!prog || bpf_program__type(prog) != BPF_PROG_TYPE_KPROBE) continue;  // unknown probe
+    if (!layers_ && (probe == "layer_begin" || probe == "layer_end")) continue;  // opt-in
+    bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.path.c_str(), kUsdtProvider,
+                                           probe.c_str(), nullptr);
+    if (!l) {
+      spdlog::warn("attrib: cannot attach {}:{}: {}", binary.path, probe, strerror(errno));
+      continue;
+    }
+    a.links.push_back(l);
+  }
+  if (a.links.empty()) return;
+  spdlog::info("attrib: attached {} probe(s) in {}", a.links.size(), binary.path);
+  attached_[binary.id] = std::move(a);
+}
+
+void AttribProbe::release(const BinaryId& id) {
+  auto it = attached_.find(id);
+  if (it == attached_.end()) return;
+  spdlog::info("attrib: released {} (no process maps it)", it->second.path);
+  for (bpf_link* l : it->second.links) bpf_link__destroy(l);
+  attached_.erase(it);
+}
+
+bool AttribProbe::attached_to(const std::string& path) const {
+  for (const auto& [id, a] : attached_) {
+    if (a.path == path) return true;
+  }
+  return false;
+}
+
+void AttribProbe::free_requests(const std::set<uint32_t>& dead, bool all_dead) {
+  if (!skel_) return;
+  const int fd = bpf_map__fd(skel_->maps.attrib_requests);
+  std::map<uint32_t, bool> alive;  // per tgid, asked once
+  uint64_t freed = 0;
+  for (const auto& key : map_keys<attrib_request_key>(fd, ATTRIB_MAX_REQUESTS)) {
+    bool gone = dead.count(key.tgid) > 0;
+    if (!gone && all_dead) {
+      auto [it, fresh] = alive.try_emplace(key.tgid, true);
+      if (fresh) it->second = process_alive(key.tgid);
+      gone = !it->second;
+    }
+    if (gone && bpf_map_delete_elem(fd, &key) == 0) ++freed;
+  }
+  if (all_dead) {  // the exit events of these may have been lost
+    const int pfd = bpf_map__fd(skel_->maps.attrib_processes);
+    for (uint32_t tgid : map_keys<uint32_t>(pfd, ATTRIB_MAX_PROCESSES)) {
+      if (!process_alive(tgid)) bpf_map_delete_elem(pfd, &tgid);
+    }
+  }
+  if (freed) {
+    aggregator_->count_error(core::kErrorRequestNotEnded, freed);
+    spdlog::debug("attrib: freed {} request(s) of exited processes", freed);
+  }
+}
+
+size_t AttribProbe::live_requests(uint32_t pid) const {
+  if (!skel_) return 0;
+  const auto keys =
+      map_keys<attrib_request_key>(bpf_map__fd(skel_->maps.attrib_requests), ATTRIB_MAX_REQUESTS);
+  return std::count_if(keys.begin(), keys.end(),
+                       [pid](const auto& k) { return pid == 0 || k.tgid == pid; });
+}
+
+size_t AttribProbe::live_processes(uint32_t pid) const {
+  if (!skel_) return 0;
+  const auto keys = map_keys<uint32_t>(bpf_map__fd(skel_->maps.attrib_processes), ATTRIB_MAX_PROCESSES);
+  return std::count_if(keys.begin(), keys.end(),
+                       [pid](uint32_t k) { return pid == 0 || k == pid; });
+}
+
+uint64_t AttribProbe::lost(uint32_t kind) const {
+  return skel_ ? percpu_sum(bpf_map__fd(skel_->maps.attrib_events_lost), kind) : 0;
+}
+
+uint64_t AttribProbe::events_lost() const { return lost(ATTRIB_LOST_DROPPED); }
+uint64_t AttribProbe::missed_switches() const { return lost(ATTRIB_LOST_SWITCHES); }
+
+void AttribProbe::collect(core::MetricSet& out) {
+  if (!skel_) return;
+  drain();  // what finished before the scrape is in it; attaching waits for the next tick
+
+  std::map<std::string, uint64_t> errors;
+  const int err_fd = bpf_map__fd(skel_->maps.attrib_sdk_errors);
+  for (uint32_t k = 0; k < ATTRIB_KERNEL_ERRORS; ++k) {
+    errors[core::kernel_error_name(k)] = percpu_sum(err_fd, k);
+  }
+  aggregator_->set_kernel_errors(errors);
+
+  std::map<std::pair<uint32_t, uint32_t>, core::LayerTotals> layers;
+  const int layer_fd = bpf_map__fd(skel_->maps.attrib_layers);
+  for (const auto& key : map_keys<attrib_layer_key>(layer_fd, ATTRIB_MAX_LAYERS)) {
+    core::LayerTotals& t = layers[{key.layer, key.batch_size}];
+    for (const auto& h : percpu_values<infertrace_log2_hist>(layer_fd, &key)) {
+      for (size_t i = 0; i < t.slots.size(); ++i) t.slots[i] += h.slots[i];
+      t.sum_ns += h.sum;
+    }
+  }
+  aggregator_->set_layers(layers);
+  aggregator_->collect(out);
+
+  out.add("infertrace_events_lost", core::MetricType::Counter,
+          "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
+          static_cast<double>(events_lost()));
+  out.add("infertrace_attrib_missed_switches", core::MetricType::Counter,
+          "Context switches of stage threads the kernel did not report to the attribution "
+          "probes (recovered from the scheduler's own records)",
+          {}, static_cast<double>(missed_switches()));
+  for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
+    const core::Recipe& r = recipes_.recipes()[i];
+    out.add("infertrace_recipe_calls", core::MetricType::Counter,
+            "Calls of the symbols uprobe recipes name (all threads, nested calls included)",
+            {{"library", r.library}, {"symbol", r.symbol}},
+            static_cast<double>(recipe_calls(i)));
+  }
+  out.add("infertrace_usdt_attached_binaries", core::MetricType::Gauge,
+          "Executables and libraries whose infertrace USDT probes are attached", {},
+          static_cast<double>(attached_.size()));
+}
+
+std::vector<const bpf_program*> AttribProbe::programs() const {
+  std::vector<const bpf_program*> out;
+  if (!skel_) return out;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__autoload(prog)) out.push_back(prog);
+  }
+  return out;
+}
+
+uint64_t AttribProbe::folded_label_values() const {
+  return aggregator_ ? aggregator_->folded() : 0;
+}
+
+std::unique_ptr<ProbeFamily> make_attrib_probe() { return std::make_unique<AttribProbe>(); }
+
+}  // namespace infertrace::probes

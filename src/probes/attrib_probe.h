@@ -1,0 +1,111 @@
+// Attribution probe family (bpf/attrib.bpf.c): attaches to the SDK's USDT probes in every
+// binary that carries them (or one process / one binary when narrowed), follows process churn,
+// and turns the kernel's per-stage records into per tenant/agent/stage series.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/stage_aggregator.h"
+#include "core/stage_record.h"
+#include "probes/probe_family.h"
+#include "probes/recipe_attach.h"
+#include "probes/usdt_discovery.h"
+
+struct attrib_bpf;
+struct bpf_link;
+struct ring_buffer;
+
+namespace infertrace::probes {
+
+class AttribProbe final : public ProbeFamily {
+ public:
+  AttribProbe();
+  ~AttribProbe() override;
+
+  const char* name() const override { return "attrib"; }
+  void start(const ProbeContext& ctx) override;
+  void stop() override;
+  int event_fd() const override;
+  // Drains the ring buffer, then attaches to binaries of processes that exec'd and frees the
+  // requests of processes that exited.
+  void consume() override;
+  // consume(), plus a /proc rescan every second and a clean-up of dead processes' requests.
+  void tick(const ProbeContext& ctx) override;
+  void collect(core::MetricSet& out) override;
+  std::vector<const bpf_program*> programs() const override;
+  uint64_t folded_label_values() const override;
+
+  // Sees every decoded record (tests, tail evidence). Called on the consuming thread.
+  using Observer = std::function<void(const core::Record&)>;
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
+  // Rescans running processes for binaries to attach or release now.
+  void rescan();
+  size_t attached_binaries() const { return attached_.size(); }
+  bool attached_to(const std::string& path) const;
+  // Entries in the kernel's requests and processes maps, of one process or (0) of all; they
+  // must drain when processes exit.
+  size_t live_requests(uint32_t pid = 0) const;
+  size_t live_processes(uint32_t pid = 0) const;
+  uint64_t records_consumed() const { return records_; }
+  // Uprobe recipes: attaches to / releases the libraries they name now (tick() does every
+  // second); what was wrong with them (files, libraries, symbols), one line each.
+  void rescan_recipes();
+  const RecipeAttacher& recipes() const { return recipes_; }
+  std::vector<std::string> recipe_problems() const;
+  uint64_t recipe_calls(size_t index) const;
+  uint64_t events_lost() const;      // dropped: ring buffer or a map full
+  uint64_t missed_switches() const;  // switch-ins the kernel did not report, recovered
+
+ private:
+  struct Attachment {
+    std::string path;
+    std::vector<bpf_link*> links;
+  };
+
+  static int on_event(void* self, void* data, size_t size);
+  void on_record(std::span<const std::byte> bytes);
+  void drain();
+  void attach_all_probes(const MappedBinary& binary, pid_t pid);
+  void release(const BinaryId& id);
+  void sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid);
+  void attach_core_programs(const ProbeContext& ctx);
+  void attach_major_faults();
+  void load_recipes(const core::AttribConfig& config);
+  void handle_pending();
+  uint64_t lost(uint32_t kind) const;
+  // Deletes requests of processes in `dead` (or of any dead process when `all_dead`).
+  void free_requests(const std::set<uint32_t>& dead, bool all_dead);
+
+  attrib_bpf* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  std::vector<bpf_link*> links_;  // tracepoints and perf events
+  std::vector<int> perf_fds_;
+  std::map<BinaryId, Attachment> attached_;
+  UsdtDiscovery discovery_;
+  RecipeAttacher recipes_;
+  std::vector<std::string> recipe_file_errors_;
+  CgroupNames* cgroups_ = nullptr;  // synthetic recipe requests: tenant = the process's cgroup
+  std::unique_ptr<core::StageAggregator> aggregator_;
+  Observer observer_;
+  pid_t only_pid_ = 0;
+  bool layers_ = false;  // attach layer_begin/end (probes.attrib.layers)
+  std::string only_binary_;
+  std::set<uint32_t> pending_execs_, pending_exits_;
+  uint64_t records_ = 0;
+  uint64_t malformed_ = 0;
+  std::chrono::steady_clock::time_point last_scan_{}, last_gc_{}, last_recipe_scan_{};
+};
+
+std::unique_ptr<ProbeFamily> make_attrib_probe();
+
+}  // namespace infertrace::probes

@@ -1,0 +1,178 @@
+#include "probes/recipe_attach.h"
+
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <fnmatch.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace infertrace::probes {
+namespace {
+
+std::vector<pid_t> process_ids(pid_t only_pid) {
+  if (only_pid) return {only_pid};
+  std::vector<pid_t> pids;
+  DIR* d = opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long pid = strtol(e->d_name, &end, 10);
+    if (end && *end == '\0' && pid > 0) pids.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  return pids;
+}
+
+bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The mapped file from the daemon's mount namespace: its own path when that is the same
+// inode, else through the process's root.
+std::string reachable_path(pid_t pid, const MapsEntry& e) {
+  struct stat st {};
+  if (stat(e.path.c_str(), &st) == 0 && st.st_ino == e.id.inode) return e.path;
+  std::string alt = "/proc/" + std::to_string(pid) + "/root" + e.path;
+  return stat(alt.c_str(), &st) == 0 ? alt : std::string();
+}
+
+}  // namespace
+
+bool recipe_matches(const std::string& library, const std::string& path) {
+  if (library.find('/') != std::string::npos) return fnmatch(library.c_str(), path.c_str(), 0) == 0;
+  return fnmatch(library.c_str(), base_name(path).c_str(), 0) == 0;
+}
+
+void RecipeAttacher::configure(bpf_program* entry, bpf_program* ret,
+                               std::vector<core::Recipe> recipes) {
+  detach_all();
+  entry_ = entry;
+  ret_ = ret;
+  recipes_ = std::move(recipes);
+  ever_matched_.assign(recipes_.size(), false);
+  first_sync_done_ = false;
+  for (const auto& r : recipes_) {
+    if (r.library.front() == '/' && !has_glob(r.library) && access(r.library.c_str(), R_OK) != 0) {
+      report(fmt::format("recipe {}: library {}: {}", r.source, r.library, strerror(errno)));
+    }
+  }
+}
+
+void RecipeAttacher::sync(pid_t only_pid) {
+  if (recipes_.empty() || !entry_) return;
+  std::map<BinaryId, std::pair<std::string, std::string>> found;  // reachable path, maps path
+  for (pid_t pid : process_ids(only_pid)) {
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::string line;
+    std::set<BinaryId> in_this_process;
+    while (std::getline(maps, line)) {
+      auto e = parse_maps_line(line);
+      if (!e || found.count(e->id) || !in_this_process.insert(e->id).second) continue;
+      bool wanted = false;
+      for (size_t i = 0; i < recipes_.size(); ++i) {
+        if (recipe_matches(recipes_[i].library, e->path)) wanted = ever_matched_[i] = true;
+      }
+      if (!wanted) continue;
+      if (auto path = reachable_path(pid, *e); !path.empty()) {
+        found.emplace(e->id, std::make_pair(path, e->path));
+      }
+    }
+  }
+  for (const auto& [id, paths] : found) {
+    if (!libraries_.count(id)) attach(id, paths.first, paths.second);
+  }
+  for (auto it = libraries_.begin(); it != libraries_.end();) {
+    if (found.count(it->first)) {
+      ++it;
+      continue;
+    }
+    spdlog::info("attrib: released recipes in {} (no process maps it)", it->second.path);
+    for (bpf_link* l : it->second.links) bpf_link__destroy(l);
+    it = libraries_.erase(it);
+  }
+  if (!first_sync_done_) {
+    first_sync_done_ = true;
+    for (size_t i = 0; i < recipes_.size(); ++i) {
+      if (!ever_matched_[i]) {
+        spdlog::info("attrib: recipe {}: no running process maps {} yet; attached when one does",
+                     recipes_[i].source, recipes_[i].library);
+      }
+    }
+  }
+}
+
+void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
+                            const std::string& mapped_as) {
+  Library lib{path, {}, {}};
+  for (size_t i = 0; i < recipes_.size(); ++i) {
+    const core::Recipe& r = recipes_[i];
+    if (!recipe_matches(r.library, mapped_as)) continue;
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = false,
+                .func_name = r.symbol.c_str());
+    bpf_link* entry = bpf_program__attach_uprobe_opts(entry_, -1, path.c_str(), 0, &opts);
+    if (!entry) {
+      const int err = errno;
+      report(fmt::format("recipe {}: cannot attach {} in {}: {}", r.source, r.symbol, path,
+                         err == ENOENT || err == ESRCH ? "no such symbol exported"
+                                                       : strerror(err)));
+      continue;
+    }
+    lib.links.push_back(entry);
+    if (r.kind != "count") {
+      opts.retprobe = true;
+      bpf_link* ret = bpf_program__attach_uprobe_opts(ret_, -1, path.c_str(), 0, &opts);
+      if (!ret) {
+        report(fmt::format("recipe {}: cannot attach the return of {} in {}: {}", r.source,
+                           r.symbol, path, strerror(errno)));
+        bpf_link__destroy(entry);
+        lib.links.pop_back();
+        continue;
+      }
+      lib.links.push_back(ret);
+    }
+    lib.symbols.insert(r.symbol);
+  }
+  if (!lib.symbols.empty()) {
+    spdlog::info("attrib: attached {} recipe symbol(s) in {}", lib.symbols.size(), path);
+  }
+  libraries_[id] = std::move(lib);
+}
+
+void RecipeAttacher::detach_all() {
+  for (auto& [id, lib] : libraries_) {
+    for (bpf_link* l : lib.links) bpf_link__destroy(l);
+  }
+  libraries_.clear();
+}
+
+void RecipeAttacher::report(const std::string& problem) {
+  if (!reported_.insert(problem).second) return;
+  spdlog::warn("attrib: {}", problem);
+  problems_.push_back(problem);
+}
+
+size_t RecipeAttacher::attached_libraries() const {
+  size_t n = 0;
+  for (const auto& [id, lib] : libraries_) n += lib.symbols.empty() ? 0 : 1;
+  return n;
+}
+
+bool RecipeAttacher::attached(const std::string& path, const std::string& symbol) const {
+  for (const auto& [id, lib] : libraries_) {
+    if (lib.path == path && lib.symbols.count(symbol)) return true;
+  }
+  return false;
+}
+
+}  // namespace infertrace::probes

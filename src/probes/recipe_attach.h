@@ -1,0 +1,67 @@
+// Attaches the attribution family's uprobe recipes (bpf/attrib_recipe.bpf.h): each recipe's
+// library is looked for among the files running processes map, and its symbol attached there
+// by path for every process (pid -1), the recipe index as BPF cookie. Follows process churn
+// like the USDT discovery: sync() attaches libraries newly mapped and releases those no
+// process maps any more. Bad recipes (a library path that does not exist, a symbol the
+// library does not export) are reported once each and skipped; the others keep working.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "probes/usdt_discovery.h"
+
+struct bpf_link;
+struct bpf_program;
+
+namespace infertrace::probes {
+
+// Does `library` (a recipe's path or file-name glob) name the file at `path`?
+bool recipe_matches(const std::string& library, const std::string& path);
+
+class RecipeAttacher {
+ public:
+  RecipeAttacher() = default;
+  RecipeAttacher(const RecipeAttacher&) = delete;
+  RecipeAttacher& operator=(const RecipeAttacher&) = delete;
+  ~RecipeAttacher() { detach_all(); }
+
+  // The programs and the recipes (index = BPF cookie = attrib_recipes index).
+  void configure(bpf_program* entry, bpf_program* ret, std::vector<core::Recipe> recipes);
+  // Scans /proc/*/maps (or one process's) and attaches/releases accordingly.
+  void sync(pid_t only_pid);
+  void detach_all();
+
+  const std::vector<core::Recipe>& recipes() const { return recipes_; }
+  // Problems found so far, one line each, naming the recipe's file:line.
+  const std::vector<std::string>& problems() const { return problems_; }
+  size_t attached_libraries() const;
+  // Uprobes attached for `symbol` (entry and return count as one) in the file at `path`.
+  bool attached(const std::string& path, const std::string& symbol) const;
+
+ private:
+  struct Library {
+    std::string path;
+    std::vector<bpf_link*> links;
+    std::set<std::string> symbols;  // attached ones
+  };
+  // `path` reaches the file from here; `mapped_as` is the path the process maps it by.
+  void attach(const BinaryId& id, const std::string& path, const std::string& mapped_as);
+  void report(const std::string& problem);
+
+  bpf_program* entry_ = nullptr;
+  bpf_program* ret_ = nullptr;
+  std::vector<core::Recipe> recipes_;
+  std::map<BinaryId, Library> libraries_;  // files that match a recipe (links may be empty)
+  std::vector<bool> ever_matched_;         // per recipe
+  bool first_sync_done_ = false;
+  std::vector<std::string> problems_;
+  std::set<std::string> reported_;
+};
+
+}  // namespace infertrace::probes

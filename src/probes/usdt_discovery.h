@@ -1,0 +1,67 @@
+// Finds the executables and shared libraries that carry infertrace USDT probes: the ELF note
+// section .note.stapsdt with provider "infertrace", in the files running processes map.
+// Results per file are cached by (device, inode, mtime), so rescanning /proc is cheap.
+#pragma once
+
+#include <sys/types.h>
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace infertrace::probes {
+
+inline constexpr const char* kUsdtProvider = "infertrace";
+
+// A file as the kernel knows it (from /proc/<pid>/maps).
+struct BinaryId {
+  uint64_t dev = 0;  // makedev(major, minor)
+  uint64_t inode = 0;
+  auto operator<=>(const BinaryId&) const = default;
+};
+
+struct MappedBinary {
+  BinaryId id;
+  std::string path;  // a path to the same file from the daemon's mount namespace
+  std::set<std::string> probes;  // infertrace probe names it carries
+  std::set<pid_t> pids;          // processes mapping it (in this scan)
+};
+
+// The infertrace probe names in an ELF file's .note.stapsdt; empty when it has none, is not
+// ELF, or cannot be read.
+std::set<std::string> infertrace_probes_in(const std::string& path);
+
+// One line of /proc/<pid>/maps that maps a file executable: its id and path.
+struct MapsEntry {
+  BinaryId id;
+  std::string path;
+};
+std::optional<MapsEntry> parse_maps_line(const std::string& line);
+
+class UsdtDiscovery {
+ public:
+  // Binaries with infertrace probes that `pid` maps (empty if it exited).
+  std::vector<MappedBinary> scan_process(pid_t pid);
+  // The same for every process.
+  std::map<BinaryId, MappedBinary> scan_all();
+  // Files examined so far (for tests and logs).
+  size_t cached_files() const { return cache_.size(); }
+
+ private:
+  struct Cached {
+    int64_t mtime_ns = 0;
+    std::string path;
+    std::set<std::string> probes;
+  };
+  // Probe names of the file behind a maps entry of `pid`, parsing it at most once per version.
+  const Cached* examine(pid_t pid, const MapsEntry& entry);
+  void scan_into(pid_t pid, std::map<BinaryId, MappedBinary>& found, std::set<BinaryId>& seen);
+
+  std::map<BinaryId, Cached> cache_;
+};
+
+}  // namespace infertrace::probes

@@ -1,0 +1,174 @@
+// Uprobe recipes of the attribution family: calls of library symbols named by a recipe file
+// become stages of the calling thread (tests/testprogs/lib/recipe_target.cpp, called by
+// tests/testprogs/recipe_user.cpp), GPU-sync calls become the gpu component, symbols not in a
+// recipe record nothing, and bad recipes are reported while the rest keeps working.
+#include <fstream>
+
+#include "attrib_fixture.h"
+
+namespace infertrace::testing {
+namespace {
+
+const std::string kUser = std::string(INFERTRACE_BUILD_DIR) + "/testprogs/recipe_user";
+const std::string kLib = std::string(INFERTRACE_BUILD_DIR) + "/testprogs/librecipe_target.so";
+
+class RecipeTest : public AttribTest {
+ protected:
+  void SetUp() override {
+    AttribTest::SetUp();
+    if (::testing::Test::IsSkipped()) return;
+    config.attrib.binary = kUser;  // the SDK probes of the caller (sdk mode)
+    recipe_file = disk_scratch_dir() + "/recipes.yaml";
+    std::ofstream(recipe_file)
+        << "# the test library's symbols\n"
+           "recipes:\n"
+           "  - {library: librecipe_target.so*, symbol: llama_tokenize, stage: prompt}\n"
+           "  - {library: librecipe_target.so*, symbol: llama_decode, stage: generation}\n"
+           "  - {library: librecipe_target.so*, symbol: faiss_search, stage: vector-search}\n"
+           "  - {library: librecipe_target.so*, symbol: cuStreamSynchronize, kind: gpu_sync}\n"
+           "  - {library: librecipe_target.so*, symbol: no_such_symbol, stage: tool}\n"
+           "  - {library: /nonexistent/libmissing.so, symbol: f, stage: tool}\n";
+    config.attrib.recipe_files = {recipe_file, "/nonexistent/recipes.yaml"};
+  }
+  void TearDown() override {
+    AttribTest::TearDown();
+    if (!recipe_file.empty()) unlink(recipe_file.c_str());
+  }
+
+  // Runs recipe_user in `cgroup`, releasing it once the recipes are attached to its library.
+  void run_user(const char* mode, int rounds, TestCgroup& cgroup) {
+    int go[2];
+    ASSERT_EQ(pipe(go), 0);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(go[1]);
+      dup2(go[0], 0);
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      execl(kUser.c_str(), kUser.c_str(), mode, std::to_string(rounds).c_str(), nullptr);
+      _exit(127);
+    }
+    close(go[0]);
+    targets.insert(pid);
+    cgroup.add(pid);
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!probe->recipes().attached(kLib, "llama_decode") &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+      probe->rescan_recipes();
+      if (std::string(mode) == "sdk") probe->rescan();
+    }
+    EXPECT_TRUE(probe->recipes().attached(kLib, "llama_decode")) << "recipes not attached";
+    std::this_thread::sleep_for(200ms);
+    ASSERT_EQ(write(go[1], "g", 1), 1);
+    close(go[1]);
+    int status = 0;
+    const auto end = std::chrono::steady_clock::now() + 60s;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ADD_FAILURE() << "recipe_user timed out";
+        break;
+      }
+      probe->tick(ctx);
+      std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    probe->consume();
+  }
+
+  std::vector<StageRecord> named(const std::string& stage) const {
+    std::vector<StageRecord> out;
+    for (const auto& s : stages) {
+      if (s.stage == stage) out.push_back(s);
+    }
+    return out;
+  }
+
+  std::string recipe_file;
+};
+
+TEST_F(RecipeTest, CallsBecomeStagesWithoutTheSdk) {
+  TestCgroup cgroup("recipe-plain");
+  names.all();  // knows the new cgroup
+  probe->start(ctx);
+  // Bad recipes are reported, naming the file and line, and the rest attach.
+  run_user("plain", 3, cgroup);
+  const auto problems = probe->recipe_problems();
+  auto mentions = [&](const std::string& what) {
+    for (const auto& p : problems) {
+      if (p.find(what) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(mentions("/nonexistent/recipes.yaml")) << ::testing::PrintToString(problems);
+  EXPECT_TRUE(mentions("no_such_symbol")) << ::testing::PrintToString(problems);
+  EXPECT_TRUE(mentions(recipe_file + ":7")) << ::testing::PrintToString(problems);
+  EXPECT_TRUE(mentions("/nonexistent/libmissing.so")) << ::testing::PrintToString(problems);
+
+  const auto prompt = named("prompt"), generation = named("generation"),
+             search = named("vector-search");
+  ASSERT_EQ(prompt.size(), 3u);
+  ASSERT_EQ(generation.size(), 3u);
+  ASSERT_EQ(search.size(), 3u) << "recursion must yield one span per outermost call";
+  EXPECT_EQ(stages.size(), 9u) << "nothing for unlisted_work";
+  for (const auto& s : stages) {
+    EXPECT_TRUE(s.flags & ATTRIB_SPAN_RECIPE);
+    EXPECT_TRUE(s.id.synthetic);
+    EXPECT_EQ(s.id.tenant, cgroup.name()) << "tenant: the process's cgroup";
+    EXPECT_EQ(s.id.request_id, s.tid) << "a per-thread synthetic request";
+  }
+  for (const auto& s : prompt) {
+    // Arithmetic only: running or waiting for a CPU (the machine is shared).
+    EXPECT_GT(part(s, Component::on_cpu) + part(s, Component::runqueue) +
+                  part(s, Component::cpu_throttled),
+              0.9 * s.wall_ns())
+        << describe(s);
+    EXPECT_EQ(part(s, Component::gpu), 0u) << describe(s);
+  }
+  for (const auto& s : generation) {
+    // 30 ms sleep, 50 ms "GPU" sync, and arithmetic.
+    EXPECT_GE(seconds(s.wall_ns()), 0.08) << describe(s);
+    EXPECT_NEAR(seconds(part(s, Component::gpu)), 0.05, 0.03) << describe(s);
+    EXPECT_NEAR(seconds(part(s, Component::sleep)), 0.03, 0.02) << describe(s);
+    EXPECT_GT(part(s, Component::on_cpu), 0u) << describe(s);
+  }
+  // Calls are counted: recursion counts every call.
+  EXPECT_EQ(probe->recipe_calls(0), 3u);
+  EXPECT_EQ(probe->recipe_calls(1), 3u);
+  EXPECT_EQ(probe->recipe_calls(2), 18u);
+  EXPECT_EQ(probe->recipe_calls(3), 3u);
+  const auto m = scrape();
+  EXPECT_EQ(value(m, "infertrace_recipe_calls",
+                  {{"library", "librecipe_target.so*"}, {"symbol", "llama_decode"}}),
+            3);
+  EXPECT_GT(value(m, "infertrace_stage_time_seconds",
+                  {{"tenant", cgroup.name()}, {"stage", "generation"}, {"component", "gpu"}}),
+            0.1);
+  // Process churn: nobody maps the library any more, so its uprobes are released.
+  EXPECT_EQ(probe->recipes().attached_libraries(), 1u);
+  bool released = false;
+  for (int i = 0; i < 100 && !released; ++i) {
+    probe->rescan_recipes();
+    released = probe->recipes().attached_libraries() == 0;
+    if (!released) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(released);
+}
+
+TEST_F(RecipeTest, SpansJoinTheThreadsSdkRequest) {
+  TestCgroup cgroup("recipe-sdk");
+  probe->start(ctx);
+  run_user("sdk", 2, cgroup);
+  ASSERT_EQ(named("generation").size(), 2u);
+  for (const auto& s : stages) {
+    EXPECT_FALSE(s.id.synthetic) << describe(s);
+    EXPECT_EQ(s.id.tenant, "sdk-tenant");
+    EXPECT_EQ(s.id.agent, "recipe-test");
+    EXPECT_TRUE(s.id.request_id == 1000 || s.id.request_id == 1001) << s.id.request_id;
+  }
+}
+
+}  // namespace
+}  // namespace infertrace::testing

@@ -1,0 +1,126 @@
+// probes.attrib.recipes / recipe_files and recipe files: syntax and validation.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/config.h"
+
+namespace infertrace::core {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_config(yaml, "t.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(RecipesConfig, DefaultsHaveNone) {
+  const Config c = parse_config("", "t.yaml");
+  EXPECT_TRUE(c.attrib.recipes.empty());
+  EXPECT_TRUE(c.attrib.recipe_files.empty());
+}
+
+TEST(RecipesConfig, ParsesInlineRecipesAndFiles) {
+  const Config c = parse_config(
+      "probes:\n  attrib:\n    recipes:\n"
+      "      - {library: libllama.so*, symbol: llama_decode, stage: generation}\n"
+      "      - library: /usr/lib/libcuda.so.1\n        symbol: cuStreamSynchronize\n"
+      "        kind: gpu_sync\n"
+      "      - {library: libfoo.so, symbol: f, stage: my-stage.v2, kind: span}\n"
+      "    recipe_files: [/etc/infertrace/recipes/llama_cpp.yaml]\n",
+      "t.yaml");
+  ASSERT_EQ(c.attrib.recipes.size(), 3u);
+  EXPECT_EQ(c.attrib.recipes[0].library, "libllama.so*");
+  EXPECT_EQ(c.attrib.recipes[0].stage, "generation");
+  EXPECT_EQ(c.attrib.recipes[0].kind, "span");
+  EXPECT_EQ(c.attrib.recipes[0].source, "t.yaml:4");
+  EXPECT_EQ(c.attrib.recipes[1].kind, "gpu_sync");
+  EXPECT_TRUE(c.attrib.recipes[1].stage.empty());
+  EXPECT_EQ(c.attrib.recipes[2].stage, "my-stage.v2");
+  EXPECT_EQ(c.attrib.recipe_files,
+            std::vector<std::string>{"/etc/infertrace/recipes/llama_cpp.yaml"});
+}
+
+TEST(RecipesConfig, RejectsBadRecipesNamingLineAndKey) {
+  const std::string head = "probes:\n  attrib:\n    recipes:\n";
+  struct Case {
+    std::string item, key, words;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"      - {symbol: f, stage: tool}\n", "recipes[0].library", "missing"},
+           {"      - {library: libx.so, stage: tool}\n", "recipes[0].symbol", "missing"},
+           {"      - {library: libx.so, symbol: f}\n", "recipes[0].stage", "missing"},
+           {"      - {library: libx.so, symbol: f, stage: tool, kind: gpu_sync}\n",
+            "recipes[0].stage", "only span recipes"},
+           {"      - {library: libx.so, symbol: f, stage: tool, kind: launch}\n",
+            "recipes[0].kind", "expected one of span, gpu_sync, count"},
+           {"      - {library: libx.so, symbol: f, stage: 'two words'}\n", "recipes[0].stage",
+            "expected prompt"},
+           {"      - {library: libx.so, symbol: f, stage: "
+            "abcdefghijabcdefghijabcdefghijabc}\n",
+            "recipes[0].stage", "1-32"},
+           {"      - {library: lib/x.so, symbol: f, stage: tool}\n", "recipes[0].library",
+            "absolute"},
+           {"      - {library: libx.so, symbol: 'a b', stage: tool}\n", "recipes[0].symbol",
+            "ELF symbol"},
+           {"      - {library: libx.so, symbol: f, stage: tool, colour: red}\n",
+            "recipes[0].colour", "unknown key"},
+           {"      - just-a-string\n", "recipes[0]", "expected a mapping"},
+       }) {
+    const std::string e = error_of(head + c.item);
+    EXPECT_NE(e.find("t.yaml:4: probes.attrib." + c.key), std::string::npos) << e;
+    EXPECT_NE(e.find(c.words), std::string::npos) << e;
+  }
+  EXPECT_NE(error_of("probes:\n  attrib:\n    recipes: {a: b}\n").find("t.yaml:3: probes.attrib.recipes: expected a list"),
+            std::string::npos);
+  EXPECT_NE(error_of("probes:\n  attrib:\n    recipe_files: [rel.yaml]\n")
+                .find("t.yaml:3: probes.attrib.recipe_files[0]: expected an absolute path"),
+            std::string::npos);
+}
+
+TEST(RecipesConfig, RecipeFilesParseAndBadOnesAreSkippedWithAnError) {
+  EXPECT_EQ(parse_recipe_file("recipes:\n  - {library: a.so, symbol: f, kind: count}\n", "r.yaml")
+                .at(0)
+                .kind,
+            "count");
+  try {
+    parse_recipe_file("recipes:\n  - {library: a.so, symbol: f, kind: nope}\n", "r.yaml");
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("r.yaml:2: recipes[0].kind"), std::string::npos);
+  }
+  const std::string good = ::testing::TempDir() + "/good_recipes.yaml";
+  const std::string bad = ::testing::TempDir() + "/bad_recipes.yaml";
+  std::ofstream(good) << "recipes:\n  - {library: a.so, symbol: f, stage: tool}\n";
+  std::ofstream(bad) << "recipes:\n  - {library: a.so}\n";
+  AttribConfig config;
+  config.recipes.push_back({"b.so", "g", "prompt", "span", "x:1"});
+  config.recipe_files = {good, bad, "/nonexistent/r.yaml"};
+  std::vector<std::string> errors;
+  const auto recipes = load_recipes(config, errors);
+  ASSERT_EQ(recipes.size(), 2u);
+  EXPECT_EQ(recipes[0].symbol, "g");
+  EXPECT_EQ(recipes[1].source, good + ":2");
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find(bad + ":2: recipes[0].symbol: missing"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("/nonexistent/r.yaml: cannot read"), std::string::npos) << errors[1];
+}
+
+TEST(RecipesConfig, ShippedRecipeFilesParse) {
+  for (const char* name : {"llama_cpp", "onnxruntime", "pytorch", "faiss", "cuda", "python"}) {
+    const std::string path = std::string(INFERTRACE_SOURCE_DIR) + "/deploy/recipes/" + name + ".yaml";
+    AttribConfig config;
+    config.recipe_files = {path};
+    std::vector<std::string> errors;
+    const auto recipes = load_recipes(config, errors);
+    EXPECT_TRUE(errors.empty()) << path << ": " << ::testing::PrintToString(errors);
+    // python.yaml only documents why the interpreter has no recipes.
+    EXPECT_EQ(recipes.empty(), std::string(name) == "python") << path;
+  }
+}
+
+}  // namespace
+}  // namespace infertrace::core

@@ -1,0 +1,250 @@
+// The attribution aggregator: series per tenant/agent/stage, exemplars, folding, errors.
+#include <gtest/gtest.h>
+
+#include "core/stage_aggregator.h"
+
+namespace infertrace::core {
+namespace {
+
+const Sample* find(const MetricSet& m, const std::string& name, const Labels& want) {
+  for (const auto& f : m.families()) {
+    if (f.name != name) continue;
+    for (const auto& s : f.samples) {
+      bool all = true;
+      for (const auto& w : want) {
+        bool found = false;
+        for (const auto& l : s.labels) found = found || l == w;
+        all = all && found;
+      }
+      if (all) return &s;
+    }
+  }
+  return nullptr;
+}
+
+size_t count(const MetricSet& m, const std::string& name) {
+  for (const auto& f : m.families()) {
+    if (f.name == name) return f.samples.size();
+  }
+  return 0;
+}
+
+Identity who(const std::string& tenant, const std::string& trace = "") {
+  Identity id;
+  id.request_id = 1;
+  id.tenant = tenant;
+  id.agent = "rag";
+  id.trace_id = trace;
+  return id;
+}
+
+StageRecord stage(const std::string& tenant, const std::string& name, uint64_t wall_ns,
+                  const std::string& trace = "") {
+  StageRecord r;
+  r.id = who(tenant, trace);
+  r.stage = name;
+  r.kind = name == "generation" ? 3 : 6;
+  r.start_ns = 1'000'000;
+  r.end_ns = r.start_ns + wall_ns;
+  r.component_ns[static_cast<size_t>(Component::on_cpu)] = wall_ns / 4;
+  r.component_ns[static_cast<size_t>(Component::cpu_throttled)] = wall_ns - wall_ns / 4;
+  return r;
+}
+
+TEST(StageAggregator, StageDurationsComponentsAndExemplars) {
+  StageAggregator agg(10);
+  agg.set_clock_offset(1'700'000'000);
+  const std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  agg.add(stage("tenant-a", "generation", 100'000'000, trace));  // 100 ms
+  auto r = stage("tenant-a", "generation", 4'000'000);
+  r.page_cache_misses = 7;
+  agg.add(r);
+  MetricSet m;
+  agg.collect(m);
+
+  const Sample* h = find(m, "infertrace_stage_duration_seconds",
+                         {{"tenant", "tenant-a"}, {"agent", "rag"}, {"stage", "generation"}});
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->histogram.count, 2u);
+  EXPECT_NEAR(h->histogram.sum, 0.104, 1e-9);
+  ASSERT_EQ(h->histogram.exemplars.size(), h->histogram.buckets.size() + 1);
+  // The 100 ms observation's exemplar sits in the first bucket whose bound is >= 100 ms.
+  size_t with = 0;
+  for (size_t i = 0; i < h->histogram.exemplars.size(); ++i) {
+    const auto& e = h->histogram.exemplars[i];
+    if (!e) continue;
+    ++with;
+    EXPECT_EQ(e->labels.at(0), (std::pair<std::string, std::string>{"trace_id", trace}));
+    EXPECT_DOUBLE_EQ(e->value, 0.1);
+    ASSERT_LT(i, h->histogram.buckets.size());
+    EXPECT_GE(h->histogram.buckets[i].first, 0.1);
+    if (i > 0) {
+      EXPECT_LT(h->histogram.buckets[i - 1].first, 0.1);
+    }
+    EXPECT_NEAR(*e->timestamp, 1'700'000'000.101, 1e-3);
+  }
+  EXPECT_EQ(with, 1u);
+
+  EXPECT_NEAR(find(m, "infertrace_stage_time_seconds",
+                   {{"tenant", "tenant-a"}, {"component", "cpu_throttled"}})->value,
+              0.075 + 0.003, 1e-9);
+  // Every component has a series, zero or not.
+  EXPECT_EQ(count(m, "infertrace_stage_time_seconds"), kComponents);
+  EXPECT_EQ(find(m, "infertrace_stage_page_cache_misses", {{"tenant", "tenant-a"}})->value, 7);
+}
+
+TEST(StageAggregator, WorkerSpansAddTimeButNotStages) {
+  StageAggregator agg(10);
+  auto worker = stage("tenant-w", "generation", 50'000'000);
+  worker.flags = 1;  // ATTRIB_SPAN_WORKER
+  agg.add(worker);
+  auto aborted = stage("tenant-w", "generation", 10'000'000);
+  aborted.flags = 2;  // ATTRIB_SPAN_ABORTED
+  agg.add(aborted);
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_EQ(find(m, "infertrace_stage_duration_seconds", {{"tenant", "tenant-w"}}), nullptr);
+  EXPECT_NEAR(find(m, "infertrace_stage_time_seconds",
+                   {{"tenant", "tenant-w"}, {"component", "on_cpu"}})->value,
+              0.0125 + 0.0025, 1e-9);
+}
+
+TEST(StageAggregator, TenantsBeyondTopKFoldIntoOther) {
+  StageAggregator agg(2);
+  for (const char* t : {"a", "b", "c", "d"}) agg.add(stage(t, "generation", 1000));
+  agg.add(stage("c", "generation", 1000));
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"tenant", "a"}}), nullptr);
+  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"tenant", "b"}}), nullptr);
+  EXPECT_EQ(find(m, "infertrace_stage_duration_seconds", {{"tenant", "c"}}), nullptr);
+  const Sample* other =
+      find(m, "infertrace_stage_duration_seconds", {{"tenant", kOtherLabel}});
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->histogram.count, 3u);
+  EXPECT_EQ(agg.folded(), 2u);  // c and d, each counted once
+}
+
+TEST(StageAggregator, FreeStageNamesAreBoundedFixedOnesAreNot) {
+  StageAggregator agg(1);
+  agg.add(stage("t", "rerank", 1000));
+  agg.add(stage("t", "summarise", 1000));
+  agg.add(stage("t", "generation", 1000));
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"stage", "rerank"}}), nullptr);
+  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"stage", kOtherLabel}}), nullptr);
+  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"stage", "generation"}}), nullptr);
+}
+
+TEST(StageAggregator, RequestsOutcomesAndTokenTimes) {
+  StageAggregator agg(10);
+  RequestRecord r;
+  r.id = who("tenant-r", "0af7651916cd43dd8448eb211c80319c");
+  r.start_ns = 0;
+  r.end_ns = 2'000'000'000;
+  r.tokens = 5;
+  r.first_token_ns = 300'000'000;
+  r.last_token_ns = 700'000'000;
+  agg.add(r);
+  r.status = 3;
+  agg.add(r);
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_EQ(find(m, "infertrace_requests", {{"tenant", "tenant-r"}, {"status", "ok"}})->value, 1);
+  EXPECT_EQ(find(m, "infertrace_requests", {{"tenant", "tenant-r"}, {"status", "error"}})->value, 1);
+  const Sample* d = find(m, "infertrace_request_duration_seconds", {{"tenant", "tenant-r"}});
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->histogram.count, 2u);
+  const Sample* ttft = find(m, "infertrace_time_to_first_token_seconds", {{"tenant", "tenant-r"}});
+  ASSERT_NE(ttft, nullptr);
+  EXPECT_NEAR(ttft->histogram.sum, 0.6, 1e-9);
+  const Sample* tpot =
+      find(m, "infertrace_time_per_output_token_seconds", {{"tenant", "tenant-r"}});
+  ASSERT_NE(tpot, nullptr);
+  EXPECT_NEAR(tpot->histogram.sum, 0.2, 1e-9);  // (0.7 - 0.3) / 4, twice
+}
+
+TEST(StageAggregator, CacheLookupsAndHitAges) {
+  StageAggregator agg(10);
+  CacheRecord c;
+  c.id = who("tenant-c");
+  c.cache = "vectors";
+  for (int result : {0, 0, 1, 2}) {
+    c.result = result;
+    c.age_ns = 5'000'000'000;
+    agg.add(c);
+  }
+  MetricSet m;
+  agg.collect(m);
+  auto lookups = [&](const char* result) {
+    return find(m, "infertrace_cache_lookups", {{"cache", "vectors"}, {"result", result}})->value;
+  };
+  EXPECT_EQ(lookups("hit"), 2);
+  EXPECT_EQ(lookups("miss"), 1);
+  EXPECT_EQ(lookups("stale"), 1);
+  const Sample* age = find(m, "infertrace_cache_hit_age_seconds", {{"cache", "vectors"}});
+  ASSERT_NE(age, nullptr);
+  EXPECT_EQ(age->histogram.count, 3u);  // hits and stale hits, not the miss
+}
+
+TEST(StageAggregator, EntropyHistogram) {
+  StageAggregator agg(10);
+  for (double e : {0.02, 1.2, 1.2, 20.0}) agg.add(QualityRecord{who("tenant-q"), e});
+  MetricSet m;
+  agg.collect(m);
+  const Sample* h = find(m, "infertrace_output_entropy", {{"tenant", "tenant-q"}});
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->histogram.count, 4u);
+  EXPECT_EQ(h->histogram.buckets.front().second, 1u);  // <= 0.05
+  EXPECT_EQ(h->histogram.buckets.back().second, 3u);   // <= 10: all but 20
+}
+
+TEST(StageAggregator, ErrorsMergeKernelAndUserCountsOncePerRequest) {
+  StageAggregator agg(10);
+  agg.set_kernel_errors({{"stage_end_without_begin", 3}, {"bad_trace_id", 1}});
+  RequestRecord r;
+  r.id = who(kInvalidLabel);
+  r.id.invalid_utf8 = true;
+  r.id.bad_trace_id = true;
+  agg.add(r);
+  auto s = stage(kInvalidLabel, "generation", 10);
+  s.id.invalid_utf8 = true;
+  agg.add(s);  // the request's stages do not count it again
+  agg.count_error(kErrorRequestNotEnded, 2);
+  MetricSet m;
+  agg.collect(m);
+  auto errors = [&](const char* kind) {
+    return find(m, "infertrace_sdk_errors", {{"kind", kind}})->value;
+  };
+  EXPECT_EQ(errors("stage_end_without_begin"), 3);
+  EXPECT_EQ(errors("bad_trace_id"), 2);
+  EXPECT_EQ(errors("invalid_utf8"), 1);
+  EXPECT_EQ(errors("request_not_ended"), 2);
+  EXPECT_EQ(errors("exit_mid_stage"), 0);  // every kind is exported
+}
+
+TEST(StageAggregator, LayersFoldAndStayMonotonic) {
+  StageAggregator agg(1);
+  LayerTotals t;
+  t.slots[20] = 3;
+  t.sum_ns = 3u << 20;
+  agg.set_layers({{{0, 8}, t}, {{1, 8}, t}});
+  MetricSet m;
+  agg.collect(m);
+  const Sample* kept = find(m, "infertrace_layer_duration_seconds", {{"layer", "0"}, {"batch_size", "8"}});
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->histogram.count, 3u);
+  const Sample* other = find(m, "infertrace_layer_duration_seconds", {{"layer", kOtherLabel}});
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->histogram.count, 3u);
+  // The folded pair disappears from the kernel map: "__other__" keeps its count.
+  agg.set_layers({{{0, 8}, t}});
+  MetricSet again;
+  agg.collect(again);
+  EXPECT_EQ(find(again, "infertrace_layer_duration_seconds", {{"layer", kOtherLabel}})->histogram.count,
+            3u);
+}
+
+}  // namespace
+}  // namespace infertrace::core

@@ -1,0 +1,219 @@
+// Decoding of the attribution family's ring-buffer records: labels, UTF-8, trace ids, sums.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <span>
+
+#include "bpf/attrib.h"
+#include "core/stage_record.h"
+
+namespace infertrace::core {
+namespace {
+
+template <typename T>
+std::span<const std::byte> bytes(const T& raw) {
+  return {reinterpret_cast<const std::byte*>(&raw), sizeof raw};
+}
+
+attrib_identity identity(const char* tenant, const char* agent, const char* trace = "") {
+  attrib_identity id{};
+  id.request_id = 42;
+  id.tgid = 7;
+  std::strncpy(id.tenant, tenant, sizeof id.tenant - 1);
+  std::strncpy(id.agent, agent, sizeof id.agent - 1);
+  std::strncpy(id.trace_id, trace, sizeof id.trace_id - 1);
+  return id;
+}
+
+attrib_stage_record stage(uint32_t kind, const char* name, uint64_t wall_ns) {
+  attrib_stage_record r{};
+  r.hdr.type = ATTRIB_REC_STAGE;
+  r.hdr.tid = 9;
+  r.id = identity("tenant-a", "rag", "4BF92F3577B34DA6A3CE929D0E0E4736");
+  r.span.start_ns = 1000;
+  r.span.end_ns = 1000 + wall_ns;
+  r.span.stage_kind = kind;
+  std::strncpy(r.span.stage_name, name, sizeof r.span.stage_name - 1);
+  return r;
+}
+
+TEST(StageRecordUtf8, AcceptsValidAndRejectsMalformedSequences) {
+  EXPECT_TRUE(valid_utf8("tenant-a"));
+  EXPECT_TRUE(valid_utf8("caf\xc3\xa9"));                 // é
+  EXPECT_TRUE(valid_utf8("\xe6\x97\xa5\xe6\x9c\xac"));     // 日本
+  EXPECT_TRUE(valid_utf8("\xf0\x9f\x98\x80"));             // an emoji
+  EXPECT_FALSE(valid_utf8("\xff\xfe"));
+  EXPECT_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(valid_utf8("\xe0\x80\xaf"));      // overlong, three bytes
+  EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));      // UTF-16 surrogate
+  EXPECT_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(valid_utf8("ab\xe6\x97"));        // cut short
+  EXPECT_FALSE(valid_utf8("a\x80"));             // stray continuation byte
+}
+
+TEST(StageRecordUtf8, TrimsOnlyAnIncompleteTrailingSequence) {
+  EXPECT_EQ(trim_partial_utf8("abc\xe6\x97"), "abc");
+  EXPECT_EQ(trim_partial_utf8("ab\xf0\x9f"), "ab");
+  EXPECT_EQ(trim_partial_utf8("abc\xe6\x97\xa5"), "abc\xe6\x97\xa5");
+  EXPECT_EQ(trim_partial_utf8("abc"), "abc");
+  EXPECT_EQ(trim_partial_utf8(""), "");
+}
+
+TEST(StageRecordLabels, SubstitutesUnknownAndInvalidValues) {
+  bool invalid = false;
+  EXPECT_EQ(label_value("", false, &invalid), kUnknownLabel);
+  EXPECT_FALSE(invalid);
+  EXPECT_EQ(label_value("\xff-x", false, &invalid), kInvalidLabel);
+  EXPECT_TRUE(invalid);
+  invalid = false;
+  // A tenant cut by the kernel in the middle of a character keeps its whole characters.
+  EXPECT_EQ(label_value("t\xc3\xa9\xc3", true, &invalid), "t\xc3\xa9");
+  EXPECT_FALSE(invalid);
+  EXPECT_EQ(label_value("t\xc3\xa9\xc3", false, &invalid), kInvalidLabel);
+}
+
+TEST(StageRecordLabels, NamesStagesByKindOrByTheirFreeName) {
+  const char* fixed[] = {"prompt", "embedding", "retrieval", "generation", "tool", "response"};
+  for (uint32_t k = 0; k < 6; ++k) EXPECT_EQ(stage_label(k, "ignored", false, nullptr), fixed[k]);
+  EXPECT_EQ(stage_label(ATTRIB_STAGE_OTHER, "rerank", false, nullptr), "rerank");
+  EXPECT_EQ(stage_label(ATTRIB_STAGE_OTHER, "", false, nullptr), "other");
+  EXPECT_EQ(stage_label(ATTRIB_STAGE_NONE, "", false, nullptr), "none");
+  bool invalid = false;
+  EXPECT_EQ(stage_label(ATTRIB_STAGE_OTHER, "\xfe", false, &invalid), kInvalidLabel);
+  EXPECT_TRUE(invalid);
+}
+
+TEST(StageRecordTraceId, NormalisesW3cTraceIds) {
+  EXPECT_EQ(normalize_trace_id("4BF92F3577B34DA6A3CE929D0E0E4736"),
+            "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_FALSE(normalize_trace_id("4bf92f3577b34da6a3ce929d0e0e473"));    // 31 digits
+  EXPECT_FALSE(normalize_trace_id("4bf92f3577b34da6a3ce929d0e0e473g"));   // not hex
+  EXPECT_FALSE(normalize_trace_id(std::string(32, '0')));                 // all zero
+  EXPECT_FALSE(normalize_trace_id(""));
+}
+
+TEST(StageRecordDecode, UnattributedIsWhatTheMeasuredComponentsLeaveOfTheWallTime) {
+  auto raw = stage(ATTRIB_STAGE_OTHER - 3, "generation", 1000);
+  raw.span.component_ns[ATTRIB_ON_CPU] = 600;
+  raw.span.component_ns[ATTRIB_CPU_THROTTLED] = 300;
+  raw.span.page_cache_misses = 5;
+  const auto rec = decode_record(bytes(raw));
+  ASSERT_TRUE(rec);
+  const auto& s = std::get<StageRecord>(*rec);
+  EXPECT_EQ(s.stage, "generation");
+  EXPECT_EQ(s.id.tenant, "tenant-a");
+  EXPECT_EQ(s.id.agent, "rag");
+  EXPECT_EQ(s.id.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(s.wall_ns(), 1000u);
+  EXPECT_EQ(s.measured_ns(), 900u);
+  EXPECT_EQ(s.component_ns[static_cast<size_t>(Component::unattributed)], 100u);
+  EXPECT_EQ(s.largest(), Component::on_cpu);
+  EXPECT_EQ(s.page_cache_misses, 5u);
+  uint64_t sum = 0;
+  for (uint64_t v : s.component_ns) sum += v;
+  EXPECT_EQ(sum, s.wall_ns());
+
+  raw.span.component_ns[ATTRIB_RUNQUEUE] = 400;  // more than the wall time (clock skew)
+  const auto over = std::get<StageRecord>(*decode_record(bytes(raw)));
+  EXPECT_EQ(over.component_ns[static_cast<size_t>(Component::unattributed)], 0u);
+}
+
+TEST(StageRecordDecode, FlagsUnknownRequestsWorkersAndAbortedStages) {
+  auto raw = stage(1, "embedding", 10);
+  raw.id.flags = ATTRIB_ID_NO_REQUEST;
+  raw.span.flags = ATTRIB_SPAN_WORKER | ATTRIB_SPAN_ABORTED;
+  const auto s = std::get<StageRecord>(*decode_record(bytes(raw)));
+  EXPECT_FALSE(s.id.known_request);
+  EXPECT_EQ(s.id.tenant, kUnknownLabel);
+  EXPECT_EQ(s.id.agent, kUnknownLabel);
+  EXPECT_TRUE(s.worker());
+  EXPECT_TRUE(s.aborted());
+}
+
+TEST(StageRecordDecode, ReportsBadStringsWithoutFailing) {
+  auto raw = stage(ATTRIB_STAGE_OTHER, "\xff-name", 10);
+  raw.id = identity("\xff\xfe", "rag", "xyz");
+  const auto s = std::get<StageRecord>(*decode_record(bytes(raw)));
+  EXPECT_EQ(s.id.tenant, kInvalidLabel);
+  EXPECT_TRUE(s.id.invalid_utf8);
+  EXPECT_TRUE(s.id.bad_trace_id);
+  EXPECT_TRUE(s.id.trace_id.empty());
+  EXPECT_EQ(s.stage, kInvalidLabel);
+  EXPECT_TRUE(s.invalid_name);
+
+  // A field without its NUL (written by a buggy or hostile producer) is read to its end only.
+  std::memset(raw.id.tenant, 'x', sizeof raw.id.tenant);
+  const auto full = std::get<StageRecord>(*decode_record(bytes(raw)));
+  EXPECT_EQ(full.id.tenant, std::string(sizeof raw.id.tenant, 'x'));
+}
+
+TEST(StageRecordDecode, RejectsShortAndUnknownRecords) {
+  auto raw = stage(0, "prompt", 10);
+  EXPECT_FALSE(decode_record(bytes(raw).first(sizeof raw - 8)));
+  EXPECT_FALSE(decode_record(bytes(raw).first(4)));
+  raw.hdr.type = 99;
+  EXPECT_FALSE(decode_record(bytes(raw)));
+}
+
+TEST(StageRecordDecode, RequestsCarryTokenTimings) {
+  attrib_request_record raw{};
+  raw.hdr.type = ATTRIB_REC_REQUEST;
+  raw.id = identity("tenant-b", "rag");
+  raw.start_ns = 1'000'000'000;
+  raw.end_ns = 3'000'000'000;
+  raw.status = 5;
+  raw.tokens = 11;
+  raw.first_token_ns = 1'500'000'000;
+  raw.last_token_ns = 2'500'000'000;
+  const auto r = std::get<RequestRecord>(*decode_record(bytes(raw)));
+  EXPECT_DOUBLE_EQ(r.duration_seconds(), 2.0);
+  EXPECT_DOUBLE_EQ(*r.time_to_first_token(), 0.5);
+  EXPECT_DOUBLE_EQ(*r.time_per_output_token(), 0.1);
+  EXPECT_EQ(r.status, 5);
+
+  raw.tokens = 1;
+  const auto one = std::get<RequestRecord>(*decode_record(bytes(raw)));
+  EXPECT_TRUE(one.time_to_first_token());
+  EXPECT_FALSE(one.time_per_output_token());
+  raw.tokens = 0;
+  raw.first_token_ns = 0;
+  EXPECT_FALSE(std::get<RequestRecord>(*decode_record(bytes(raw))).time_to_first_token());
+}
+
+TEST(StageRecordDecode, CacheQualityAndProcessRecords) {
+  attrib_cache_record cache{};
+  cache.hdr.type = ATTRIB_REC_CACHE;
+  cache.id = identity("tenant-c", "rag");
+  std::strcpy(cache.cache, "vectors");
+  cache.result = 2;
+  cache.age_ns = 1234;
+  const auto c = std::get<CacheRecord>(*decode_record(bytes(cache)));
+  EXPECT_EQ(c.cache, "vectors");
+  EXPECT_EQ(c.result, 2);
+  EXPECT_EQ(c.age_ns, 1234u);
+
+  attrib_quality_record q{};
+  q.hdr.type = ATTRIB_REC_QUALITY;
+  q.id = identity("tenant-c", "rag");
+  q.entropy_micro = 2'500'000;
+  EXPECT_DOUBLE_EQ(std::get<QualityRecord>(*decode_record(bytes(q))).entropy, 2.5);
+
+  attrib_process_record p{};
+  p.hdr.type = ATTRIB_REC_EXEC;
+  p.hdr.tid = 1234;
+  const auto e = std::get<ProcessRecord>(*decode_record(bytes(p)));
+  EXPECT_TRUE(e.exec);
+  EXPECT_EQ(e.pid, 1234u);
+  p.hdr.type = ATTRIB_REC_PROCESS_EXIT;
+  EXPECT_FALSE(std::get<ProcessRecord>(*decode_record(bytes(p))).exec);
+}
+
+TEST(StageRecordDecode, NamesEveryKernelErrorKind) {
+  EXPECT_EQ(kernel_error_kinds(), static_cast<size_t>(ATTRIB_KERNEL_ERRORS));
+  EXPECT_STREQ(kernel_error_name(ATTRIB_ERR_STAGE_END_WITHOUT_BEGIN), "stage_end_without_begin");
+  EXPECT_STREQ(kernel_error_name(ATTRIB_ERR_BAD_TRACE_ID), "bad_trace_id");
+  EXPECT_STREQ(kernel_error_name(1000), "unknown");
+}
+
+}  // namespace
+}  // namespace infertrace::core
