@@ -21,15 +21,15 @@
  * per switch or wakeup.
  *
  * Layout: attrib_context.bpf.h (context, maps, counters), attrib_sched.bpf.h (off-CPU
- * classification), attrib_span.bpf.h (spans and records), attrib_memory.bpf.h (page cache);
- * the programs are here. */
+ * classification), attrib_span.bpf.h (spans and records), page_cache.bpf.h (page-cache
+ * helpers shared with the memory family); the programs are here. */
 #include "common.bpf.h"
 
 #define BPF_USDT_MAX_SPEC_CNT 1024 /* USDT call sites attached at once, over all binaries */
 #include <bpf/usdt.bpf.h>
 
 #include "attrib_context.bpf.h"
-#include "attrib_memory.bpf.h"
+#include "page_cache.bpf.h"
 #include "attrib_span.bpf.h"
 #include "attrib_recipe.bpf.h"
 
