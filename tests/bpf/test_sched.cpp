@@ -151,10 +151,21 @@ TEST_F(SchedTest, RunqueueLengthIsSampledOnEveryCpu) {
   probe->tick(ctx);
   spawn_child(&hogs, 0);
   spawn_child(&hogs, 0);
-  std::this_thread::sleep_for(1500ms);
-  const auto m = scrape();
-
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  // 200 Hz gives hundreds of samples a second per CPU; a busy 2-CPU VM can still starve one
+  // CPU's timer for a while, so wait (up to 6 s) until every CPU has reported.
+  auto every_cpu_sampled = [&](const core::MetricSet& set) {
+    for (long cpu = 0; cpu < cpus; ++cpu) {
+      if (count(set, kRunqlen, {{"cpu", std::to_string(cpu)}}) == 0) return false;
+    }
+    return true;
+  };
+  std::this_thread::sleep_for(1500ms);
+  auto m = scrape();
+  for (int i = 0; i < 18 && !every_cpu_sampled(m); ++i) {
+    std::this_thread::sleep_for(250ms);
+    m = scrape();
+  }
   ASSERT_EQ(samples_of(m, kRunqlen).size(), static_cast<size_t>(cpus));
   for (long cpu = 0; cpu < cpus; ++cpu) {
     EXPECT_GT(count(m, kRunqlen, {{"cpu", std::to_string(cpu)}}), 0u) << "cpu " << cpu;
