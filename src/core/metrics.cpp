@@ -32,4 +32,20 @@ void MetricSet::add_histogram(const std::string& name, const std::string& help, 
   family(name, MetricType::Histogram, help, unit).samples.push_back(std::move(s));
 }
 
+const Sample* MetricSet::find(const std::string& name, const Labels& want) const {
+  for (const auto& f : families_) {
+    if (f.name != name) continue;
+    for (const auto& s : f.samples) {
+      bool all = true;
+      for (const auto& w : want) {
+        bool found = false;
+        for (const auto& l : s.labels) found = found || l == w;
+        all = all && found;
+      }
+      if (all) return &s;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace infertrace::core

@@ -60,6 +60,9 @@ class MetricSet {
   void add_histogram(const std::string& name, const std::string& help, Labels labels,
                      HistogramData data, const std::string& unit = "seconds");
 
+  // The first sample of family `name` whose labels include all of `want`; nullptr if none.
+  const Sample* find(const std::string& name, const Labels& want) const;
+
   const std::vector<MetricFamily>& families() const { return families_; }
   std::vector<MetricFamily>& families() { return families_; }
 

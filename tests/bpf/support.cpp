@@ -104,19 +104,7 @@ void stop_child(pid_t pid) {
 
 const core::Sample* find_sample(const core::MetricSet& set, const std::string& name,
                                 const core::Labels& want) {
-  for (const auto& f : set.families()) {
-    if (f.name != name) continue;
-    for (const auto& s : f.samples) {
-      bool all = true;
-      for (const auto& w : want) {
-        bool found = false;
-        for (const auto& l : s.labels) found = found || l == w;
-        all = all && found;
-      }
-      if (all) return &s;
-    }
-  }
-  return nullptr;
+  return set.find(name, want);
 }
 
 std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::string& name) {

@@ -7,19 +7,7 @@ namespace infertrace::core {
 namespace {
 
 const Sample* find(const MetricSet& m, const std::string& name, const Labels& want) {
-  for (const auto& f : m.families()) {
-    if (f.name != name) continue;
-    for (const auto& s : f.samples) {
-      bool all = true;
-      for (const auto& w : want) {
-        bool found = false;
-        for (const auto& l : s.labels) found = found || l == w;
-        all = all && found;
-      }
-      if (all) return &s;
-    }
-  }
-  return nullptr;
+  return m.find(name, want);
 }
 
 size_t count(const MetricSet& m, const std::string& name) {
