@@ -1,0 +1,103 @@
+#include "core/glitch_detector.h"
+
+#include <stdexcept>
+
+namespace infertrace::core {
+
+const char* glitch_reason_name(GlitchReason r) {
+  switch (r) {
+    case GlitchReason::none: return "none";
+    case GlitchReason::over_slo: return "over_slo";
+    case GlitchReason::over_p99: return "over_p99";
+    case GlitchReason::both: return "both";
+  }
+  return "none";
+}
+
+GlitchDetector::GlitchDetector(GlitchConfig config) : config_(std::move(config)) {
+  if (config_.p99_factor <= 0) throw std::invalid_argument("GlitchConfig: p99_factor must be > 0");
+}
+
+uint64_t GlitchDetector::slo_for(const std::string& stage) const {
+  if (stage == kRequestStage) return config_.request_slo_ns;
+  auto it = config_.stage_slo_ns_by_stage.find(stage);
+  return it != config_.stage_slo_ns_by_stage.end() ? it->second : config_.stage_slo_ns;
+}
+
+GlitchDetector::Series* GlitchDetector::series_for(const std::string& tenant,
+                                                   const std::string& stage) {
+  auto key = std::make_pair(tenant, stage);
+  auto it = series_.find(key);
+  if (it != series_.end()) return &it->second;
+  if (series_.size() >= config_.max_series) {
+    untracked_++;
+    return nullptr;
+  }
+  Series fresh{StreamingQuantile(config_.window_interval_ns, config_.window_intervals),
+               ComponentProfile(config_.profile_horizon)};
+  return &series_.emplace(std::move(key), std::move(fresh)).first->second;
+}
+
+GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns,
+                                  uint64_t now_ns) const {
+  GlitchCheck c;
+  c.wall_ns = wall_ns;
+  c.slo_ns = slo_ns;
+  bool over_slo = wall_ns > slo_ns;
+  bool over_p99 = false;
+  // The threshold comes from the window before this sample, so it cannot vouch for itself.
+  if (s != nullptr && s->window.count(now_ns) >= config_.min_samples) {
+    c.p99_ns = s->window.quantile(now_ns, 0.99);
+    over_p99 = static_cast<double>(wall_ns) > config_.p99_factor * static_cast<double>(*c.p99_ns);
+  }
+  if (over_slo && over_p99) c.reason = GlitchReason::both;
+  else if (over_slo) c.reason = GlitchReason::over_slo;
+  else if (over_p99) c.reason = GlitchReason::over_p99;
+  return c;
+}
+
+std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, const EvidenceHints& hints) {
+  return observe(r, r.end_ns, hints);
+}
+
+std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, uint64_t now_ns,
+                                              const EvidenceHints& hints) {
+  Series* s = series_for(r.id.tenant, r.stage);
+  GlitchCheck c = check(s, r.wall_ns(), slo_for(r.stage), now_ns);
+  std::optional<Glitch> out;
+  if (c.glitch()) {
+    // Explain against the profile as it stood before this record.
+    out = Glitch{r.id.tenant, r.id.agent, r.stage, r.id.trace_id, c,
+                 explain(r, s ? &s->profile : nullptr, hints)};
+  }
+  if (s != nullptr) {
+    s->window.add(now_ns, r.wall_ns());
+    if (!c.glitch()) s->profile.add(r);  // glitches would teach the profile their own fault
+  }
+  return out;
+}
+
+std::optional<Glitch> GlitchDetector::observe(const RequestRecord& r) {
+  uint64_t wall = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
+  Series* s = series_for(r.id.tenant, kRequestStage);
+  GlitchCheck c = check(s, wall, config_.request_slo_ns, r.end_ns);
+  if (s != nullptr) s->window.add(r.end_ns, wall);
+  if (!c.glitch()) return std::nullopt;
+  Verdict v;
+  v.evidence = std::string(kRequestStage) + " " + format_duration(wall);
+  return Glitch{r.id.tenant, r.id.agent, kRequestStage, r.id.trace_id, c, std::move(v)};
+}
+
+const ComponentProfile* GlitchDetector::profile(const std::string& tenant,
+                                                const std::string& stage) const {
+  auto it = series_.find({tenant, stage});
+  return it == series_.end() ? nullptr : &it->second.profile;
+}
+
+const StreamingQuantile* GlitchDetector::window(const std::string& tenant,
+                                                const std::string& stage) const {
+  auto it = series_.find({tenant, stage});
+  return it == series_.end() ? nullptr : &it->second.window;
+}
+
+}  // namespace infertrace::core

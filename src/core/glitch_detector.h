@@ -1,0 +1,82 @@
+// Decides which stages and requests were glitches: slower than their SLO, or far above their
+// own recent P99 (per tenant and stage, once the window has enough samples). Learns each
+// (tenant, stage)'s normal component profile from the non-glitch stages and explains each
+// glitch with a Verdict. Pure: no I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "core/stage_record.h"
+#include "core/streaming_quantile.h"
+#include "core/verdict.h"
+
+namespace infertrace::core {
+
+struct GlitchConfig {
+  uint64_t request_slo_ns = 800'000'000;
+  uint64_t stage_slo_ns = 200'000'000;             // default for stages not listed below
+  std::map<std::string, uint64_t> stage_slo_ns_by_stage;  // stage name -> SLO
+  double p99_factor = 2.0;     // glitch when wall > factor x recent P99 ...
+  uint64_t min_samples = 50;   // ... once the window holds this many samples
+  uint64_t window_interval_ns = 10'000'000'000;  // P99 window: 6 x 10 s
+  size_t window_intervals = 6;
+  size_t max_series = 4096;    // (tenant, stage) pairs tracked; beyond, SLO checks only
+  uint64_t profile_horizon = 1000;
+};
+
+enum class GlitchReason : uint8_t { none, over_slo, over_p99, both };
+const char* glitch_reason_name(GlitchReason r);
+
+struct GlitchCheck {
+  GlitchReason reason = GlitchReason::none;
+  uint64_t wall_ns = 0;
+  uint64_t slo_ns = 0;
+  std::optional<uint64_t> p99_ns;  // the window's P99 before this sample, when trusted
+  bool glitch() const { return reason != GlitchReason::none; }
+};
+
+struct Glitch {
+  std::string tenant, agent, stage, trace_id;
+  GlitchCheck check;
+  Verdict verdict;
+};
+
+class GlitchDetector {
+ public:
+  static constexpr const char* kRequestStage = "request";
+
+  explicit GlitchDetector(GlitchConfig config = {});
+
+  // Checks the stage against its thresholds, then adds it to the window (and, when normal, to
+  // the profile). `now_ns` is the record's end time unless the caller says otherwise.
+  std::optional<Glitch> observe(const StageRecord& r, const EvidenceHints& hints = {});
+  std::optional<Glitch> observe(const StageRecord& r, uint64_t now_ns, const EvidenceHints& hints);
+  // A whole request: same rules with the request SLO, windowed per tenant under stage
+  // "request"; no components, so the verdict only carries the duration.
+  std::optional<Glitch> observe(const RequestRecord& r);
+
+  uint64_t slo_for(const std::string& stage) const;
+  const ComponentProfile* profile(const std::string& tenant, const std::string& stage) const;
+  const StreamingQuantile* window(const std::string& tenant, const std::string& stage) const;
+  size_t series() const { return series_.size(); }
+  uint64_t untracked() const { return untracked_; }  // samples refused for lack of room
+
+ private:
+  struct Series {
+    StreamingQuantile window;
+    ComponentProfile profile;
+  };
+  Series* series_for(const std::string& tenant, const std::string& stage);
+  GlitchCheck check(Series* s, uint64_t wall_ns, uint64_t slo_ns, uint64_t now_ns) const;
+
+  GlitchConfig config_;
+  std::map<std::pair<std::string, std::string>, Series> series_;
+  uint64_t untracked_ = 0;
+};
+
+}  // namespace infertrace::core

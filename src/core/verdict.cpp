@@ -1,0 +1,107 @@
+#include "core/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace infertrace::core {
+
+void ComponentProfile::add(const StageRecord& r) {
+  uint64_t wall = r.wall_ns();
+  if (wall == 0) return;  // no shape to learn from
+  if (samples_ < horizon_) samples_++;
+  double weight = 1.0 / static_cast<double>(samples_);
+  mean_wall_ns_ += (static_cast<double>(wall) - mean_wall_ns_) * weight;
+  for (size_t c = 0; c < kComponents; c++) {
+    double f = static_cast<double>(r.component_ns[c]) / static_cast<double>(wall);
+    fractions_[c] += (f - fractions_[c]) * weight;
+  }
+}
+
+std::string format_duration(uint64_t ns) {
+  double v = static_cast<double>(ns);
+  auto three = [](double x, const char* unit) {
+    return x < 999.5 ? fmt::format("{:.3g} {}", x, unit) : fmt::format("{:.0f} {}", x, unit);
+  };
+  if (v >= 999.5e6) return three(v / 1e9, "s");
+  if (v >= 999.5e3) return three(v / 1e6, "ms");
+  return three(v / 1e3, "us");
+}
+
+std::string format_count(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); i++) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+namespace {
+
+// What the caller (or the record itself) knows about why this component was slow.
+std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hints) {
+  switch (c) {
+    case Component::cpu_throttled:
+      if (hints.throttled_periods) return format_count(*hints.throttled_periods) + " throttled periods";
+      break;
+    case Component::runqueue:
+      if (hints.preempting_cgroup) return "preempted by " + *hints.preempting_cgroup;
+      break;
+    case Component::block_io:
+      if (r.page_cache_misses > 0) return format_count(r.page_cache_misses) + " page-cache misses";
+      break;
+    case Component::network:
+      if (hints.peer) return "peer " + *hints.peer;
+      break;
+    case Component::lock:
+      if (hints.lock_name) return "contended " + *hints.lock_name;
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+Verdict explain(const StageRecord& r, const ComponentProfile* normal, const EvidenceHints& hints,
+                const VerdictOptions& options) {
+  Verdict v;
+  uint64_t wall = r.wall_ns();
+  bool history = normal != nullptr && normal->samples() > 0;
+  std::vector<Culprit> all;
+  double total_excess = 0;
+  for (size_t c = 0; c < kComponents; c++) {
+    auto comp = static_cast<Component>(c);
+    double actual = static_cast<double>(r.component_ns[c]);
+    // Expected: the normal stage's time in this component (not a share of this slow stage's
+    // wall time, which would hide a component that grew along with the total).
+    double expected = history ? normal->fraction(comp) * normal->mean_wall_ns() : 0.0;
+    double excess = actual - expected;
+    if (excess <= 0 || r.component_ns[c] == 0) continue;
+    total_excess += excess;
+    all.push_back({comp, r.component_ns[c],
+                   wall ? actual / static_cast<double>(wall) : 0.0, excess});
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Culprit& a, const Culprit& b) { return a.excess_ns > b.excess_ns; });
+  for (const auto& c : all) {
+    if (v.culprits.size() >= options.max_culprits) break;
+    if (!v.culprits.empty() && c.excess_ns < options.secondary_share * total_excess) break;
+    v.culprits.push_back(c);
+  }
+
+  v.evidence = fmt::format("{} {}", r.stage, format_duration(wall));
+  for (const auto& c : v.culprits) {
+    v.evidence += fmt::format(", {:.0f}% {}", std::round(c.share_of_wall * 100),
+                              kComponentNames[static_cast<size_t>(c.component)]);
+    std::string extra = extra_for(c.component, r, hints);
+    if (!extra.empty()) v.evidence += ": " + extra;
+  }
+  return v;
+}
+
+}  // namespace infertrace::core

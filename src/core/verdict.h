@@ -1,0 +1,74 @@
+// Why a glitch was slow: the component(s) whose time exceeds what the stage normally spends
+// in them, with a one-line human evidence string, e.g.
+//   "generation 1.42 s, 63% cpu_throttled: 12 throttled periods"
+//   "retrieval 480 ms, 71% block_io: 1,240 page-cache misses"
+//   "tool 2.1 s, 95% network: peer 10.0.0.7:443"
+// Pure: no I/O.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/stage_record.h"
+
+namespace infertrace::core {
+
+// The normal shape of a (tenant, stage): mean wall time and mean fraction of it per component
+// over non-glitch stages. The mean is cumulative until `horizon` samples, then exponentially
+// weighted (weight 1/horizon), so it follows slow drift in bounded memory.
+class ComponentProfile {
+ public:
+  explicit ComponentProfile(uint64_t horizon = 1000) : horizon_(horizon ? horizon : 1) {}
+  void add(const StageRecord& r);
+  uint64_t samples() const { return samples_; }
+  double mean_wall_ns() const { return mean_wall_ns_; }
+  double fraction(Component c) const { return fractions_[static_cast<size_t>(c)]; }
+
+ private:
+  uint64_t horizon_;
+  uint64_t samples_ = 0;
+  double mean_wall_ns_ = 0;
+  std::array<double, kComponents> fractions_{};
+};
+
+// Extra evidence the caller may know from other probes; each is appended to the component it
+// explains when that component is named in the verdict.
+struct EvidenceHints {
+  std::optional<uint64_t> throttled_periods;     // cpu_throttled: CFS periods throttled
+  std::optional<std::string> preempting_cgroup;  // runqueue: who held the CPU
+  std::optional<std::string> peer;               // network: the remote end
+  std::optional<std::string> lock_name;          // lock: what was contended
+};
+
+struct Culprit {
+  Component component;
+  uint64_t ns = 0;         // time in the component during this stage
+  double share_of_wall = 0;  // ns / wall time
+  double excess_ns = 0;    // ns minus what the normal profile predicts
+};
+
+struct Verdict {
+  std::vector<Culprit> culprits;  // largest excess first; empty when nothing stands out
+  std::string evidence;
+};
+
+struct VerdictOptions {
+  // Secondary culprits are named when their excess is at least this share of the total.
+  double secondary_share = 0.25;
+  size_t max_culprits = 2;
+};
+
+// Attributes the stage's excess over `normal` (nullptr or empty: no history, so the largest
+// components are the culprits) to its components.
+Verdict explain(const StageRecord& r, const ComponentProfile* normal,
+                const EvidenceHints& hints = {}, const VerdictOptions& options = {});
+
+// "1.42 s", "480 ms", "35 us": three significant digits.
+std::string format_duration(uint64_t ns);
+// 1240 -> "1,240".
+std::string format_count(uint64_t n);
+
+}  // namespace infertrace::core

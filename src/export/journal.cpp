@@ -1,0 +1,304 @@
+#include "export/journal.h"
+
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+namespace infertrace::exporter {
+namespace {
+
+// Schema v1. A column per component keeps queries like "sum of runqueue by tenant" plain SQL.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO meta VALUES('last_batch', 0);
+CREATE TABLE glitches(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  batch INTEGER NOT NULL,
+  time_ns INTEGER NOT NULL,
+  tenant TEXT NOT NULL, agent TEXT NOT NULL, stage TEXT NOT NULL,
+  wall_s REAL NOT NULL,
+  on_cpu_s REAL NOT NULL, runqueue_s REAL NOT NULL, cpu_throttled_s REAL NOT NULL,
+  block_io_s REAL NOT NULL, network_s REAL NOT NULL, lock_s REAL NOT NULL,
+  gpu_s REAL NOT NULL, sleep_s REAL NOT NULL, unattributed_s REAL NOT NULL,
+  page_cache_misses INTEGER NOT NULL,
+  cause TEXT NOT NULL, verdict TEXT NOT NULL, evidence TEXT NOT NULL, trace_id TEXT NOT NULL);
+CREATE INDEX glitches_time ON glitches(time_ns);
+CREATE INDEX glitches_tenant_time ON glitches(tenant, time_ns);
+CREATE INDEX glitches_stage_time ON glitches(stage, time_ns);
+)sql";
+
+constexpr const char* kColumns =
+    "id, batch, time_ns, tenant, agent, stage, wall_s, on_cpu_s, runqueue_s, cpu_throttled_s, "
+    "block_io_s, network_s, lock_s, gpu_s, sleep_s, unattributed_s, page_cache_misses, cause, "
+    "verdict, evidence, trace_id";
+
+struct StmtDeleter {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
+
+std::string column_text(sqlite3_stmt* s, int col) {
+  const auto* text = sqlite3_column_text(s, col);
+  return text ? std::string(reinterpret_cast<const char*>(text),
+                            static_cast<size_t>(sqlite3_column_bytes(s, col)))
+              : std::string();
+}
+
+void bind_text(sqlite3_stmt* s, int index, const std::string& value) {
+  sqlite3_bind_text(s, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+}
+
+}  // namespace
+
+Journal::Journal(std::string path, JournalLimits limits)
+    : path_(std::move(path)), limits_(limits) {
+  if (limits_.max_age.count() <= 0 || limits_.max_rows < 0 || limits_.max_bytes < 0)
+    throw std::invalid_argument(
+        fmt::format("journal {}: max_age must be > 0, max_rows and max_bytes >= 0", path_));
+  if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw JournalError(fmt::format("journal {}: cannot open: {}", path_, why));
+  }
+  try {
+    sqlite3_busy_timeout(db_, 5000);
+    // auto_vacuum only takes effect before the first table exists; pruned pages then shrink the file.
+    exec("PRAGMA auto_vacuum=INCREMENTAL");
+    Stmt wal(prepare("PRAGMA journal_mode=WAL"));
+    if (sqlite3_step(wal.get()) != SQLITE_ROW || column_text(wal.get(), 0) != "wal")
+      fail("cannot switch to WAL mode");
+    wal.reset();
+    // NORMAL in WAL mode: a commit survives a process crash (kill -9); power loss may drop the
+    // last commits but never corrupts the database.
+    exec("PRAGMA synchronous=NORMAL");
+
+    Stmt check(prepare("PRAGMA quick_check"));
+    std::string problems;
+    while (sqlite3_step(check.get()) == SQLITE_ROW) {
+      std::string line = column_text(check.get(), 0);
+      if (line != "ok") problems += (problems.empty() ? "" : "; ") + line;
+    }
+    if (sqlite3_errcode(db_) != SQLITE_DONE && sqlite3_errcode(db_) != SQLITE_OK)
+      fail("integrity check could not run");
+    if (!problems.empty())
+      throw JournalError(fmt::format("journal {}: integrity check failed: {}", path_, problems));
+    check.reset();
+
+    int64_t version = scalar("PRAGMA user_version");
+    if (version == 0) {
+      create_schema();
+    } else if (version > kSchemaVersion) {
+      throw JournalError(fmt::format("journal {}: schema version {} is newer than this build ({})",
+                                     path_, version, kSchemaVersion));
+    }
+    insert_ = prepare(
+        "INSERT INTO glitches(batch, time_ns, tenant, agent, stage, wall_s, on_cpu_s, runqueue_s, "
+        "cpu_throttled_s, block_io_s, network_s, lock_s, gpu_s, sleep_s, unattributed_s, "
+        "page_cache_misses, cause, verdict, evidence, trace_id) "
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)");
+    next_batch_ = prepare(
+        "UPDATE meta SET value = value + 1 WHERE key = 'last_batch' RETURNING value");
+  } catch (...) {
+    sqlite3_finalize(insert_);
+    sqlite3_finalize(next_batch_);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Journal::~Journal() {
+  sqlite3_finalize(insert_);
+  sqlite3_finalize(next_batch_);
+  sqlite3_close_v2(db_);
+}
+
+void Journal::fail(const std::string& what) const {
+  throw JournalError(fmt::format("journal {}: {}: {}", path_, what, sqlite3_errmsg(db_)));
+}
+
+void Journal::exec(const char* sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string why = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    throw JournalError(fmt::format("journal {}: {}: {}", path_, sql, why));
+  }
+}
+
+sqlite3_stmt* Journal::prepare(const char* sql) const {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK)
+    fail(fmt::format("cannot prepare \"{}\"", sql));
+  return stmt;
+}
+
+int64_t Journal::scalar(const char* sql) const {
+  Stmt stmt(prepare(sql));
+  if (sqlite3_step(stmt.get()) != SQLITE_ROW) fail(fmt::format("no result from \"{}\"", sql));
+  return sqlite3_column_int64(stmt.get(), 0);
+}
+
+void Journal::create_schema() {
+  exec("BEGIN IMMEDIATE");
+  try {
+    // Another process may have created it while we waited for the write lock.
+    if (scalar("PRAGMA user_version") == 0) {
+      exec(kSchemaV1);
+      exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+int64_t Journal::append(const std::vector<GlitchRow>& rows) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    sqlite3_reset(next_batch_);
+    if (sqlite3_step(next_batch_) != SQLITE_ROW) fail("cannot allocate a batch id");
+    const int64_t batch = sqlite3_column_int64(next_batch_, 0);
+    sqlite3_reset(next_batch_);
+    for (const GlitchRow& row : rows) {
+      sqlite3_stmt* s = insert_;
+      sqlite3_reset(s);
+      sqlite3_clear_bindings(s);
+      const GlitchComponents& c = row.components;
+      sqlite3_bind_int64(s, 1, batch);
+      sqlite3_bind_int64(s, 2, row.time_ns);
+      bind_text(s, 3, row.tenant);
+      bind_text(s, 4, row.agent);
+      bind_text(s, 5, row.stage);
+      int i = 6;
+      for (double v : {row.wall_seconds, c.on_cpu, c.runqueue, c.cpu_throttled, c.block_io,
+                       c.network, c.lock, c.gpu, c.sleep, c.unattributed})
+        sqlite3_bind_double(s, i++, v);
+      sqlite3_bind_int64(s, 16, row.page_cache_misses);
+      bind_text(s, 17, row.cause);
+      bind_text(s, 18, row.verdict);
+      bind_text(s, 19, row.evidence);
+      bind_text(s, 20, row.trace_id);
+      if (sqlite3_step(s) != SQLITE_DONE) fail("cannot insert a glitch");
+    }
+    sqlite3_reset(insert_);
+    exec("COMMIT");
+    return batch;
+  } catch (...) {
+    sqlite3_reset(insert_);
+    sqlite3_reset(next_batch_);
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+int64_t Journal::prune() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return prune(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+}
+
+int64_t Journal::prune(int64_t now_ns) {
+  const int64_t before = row_count();
+  exec("BEGIN IMMEDIATE");
+  try {
+    const int64_t cutoff =
+        now_ns - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.max_age).count();
+    Stmt by_age(prepare("DELETE FROM glitches WHERE time_ns < ?1"));
+    sqlite3_bind_int64(by_age.get(), 1, cutoff);
+    if (sqlite3_step(by_age.get()) != SQLITE_DONE) fail("cannot prune by age");
+
+    // Oldest first: by time, then by insertion order.
+    Stmt oldest(prepare(
+        "DELETE FROM glitches WHERE id IN "
+        "(SELECT id FROM glitches ORDER BY time_ns ASC, id ASC LIMIT ?1)"));
+    auto drop_oldest = [&](int64_t n) {
+      sqlite3_reset(oldest.get());
+      sqlite3_bind_int64(oldest.get(), 1, n);
+      if (sqlite3_step(oldest.get()) != SQLITE_DONE) fail("cannot prune by size");
+    };
+    if (limits_.max_rows > 0) {
+      const int64_t excess = row_count() - limits_.max_rows;
+      if (excess > 0) drop_oldest(excess);
+    }
+    if (limits_.max_bytes > 0) {
+      // Freed pages go to the freelist, so live bytes fall as rows go; a tenth at a time keeps
+      // the loop short while not deleting much more than needed.
+      for (int64_t rows = row_count(); rows > 0 && live_bytes() > limits_.max_bytes;
+           rows = row_count())
+        drop_oldest(std::max<int64_t>(1, rows / 10));
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  exec("PRAGMA incremental_vacuum");  // hand freed pages back so the file shrinks
+  return before - row_count();
+}
+
+std::vector<GlitchRow> Journal::query(const JournalFilter& filter) const {
+  if (filter.since_ns < 0)
+    throw std::invalid_argument(fmt::format("journal query: since must be >= 0, got {}",
+                                            filter.since_ns));
+  if (filter.tenant && filter.tenant->empty())
+    throw std::invalid_argument("journal query: tenant must not be empty (omit it for all)");
+  if (filter.stage && filter.stage->empty())
+    throw std::invalid_argument("journal query: stage must not be empty (omit it for all)");
+  if (filter.limit < 1 || filter.limit > kMaxQueryLimit)
+    throw std::invalid_argument(fmt::format("journal query: limit must be in 1..{}, got {}",
+                                            kMaxQueryLimit, filter.limit));
+
+  const std::string sql = fmt::format(
+      "SELECT {} FROM glitches WHERE time_ns >= ?1 AND (?2 IS NULL OR tenant = ?2) "
+      "AND (?3 IS NULL OR stage = ?3) ORDER BY time_ns DESC, id DESC LIMIT ?4",
+      kColumns);
+  Stmt stmt(prepare(sql.c_str()));
+  sqlite3_stmt* s = stmt.get();
+  sqlite3_bind_int64(s, 1, filter.since_ns);
+  if (filter.tenant) bind_text(s, 2, *filter.tenant);  // unbound parameters are NULL
+  if (filter.stage) bind_text(s, 3, *filter.stage);
+  sqlite3_bind_int(s, 4, filter.limit);
+
+  std::vector<GlitchRow> rows;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    GlitchRow r;
+    r.id = sqlite3_column_int64(s, 0);
+    r.batch = sqlite3_column_int64(s, 1);
+    r.time_ns = sqlite3_column_int64(s, 2);
+    r.tenant = column_text(s, 3);
+    r.agent = column_text(s, 4);
+    r.stage = column_text(s, 5);
+    r.wall_seconds = sqlite3_column_double(s, 6);
+    GlitchComponents& c = r.components;
+    int col = 7;
+    for (double* v : {&c.on_cpu, &c.runqueue, &c.cpu_throttled, &c.block_io, &c.network, &c.lock,
+                      &c.gpu, &c.sleep, &c.unattributed})
+      *v = sqlite3_column_double(s, col++);
+    r.page_cache_misses = sqlite3_column_int64(s, 16);
+    r.cause = column_text(s, 17);
+    r.verdict = column_text(s, 18);
+    r.evidence = column_text(s, 19);
+    r.trace_id = column_text(s, 20);
+    rows.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) fail("query failed");
+  return rows;
+}
+
+int64_t Journal::row_count() const { return scalar("SELECT COUNT(*) FROM glitches"); }
+
+int64_t Journal::live_bytes() const {
+  return (scalar("PRAGMA page_count") - scalar("PRAGMA freelist_count")) *
+         scalar("PRAGMA page_size");
+}
+
+}  // namespace infertrace::exporter

@@ -1,0 +1,139 @@
+// Verdicts for each fault, from synthetic records against a learned normal profile.
+#include <gtest/gtest.h>
+
+#include "core/verdict.h"
+
+namespace infertrace::core {
+namespace {
+
+constexpr uint64_t ms = 1'000'000;
+
+StageRecord record(const std::string& stage,
+                   std::initializer_list<std::pair<Component, uint64_t>> parts) {
+  StageRecord r;
+  r.id.tenant = "acme";
+  r.id.agent = "rag";
+  r.stage = stage;
+  r.start_ns = 1'000 * ms;
+  uint64_t total = 0;
+  for (auto [c, ns] : parts) {
+    r.component_ns[static_cast<size_t>(c)] += ns;
+    total += ns;
+  }
+  r.end_ns = r.start_ns + total;
+  return r;
+}
+
+// A normal stage: mostly on CPU with a little of everything.
+ComponentProfile normal_profile(const std::string& stage, uint64_t scale_ms) {
+  ComponentProfile p;
+  for (int i = 0; i < 100; i++) {
+    p.add(record(stage, {{Component::on_cpu, 60 * scale_ms * ms / 100},
+                         {Component::runqueue, 10 * scale_ms * ms / 100},
+                         {Component::block_io, 10 * scale_ms * ms / 100},
+                         {Component::network, 15 * scale_ms * ms / 100},
+                         {Component::unattributed, 5 * scale_ms * ms / 100}}));
+  }
+  return p;
+}
+
+TEST(VerdictFormat, DurationsAndCounts) {
+  EXPECT_EQ(format_duration(1'420 * ms), "1.42 s");
+  EXPECT_EQ(format_duration(480 * ms), "480 ms");
+  EXPECT_EQ(format_duration(2'100 * ms), "2.1 s");
+  EXPECT_EQ(format_duration(999'700'000), "1 s");
+  EXPECT_EQ(format_duration(35'000), "35 us");
+  EXPECT_EQ(format_count(1240), "1,240");
+  EXPECT_EQ(format_count(999), "999");
+  EXPECT_EQ(format_count(1'234'567), "1,234,567");
+}
+
+TEST(VerdictProfile, LearnsMeanFractionsAndWall) {
+  ComponentProfile p = normal_profile("generation", 500);
+  EXPECT_EQ(p.samples(), 100u);
+  EXPECT_NEAR(p.mean_wall_ns(), 500e6, 1);
+  EXPECT_NEAR(p.fraction(Component::on_cpu), 0.60, 1e-9);
+  EXPECT_NEAR(p.fraction(Component::network), 0.15, 1e-9);
+  EXPECT_NEAR(p.fraction(Component::cpu_throttled), 0.0, 1e-12);
+}
+
+TEST(VerdictFaults, CpuThrottling) {
+  ComponentProfile p = normal_profile("generation", 500);
+  // 1.42 s: the normal 500 ms of work stretched by 895 ms of throttling (63%).
+  auto r = record("generation", {{Component::on_cpu, 430 * ms}, {Component::runqueue, 45 * ms},
+                                 {Component::cpu_throttled, 895 * ms},
+                                 {Component::network, 50 * ms}});
+  EvidenceHints hints;
+  hints.throttled_periods = 12;
+  hints.peer = "10.0.0.7:443";  // irrelevant to this verdict: must not appear
+  Verdict v = explain(r, &p, hints);
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].component, Component::cpu_throttled);
+  EXPECT_EQ(v.evidence, "generation 1.42 s, 63% cpu_throttled: 12 throttled periods");
+}
+
+TEST(VerdictFaults, PageCacheMissesInRetrieval) {
+  ComponentProfile p = normal_profile("retrieval", 100);
+  auto r = record("retrieval", {{Component::on_cpu, 90 * ms}, {Component::block_io, 340 * ms},
+                                {Component::runqueue, 20 * ms}, {Component::network, 30 * ms}});
+  r.page_cache_misses = 1240;
+  Verdict v = explain(r, &p);
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].component, Component::block_io);
+  EXPECT_EQ(v.evidence, "retrieval 480 ms, 71% block_io: 1,240 page-cache misses");
+}
+
+TEST(VerdictFaults, SlowNetworkPeerInTool) {
+  ComponentProfile p = normal_profile("tool", 100);
+  auto r = record("tool", {{Component::network, 1'995 * ms}, {Component::on_cpu, 105 * ms}});
+  EvidenceHints hints;
+  hints.peer = "api.weather:443";
+  Verdict v = explain(r, &p, hints);
+  ASSERT_FALSE(v.culprits.empty());
+  EXPECT_EQ(v.culprits[0].component, Component::network);
+  EXPECT_EQ(v.evidence, "tool 2.1 s, 95% network: peer api.weather:443");
+}
+
+TEST(VerdictFaults, NoisyNeighbourPreemptionNamesTwoComponents) {
+  ComponentProfile p = normal_profile("generation", 200);
+  // Runqueue wait and throttling both grew well beyond normal.
+  auto r = record("generation", {{Component::on_cpu, 120 * ms}, {Component::runqueue, 500 * ms},
+                                 {Component::cpu_throttled, 300 * ms},
+                                 {Component::block_io, 20 * ms}, {Component::network, 30 * ms},
+                                 {Component::unattributed, 10 * ms}});
+  EvidenceHints hints;
+  hints.preempting_cgroup = "/batch/train";
+  Verdict v = explain(r, &p, hints);
+  ASSERT_EQ(v.culprits.size(), 2u);
+  EXPECT_EQ(v.culprits[0].component, Component::runqueue);
+  EXPECT_EQ(v.culprits[1].component, Component::cpu_throttled);
+  EXPECT_EQ(v.evidence,
+            "generation 980 ms, 51% runqueue: preempted by /batch/train, 31% cpu_throttled");
+}
+
+TEST(VerdictFaults, NormalShareOfALargeComponentIsNotBlamed) {
+  // on_cpu is 60% normally; a stage slowed by lock contention keeps its normal CPU time, so
+  // the lock, not the (still largest) on_cpu, explains the excess.
+  ComponentProfile p = normal_profile("generation", 500);
+  auto r = record("generation", {{Component::on_cpu, 300 * ms}, {Component::lock, 250 * ms},
+                                 {Component::runqueue, 50 * ms}, {Component::block_io, 50 * ms},
+                                 {Component::network, 75 * ms}});
+  ASSERT_EQ(r.largest(), Component::on_cpu);
+  EvidenceHints hints;
+  hints.lock_name = "kv_cache_mutex";
+  Verdict v = explain(r, &p, hints);
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].component, Component::lock);
+  EXPECT_EQ(v.evidence, "generation 725 ms, 34% lock: contended kv_cache_mutex");
+}
+
+TEST(VerdictFaults, WithoutHistoryTheLargestComponentIsBlamed) {
+  auto r = record("embed", {{Component::gpu, 700 * ms}, {Component::on_cpu, 100 * ms}});
+  Verdict v = explain(r, nullptr);
+  ASSERT_EQ(v.culprits.size(), 1u);
+  EXPECT_EQ(v.culprits[0].component, Component::gpu);
+  EXPECT_EQ(v.evidence, "embed 800 ms, 88% gpu");
+}
+
+}  // namespace
+}  // namespace infertrace::core
