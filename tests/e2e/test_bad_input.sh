@@ -5,9 +5,12 @@ source "$(dirname "$0")/lib.sh"
 require_root
 
 bpf_prog_ids >"$WORK/progs.before"
+# Programs that appeared since the start (those of an earlier test may still be going away).
 nothing_left() {
   bpf_prog_ids >"$WORK/progs.now"
-  diff -q "$WORK/progs.before" "$WORK/progs.now" >/dev/null || fail "$1: BPF programs left loaded"
+  local added
+  added=$(comm -13 "$WORK/progs.before" "$WORK/progs.now")
+  [ -z "$added" ] || fail "$1: BPF programs left loaded: $added"
 }
 
 # expect_error NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN on stderr.
