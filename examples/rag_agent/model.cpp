@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include "linalg.h"
+
 #include <infertrace/sdk.h>
 
 #include <algorithm>
@@ -12,17 +14,6 @@
 
 namespace rag {
 namespace {
-
-float dot(const float* a, const float* b, std::size_t n) {
-  float acc[8] = {};
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  float s = 0;
-  for (; i < n; ++i) s += a[i] * b[i];
-  for (float x : acc) s += x;
-  return s;
-}
 
 void layer_norm(std::span<float> x) {
   double mean = 0, var = 0;

@@ -1,5 +1,7 @@
 #include "vector_index.h"
 
+#include "linalg.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -61,17 +63,6 @@ void normalize(std::span<float> v) {
   for (float x : v) norm += x * x;
   norm = std::sqrt(norm) + 1e-12f;
   for (float& x : v) x /= norm;
-}
-
-float dot(const float* a, const float* b, std::size_t n) {
-  float acc[8] = {};
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  float s = 0;
-  for (; i < n; ++i) s += a[i] * b[i];
-  for (float x : acc) s += x;
-  return s;
 }
 
 bool existing_file_matches(const std::string& path, std::size_t count, std::size_t dim, uint64_t seed) {

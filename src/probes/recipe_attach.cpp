@@ -1,7 +1,7 @@
 #include "probes/recipe_attach.h"
+#include "probes/usdt_discovery.h"
 
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <fnmatch.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -19,16 +19,7 @@ namespace {
 
 std::vector<pid_t> process_ids(pid_t only_pid) {
   if (only_pid) return {only_pid};
-  std::vector<pid_t> pids;
-  DIR* d = opendir("/proc");
-  if (!d) return pids;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    const long pid = strtol(e->d_name, &end, 10);
-    if (end && *end == '\0' && pid > 0) pids.push_back(static_cast<pid_t>(pid));
-  }
-  closedir(d);
-  return pids;
+  return all_pids();
 }
 
 bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }

@@ -53,6 +53,9 @@ int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+
+}  // namespace
+
 std::vector<pid_t> all_pids() {
   std::vector<pid_t> pids;
   DIR* d = opendir("/proc");
@@ -65,8 +68,6 @@ std::vector<pid_t> all_pids() {
   closedir(d);
   return pids;
 }
-
-}  // namespace
 
 std::set<std::string> infertrace_probes_in(const std::string& path) {
   std::set<std::string> probes;

@@ -15,6 +15,9 @@
 
 namespace infertrace::probes {
 
+// Every process id under /proc (processes come and go while it is read: callers cope).
+std::vector<pid_t> all_pids();
+
 inline constexpr const char* kUsdtProvider = "infertrace";
 
 // A file as the kernel knows it (from /proc/<pid>/maps).
