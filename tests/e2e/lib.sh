@@ -9,6 +9,8 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+# A command failing under `set -e` would otherwise end the test without a word.
+trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
 
 fail() { echo "FAIL: $*" >&2; [ -f "$WORK/daemon.log" ] && tail -20 "$WORK/daemon.log" >&2; exit 1; }
 pass() { echo "ok: $*"; }
@@ -56,7 +58,8 @@ for p in json.load(sys.stdin):
 }
 
 # The ids of the BPF programs a process holds open (from its fdinfo), one per line, sorted.
-held_prog_ids() { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u; }
+# The daemon opens and closes files meanwhile: a vanished fdinfo entry is not an error.
+held_prog_ids() { { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null || true; } | awk '{ print $2 }' | sort -u; }
 
 # The ids of every BPF program loaded on the host, one per line, sorted.
 all_prog_ids() { bpftool prog show -j | /usr/bin/python3 -c '
