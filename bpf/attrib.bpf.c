@@ -16,6 +16,11 @@
  * running while its context says it is off CPU; its time is recovered from the scheduler's own
  * record of the last switch-in (sched_info.last_arrival), and counted.
  *
+ * Kernel anomalies: a span's run-queue wait, throttled stretch or block-I/O sleep of at least
+ * anomaly_min_ns, or a major fault in a span, is stamped (end time, kind, duration) on the
+ * thread's context and on its process (attrib_anomalies); quality records carry both, so user
+ * space can join an output-entropy spike to a stall within a few milliseconds of it.
+ *
  * Cost for everything else: while no stage is in flight on the node the scheduler and memory
  * handlers return after one load; otherwise one task-storage lookup (never created) per task
  * per switch or wakeup.
@@ -269,6 +274,7 @@ int BPF_USDT(cache_lookup, __u64 request_id, const char *cache, __s64 result, __
 	r->result = result;
 	r->age_ns = age_ns;
 	r->key_hash = key_hash;
+	r->time_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(r, submit_flags(sizeof(*r)));
 	return 0;
 }
@@ -341,7 +347,10 @@ SEC("usdt")
 int BPF_USDT(output_quality, __u64 request_id, __u64 entropy_micro)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
 	struct attrib_quality_record *r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
+	struct attrib_anomaly *process;
+	struct attrib_task *c;
 
 	if (!r) {
 		count_lost();
@@ -349,8 +358,20 @@ int BPF_USDT(output_quality, __u64 request_id, __u64 entropy_micro)
 	}
 	r->hdr.type = ATTRIB_REC_QUALITY;
 	r->hdr.tid = (__u32)pid_tgid;
-	identity_of(&r->id, pid_tgid >> 32, request_id);
+	identity_of(&r->id, tgid, request_id);
 	r->entropy_micro = entropy_micro;
+	r->time_ns = bpf_ktime_get_ns();
+	/* The last anomalies, for user space to join a quality drop to a stall nearby in time. */
+	c = current_context(false);
+	if (c)
+		r->thread_anomaly = c->anomaly;
+	else
+		__builtin_memset(&r->thread_anomaly, 0, sizeof(r->thread_anomaly));
+	process = bpf_map_lookup_elem(&attrib_anomalies, &tgid);
+	if (process)
+		r->process_anomaly = *process;
+	else
+		__builtin_memset(&r->process_anomaly, 0, sizeof(r->process_anomaly));
 	bpf_ringbuf_submit(r, submit_flags(sizeof(*r)));
 	return 0;
 }
@@ -377,7 +398,8 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 			start_wait(c, prev, now);
 		} else {
 			c->off_ts = now;
-			c->off_component = sleep_component(c, prev, prev_state);
+			c->off_peer.family = 0;
+			c->off_component = sleep_component(c, prev, prev_state, &c->off_peer);
 		}
 	}
 	c = bpf_task_storage_get(&attrib_tasks, next, 0, 0);
@@ -401,8 +423,7 @@ int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
 	if (!c || !c->active || !c->off_ts)
 		return 0;
 	now = bpf_ktime_get_ns();
-	add(c, c->off_component, c->off_ts, now);
-	c->off_ts = 0;
+	end_sleep(c, now);
 	start_wait(c, p, now);
 	return 0;
 }
@@ -458,7 +479,9 @@ int attrib_major_fault(struct bpf_perf_event_data *ctx)
 	if (!attrib_active_spans)
 		return 0;
 	c = current_context(false);
-	if (c && c->active)
+	if (c && c->active) {
 		c->span.major_faults += 1;
+		note_anomaly(c, ATTRIB_ANOMALY_MAJOR_FAULT, bpf_ktime_get_ns(), 0);
+	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* Attribution family: the records bpf/attrib.bpf.c sends through its ring buffer and the keys of
  * its maps, shared with src/core/stage_record.cpp and src/probes/attrib_probe.cpp
- * (C, __u32/__u64/char only; every struct is a multiple of 8 bytes with no implicit padding). */
+ * (C, __u8/__u32/__u64/char only; every struct is a multiple of 8 bytes with no implicit padding). */
 #ifndef INFERTRACE_ATTRIB_H
 #define INFERTRACE_ATTRIB_H
 
@@ -12,6 +12,7 @@
 #define ATTRIB_MAX_LAYERS 1024    /* distinct {layer, batch size} pairs */
 #define ATTRIB_RINGBUF_BYTES (16 << 20)
 #define ATTRIB_MAX_RECIPES 256    /* uprobe recipes (library + symbol -> stage) */
+#define ATTRIB_MAX_ANOMALY_PROCESSES 8192 /* processes whose last kernel anomaly is kept (LRU) */
 
 /* String limits of the SDK contract (sdk.h: INFERTRACE_MAX_TENANT, INFERTRACE_MAX_NAME), in
  * bytes without the NUL; the fields hold one more byte and are padded to 8. */
@@ -34,6 +35,10 @@ enum attrib_component {
 	ATTRIB_SLEEP = 7,         /* any other voluntary sleep */
 	ATTRIB_KERNEL_COMPONENTS = 8,
 };
+
+/* Kinds of kernel anomaly (attrib_anomaly.kind): the component whose stretch it was
+ * (ATTRIB_RUNQUEUE, ATTRIB_CPU_THROTTLED, ATTRIB_BLOCK_IO), or a major page fault. */
+#define ATTRIB_ANOMALY_MAJOR_FAULT 16
 
 /* Stage kinds of the SDK (enum infertrace_stage) plus the daemon's own. */
 #define ATTRIB_STAGE_OTHER 6    /* named by the stage_begin `name` argument */
@@ -115,6 +120,18 @@ struct attrib_identity {
 	__u32 tgid;
 };
 
+/* The remote end of a connected IPv4/IPv6 socket a span waited on in a socket syscall. */
+struct attrib_peer {
+	__u8 addr[16];  /* network order: IPv4 in the first 4 bytes, IPv6 (maybe v4-mapped) in 16 */
+	__u32 family;   /* AF_INET (2) or AF_INET6 (10); 0: none */
+	__u32 port;     /* host order */
+	__u64 wait_ns;  /* network wait on this peer, summed over the span's sleeps */
+};
+
+/* Peers whose network wait a span sums (task context only); the span reports the one with
+ * the most. A span waiting on more peers recycles the slot of the one with the least. */
+#define ATTRIB_PEER_SLOTS 4
+
 /* One stage (or worker span) of one thread, with its wall time split into components. */
 struct attrib_span {
 	__u64 start_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
@@ -126,6 +143,7 @@ struct attrib_span {
 	__u32 stage_kind;        /* 0..6, or ATTRIB_STAGE_NONE */
 	__u32 flags;             /* ATTRIB_SPAN_* */
 	char stage_name[ATTRIB_NAME_SIZE];
+	struct attrib_peer peer; /* the peer with the most network wait (family 0: none) */
 };
 
 struct attrib_record_header {
@@ -159,7 +177,18 @@ struct attrib_cache_record {
 	__s64 result; /* enum infertrace_cache_result: 0 hit, 1 miss, 2 stale */
 	__u64 age_ns;
 	__u64 key_hash;
+	__u64 time_ns; /* when the lookup was reported (CLOCK_MONOTONIC) */
 	__u32 name_truncated;
+	__u32 pad;
+};
+
+/* The last kernel anomaly of a thread or a process: a run-queue wait, a throttled stretch or a
+ * block-I/O sleep of at least anomaly_min_ns accrued by a span, or a major fault in a span. */
+struct attrib_anomaly {
+	__u64 end_ns;      /* CLOCK_MONOTONIC (bpf_ktime_get_ns); 0: none */
+	__u64 duration_ns; /* 0 for a major fault (its duration is not measured) */
+	__u32 kind;        /* ATTRIB_RUNQUEUE, ATTRIB_CPU_THROTTLED, ATTRIB_BLOCK_IO or
+			    * ATTRIB_ANOMALY_MAJOR_FAULT */
 	__u32 pad;
 };
 
@@ -167,6 +196,9 @@ struct attrib_quality_record {
 	struct attrib_record_header hdr;
 	struct attrib_identity id;
 	__u64 entropy_micro;
+	__u64 time_ns;                          /* when output_quality fired (CLOCK_MONOTONIC) */
+	struct attrib_anomaly thread_anomaly;   /* the reporting thread's last anomaly */
+	struct attrib_anomaly process_anomaly;  /* its process's last anomaly, any thread */
 };
 
 struct attrib_process_record {

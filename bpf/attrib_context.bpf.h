@@ -12,10 +12,15 @@
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define EEXIST 17
+#define AF_INET 2
+#define AF_INET6 10
 
 /* Set by the loader. Records are submitted without waking the reader; the one that makes the
  * backlog cross this many bytes wakes it (it also drains every tick). See submit_flags(). */
 const volatile __u64 wakeup_bytes = 1 << 20;
+/* A run-queue wait, throttled stretch or block-I/O sleep this long or longer is a kernel
+ * anomaly: its end is stamped on the thread and its process (see note_anomaly()). */
+const volatile __u64 anomaly_min_ns = 1000000;
 /* Report exec'd processes (auto-discovery of USDT binaries); off when narrowed by pid/binary. */
 const volatile bool report_exec = true;
 
@@ -46,6 +51,9 @@ struct attrib_task {
 	__u64 thread_request;      /* request_begin'ed on this thread and not yet ended (0: none) */
 	__u32 recipe_depth;        /* nested calls of span recipes in progress (recursion) */
 	__u32 pad2;
+	struct attrib_anomaly anomaly; /* the thread's last kernel anomaly (kept across spans) */
+	struct attrib_peer off_peer;   /* the socket peer of the current sleep (family 0: none) */
+	struct attrib_peer peers[ATTRIB_PEER_SLOTS]; /* the span's peers, with their network wait */
 };
 
 /* Per-thread context: lives and dies with the thread (no bound needed). Created by the USDT
@@ -77,6 +85,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } attrib_processes SEC(".maps");
+
+/* Key: tgid; value: the process's last kernel anomaly (any of its threads in a span), so a
+ * quality sample can be joined to a stall of another thread of the same process. Written by the
+ * scheduler and fault handlers on an anomaly (rare: each is >= anomaly_min_ns or a major
+ * fault), read by output_quality; never read by user space. LRU: the processes that have not
+ * had an anomaly for the longest are evicted, never an error; exited processes age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, ATTRIB_MAX_ANOMALY_PROCESSES);
+	__type(key, __u32);
+	__type(value, struct attrib_anomaly);
+} attrib_anomalies SEC(".maps");
 
 /* Key: {layer, batch size}; value: per-CPU log2 histogram of layer time in ns. Read by
  * AttribProbe::collect(). Full: dropped and counted. */

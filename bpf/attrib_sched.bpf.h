@@ -3,6 +3,8 @@
 #ifndef INFERTRACE_ATTRIB_SCHED_BPF_H
 #define INFERTRACE_ATTRIB_SCHED_BPF_H
 
+#include <bpf/bpf_endian.h>
+
 #include "attrib_context.bpf.h"
 
 /* ---- CPU throttling ------------------------------------------------------------------ */
@@ -69,28 +71,75 @@ static __always_inline __u64 throttled_part(struct attrib_task *c, struct task_s
 /* ---- why a thread sleeps ------------------------------------------------------------- */
 
 #if defined(__TARGET_ARCH_x86)
-/* Is descriptor `fd` of task `t` a socket? Only asked for threads asleep in read/write. */
-static __always_inline bool fd_is_socket(struct task_struct *t, long fd)
+/* The file of descriptor `fd` of task `t` when it is a socket, else NULL. Only asked for
+ * threads in a span going to sleep in a system call on a descriptor. */
+static __always_inline struct file *socket_file(struct task_struct *t, long fd)
 {
 	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
 	struct file **fds, *f = NULL;
 	unsigned int mode;
 
 	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
-		return false;
+		return NULL;
 	fds = BPF_CORE_READ(fdt, fd);
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	if (!f)
-		return false;
+		return NULL;
 	mode = BPF_CORE_READ(f, f_inode, i_mode);
-	return (mode & S_IFMT) == S_IFSOCK;
+	return (mode & S_IFMT) == S_IFSOCK ? f : NULL;
+}
+
+/* The remote end of a connected IPv4/IPv6 socket (a socket file's private_data is its struct
+ * socket). `out` is left without a family for anything else: Unix sockets, listeners (accept),
+ * unconnected UDP. */
+static __always_inline void socket_peer(struct file *f, struct attrib_peer *out)
+{
+	struct socket *sock;
+	struct sock *sk;
+	__u16 family, port;
+	__u32 v4;
+
+	if (!f)
+		return;
+	sock = (struct socket *)BPF_CORE_READ(f, private_data);
+	sk = sock ? BPF_CORE_READ(sock, sk) : NULL;
+	if (!sk)
+		return;
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	port = BPF_CORE_READ(sk, __sk_common.skc_dport);
+	if (!port)
+		return;
+	__builtin_memset(out->addr, 0, sizeof(out->addr));
+	if (family == AF_INET) {
+		v4 = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__builtin_memcpy(out->addr, &v4, sizeof(v4));
+	} else if (family == AF_INET6 && bpf_core_field_exists(sk->__sk_common.skc_v6_daddr)) {
+		BPF_CORE_READ_INTO(&out->addr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		return;
+	}
+	out->port = bpf_ntohs(port);
+	out->family = family;
+}
+
+/* The descriptor of a poll()/ppoll() on one descriptor (its first struct pollfd), or -1. */
+static __always_inline long polled_fd(struct pt_regs *regs)
+{
+	const struct pollfd *fds = (const struct pollfd *)BPF_CORE_READ(regs, di);
+	int fd = -1;
+
+	if (!fds || bpf_probe_read_user(&fd, sizeof(fd), &fds->fd))
+		return -1;
+	return fd;
 }
 
 /* An interruptible sleep, classified by the system call it sleeps in: the task's user-mode
- * frame holds the syscall number (orig_ax) and arguments while it is in the kernel. */
-static __always_inline __u32 syscall_component(struct task_struct *t)
+ * frame holds the syscall number (orig_ax) and arguments while it is in the kernel. A sleep
+ * in a call on one socket also names that socket's peer in `peer`. */
+static __always_inline __u32 syscall_component(struct task_struct *t, struct attrib_peer *peer)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	struct file *f;
 	long nr;
 
 	if (!regs || BPF_CORE_READ(regs, cs) != 0x33) /* not a 64-bit user frame */
@@ -103,46 +152,76 @@ static __always_inline __u32 syscall_component(struct task_struct *t)
 	case 456: /* futex_requeue */
 		return ATTRIB_LOCK;
 	case 7:   /* poll */
-	case 23:  /* select */
-	case 42:  /* connect */
+	case 271: /* ppoll */
+		/* On one descriptor (HTTP clients with timeouts, Python sockets with a timeout):
+		 * its peer. The array is in the sleeping task's memory: `t` is current here. */
+		if (BPF_CORE_READ(regs, si) == 1)
+			socket_peer(socket_file(t, polled_fd(regs)), peer);
+		return ATTRIB_NETWORK;
+	case 23:  /* select: many descriptors, no one peer */
+	case 232: /* epoll_wait */
+	case 270: /* pselect6 */
+	case 281: /* epoll_pwait */
+	case 441: /* epoll_pwait2 */
+		return ATTRIB_NETWORK;
+	case 42:  /* connect: the first argument is the socket */
 	case 43:  /* accept */
 	case 44:  /* sendto */
 	case 45:  /* recvfrom */
 	case 46:  /* sendmsg */
 	case 47:  /* recvmsg */
-	case 232: /* epoll_wait */
-	case 270: /* pselect6 */
-	case 271: /* ppoll */
-	case 281: /* epoll_pwait */
 	case 288: /* accept4 */
 	case 299: /* recvmmsg */
 	case 307: /* sendmmsg */
-	case 441: /* epoll_pwait2 */
+		socket_peer(socket_file(t, BPF_CORE_READ(regs, di)), peer);
 		return ATTRIB_NETWORK;
 	case 0:  /* read */
 	case 1:  /* write */
 	case 19: /* readv */
 	case 20: /* writev */
-		return fd_is_socket(t, BPF_CORE_READ(regs, di)) ? ATTRIB_NETWORK : ATTRIB_SLEEP;
+		f = socket_file(t, BPF_CORE_READ(regs, di));
+		if (!f)
+			return ATTRIB_SLEEP;
+		socket_peer(f, peer);
+		return ATTRIB_NETWORK;
 	default:
 		return ATTRIB_SLEEP;
 	}
 }
 #else
-static __always_inline __u32 syscall_component(struct task_struct *t)
+static __always_inline __u32 syscall_component(struct task_struct *t, struct attrib_peer *peer)
 {
 	return ATTRIB_SLEEP;
 }
 #endif
 
+/* Why a thread in a span sleeps (`t`: the current task, going to sleep); `peer` gets the
+ * socket peer of a network sleep that has one (the caller clears its family first). */
 static __always_inline __u32 sleep_component(struct attrib_task *c, struct task_struct *t,
-					     unsigned int state)
+					     unsigned int state, struct attrib_peer *peer)
 {
 	if (c->gpu_wait)
 		return ATTRIB_GPU;
 	if ((state & TASK_UNINTERRUPTIBLE) && !(state & TASK_NOLOAD))
 		return ATTRIB_BLOCK_IO;
-	return syscall_component(t);
+	return syscall_component(t, peer);
+}
+
+/* ---- kernel anomalies ---------------------------------------------------------------- */
+
+/* Stamps a stretch of `component` that ended at `end` on the thread and on its process (the
+ * span's identity carries the thread's own tgid). Only reached for threads in a span, and only
+ * for stretches of anomaly_min_ns or more (or major faults): never on the common path. The
+ * process entry is replaced whole (an LRU update), so a reader never sees half of one. */
+static __always_inline void note_anomaly(struct attrib_task *c, __u32 kind, __u64 end,
+					 __u64 duration)
+{
+	struct attrib_anomaly a = { .end_ns = end, .duration_ns = duration, .kind = kind };
+	__u32 tgid = c->id.tgid;
+
+	c->anomaly = a;
+	if (bpf_map_update_elem(&attrib_anomalies, &tgid, &a, BPF_ANY))
+		count_lost(); /* only when the map's bucket is busy on this CPU (reentry) */
 }
 
 /* ---- spans --------------------------------------------------------------------------- */
@@ -154,21 +233,77 @@ static __always_inline void add(struct attrib_task *c, __u32 component, __u64 fr
 	 * (drivers spin before they sleep); run-queue and throttling waits stay what they are. */
 	if (component == ATTRIB_ON_CPU && c->gpu_wait)
 		component = ATTRIB_GPU;
-	if (component < ATTRIB_KERNEL_COMPONENTS && from && to > from)
+	if (component < ATTRIB_KERNEL_COMPONENTS && from && to > from) {
 		c->span.component_ns[component] += to - from;
+		if (component == ATTRIB_BLOCK_IO && to - from >= anomaly_min_ns)
+			note_anomaly(c, ATTRIB_BLOCK_IO, to, to - from);
+	}
+}
+
+/* The same endpoint (their wait aside). */
+static __always_inline bool same_peer(const struct attrib_peer *a, const struct attrib_peer *b)
+{
+	const __u64 *x = (const __u64 *)a->addr, *y = (const __u64 *)b->addr;
+
+	return x[0] == y[0] && x[1] == y[1] && a->family == b->family && a->port == b->port;
+}
+
+/* A network sleep of `ns` on the socket peer noted at its start ended: the wait is added to
+ * that peer's sum (in a free slot, or the one of the peer with the least wait when all are
+ * taken), and the span reports the peer whose sum is largest. */
+static __always_inline void add_peer_wait(struct attrib_task *c, __u64 ns)
+{
+	struct attrib_peer *slot = NULL, *least = NULL;
+	int i;
+
+	if (!c->off_peer.family)
+		return;
+	for (i = 0; i < ATTRIB_PEER_SLOTS; i++) {
+		struct attrib_peer *p = &c->peers[i];
+
+		if (p->family && same_peer(p, &c->off_peer)) {
+			slot = p;
+			break;
+		}
+		if (!least || p->wait_ns < least->wait_ns)
+			least = p; /* a free slot has no wait */
+	}
+	if (!slot) {
+		if (!least)
+			return;
+		slot = least;
+		*slot = c->off_peer;
+		slot->wait_ns = 0;
+	}
+	slot->wait_ns += ns;
+	if (slot->wait_ns > c->span.peer.wait_ns)
+		c->span.peer = *slot;
+}
+
+/* The sleep that began at off_ts ends at `now` (a wakeup, or a switch-in without one). */
+static __always_inline void end_sleep(struct attrib_task *c, __u64 now)
+{
+	add(c, c->off_component, c->off_ts, now);
+	if (c->off_component == ATTRIB_NETWORK && c->off_ts && now > c->off_ts)
+		add_peer_wait(c, now - c->off_ts);
+	c->off_ts = 0;
 }
 
 /* The thread runs again (switch-in at `now`): its sleep or run-queue wait ends. */
 static __always_inline void end_off_cpu(struct attrib_task *c, struct task_struct *t, __u64 now)
 {
 	if (c->off_ts) { /* woken without a wakeup event seen: the whole gap is the sleep */
-		add(c, c->off_component, c->off_ts, now);
+		end_sleep(c, now);
 	} else if (c->wait_ts && now > c->wait_ts) {
 		__u64 wait = now - c->wait_ts;
 		__u64 throttled = throttled_part(c, t, wait);
 
 		c->span.component_ns[ATTRIB_CPU_THROTTLED] += throttled;
 		c->span.component_ns[ATTRIB_RUNQUEUE] += wait - throttled;
+		/* One stall, named by what most of it was. */
+		if (wait >= anomaly_min_ns)
+			note_anomaly(c, throttled * 2 > wait ? ATTRIB_CPU_THROTTLED : ATTRIB_RUNQUEUE,
+				     now, wait);
 	}
 	c->off_ts = 0;
 	c->wait_ts = 0;

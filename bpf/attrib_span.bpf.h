@@ -25,6 +25,7 @@ static __always_inline __u64 current_rchar(void)
 static __always_inline void span_begin(struct attrib_task *c, __u64 now)
 {
 	__builtin_memset(&c->span, 0, sizeof(c->span));
+	__builtin_memset(c->peers, 0, sizeof(c->peers));
 	c->rchar_start = current_rchar();
 	c->span.start_ns = now;
 	c->last_in = now;

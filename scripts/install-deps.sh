@@ -7,8 +7,13 @@ pkgs=(
   systemtap-sdt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux libcap2-bin procps curl
-  python3 python3-numpy
+  python3 python3-numpy protobuf-compiler libprotobuf-dev
 )
+# The OTLP receiver test (tests/e2e/otlp_receiver) runs on node >= 18.19 with npm: Debian's
+# nodejs/npm only when there is none on the PATH (a vendor build is as good).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  pkgs+=(nodejs npm)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

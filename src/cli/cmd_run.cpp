@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <memory>
 
 #include "cli/commands.h"
+#include "cli/glitch_pipeline.h"
 #include "cli/startup.h"
 #include "export/http_server.h"
 #include "probes/probe_set.h"
@@ -34,7 +36,8 @@ void install_signal_handlers() {
 }
 
 // A bad new configuration is rejected and the running one kept.
-void reload(const CommonOptions& options, core::Config& current, probes::ProbeSet& set) {
+void reload(const CommonOptions& options, core::Config& current, probes::ProbeSet& set,
+            GlitchPipeline& pipeline) {
   core::Config next;
   try {
     next = load_config(options);
@@ -48,6 +51,7 @@ void reload(const CommonOptions& options, core::Config& current, probes::ProbeSe
     next.listen = current.listen;
   }
   set.apply(next);
+  pipeline.reconfigure(next);
   current = next;
   spdlog::info("configuration reloaded");
 }
@@ -60,13 +64,20 @@ int run_daemon(const CommonOptions& options) {
   core::Config config = startup->config;
 
   probes::ProbeSet set(startup->features, startup->layout);
-  exporter::HttpServer http([&set](core::MetricSet& out) { set.collect(out); });
+  std::unique_ptr<GlitchPipeline> pipeline;
+  exporter::HttpServer http([&set, &pipeline](core::MetricSet& out) {
+    set.collect(out);
+    pipeline->collect(out);
+  });
   try {
     http.bind(core::parse_listen(config.listen));
+    // Journal, breaker socket and state, OTLP: checked before any probe is loaded.
+    pipeline = std::make_unique<GlitchPipeline>(config, PipelineOptions{});
   } catch (const std::exception& e) {
     fmt::print(stderr, "infertrace: {}\n", e.what());
     return 2;
   }
+  pipeline->connect(set);
   install_signal_handlers();
   spdlog::info("{}; tracepoints via {}", startup->layout.describe(),
                startup->features.tp_btf ? "BTF (tp_btf)" : "raw tracepoints");
@@ -76,11 +87,12 @@ int run_daemon(const CommonOptions& options) {
 
   while (!stop_requested) {
     set.poll(100);
-    if (reload_requested.exchange(false)) reload(options, config, set);
+    if (reload_requested.exchange(false)) reload(options, config, set, *pipeline);
   }
   spdlog::info("stopping");
   http.stop();
   set.stop_all();
+  pipeline->stop();
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace infertrace::cli {
@@ -16,5 +17,32 @@ struct CommonOptions {
 
 int run_daemon(const CommonOptions& options);
 int print_probes(const CommonOptions& options, bool json);
+
+// `glitches`: 0 listed (possibly none), 1 no journal or it cannot be read, 2 bad query.
+struct GlitchesOptions {
+  std::string config_path;   // journal.path comes from here (or the defaults) ...
+  std::string journal_path;  // ... unless given
+  std::optional<std::string> since;  // a duration ("1h"); none: all
+  std::optional<std::string> tenant, stage;
+  int limit = 100;
+  bool json = false;
+};
+int list_glitches(const GlitchesOptions& options);
+
+// `diagnose`: 0 reported, 2 bad flags or start-up failure.
+struct DiagnoseOptions {
+  std::string duration = "30s";
+  bool json = false;
+};
+int diagnose(const CommonOptions& options, const DiagnoseOptions& diagnose_options);
+
+// `demo`: 0 ran, 1 the agent failed, 2 bad flags or start-up failure.
+struct DemoOptions {
+  std::string fault = "quota";  // quota | hog | cold-cache | slow-peer | lock | none
+  std::string duration = "20s";
+  std::string agent;  // empty: rag-agent next to this executable, or in PATH
+  bool json = false;
+};
+int run_demo(const CommonOptions& options, const DemoOptions& demo_options);
 
 }  // namespace infertrace::cli

@@ -21,28 +21,88 @@ int main(int argc, char** argv) {
                     "BTF file for kernels without /sys/kernel/btf/vmlinux");
   };
 
+  auto add_attrib_filters = [&](CLI::App* cmd) {
+    cmd->add_option("--pid", options.pid, "Attach the SDK's USDT probes in this process only")
+        ->check(CLI::Range(1, 4194304));
+    cmd->add_option("--binary", options.binary,
+                    "Attach the SDK's USDT probes in this executable or library only")
+        ->check(CLI::ExistingFile);
+  };
+
   auto* run = app.add_subcommand("run", "Run the daemon: attach probes, serve /metrics");
   add_common(run);
   run->add_option("--listen,-l", options.listen,
                   "HOST:PORT for the metrics endpoint (default 0.0.0.0:9436)");
-  run->add_option("--pid", options.pid, "Attach the SDK's USDT probes in this process only")
-      ->check(CLI::Range(1, 4194304));
-  run->add_option("--binary", options.binary,
-                  "Attach the SDK's USDT probes in this executable or library only")
-      ->check(CLI::ExistingFile);
+  add_attrib_filters(run);
 
   bool json = false;
   auto* probes = app.add_subcommand("probes", "Show kernel features and each probe family's status");
   add_common(probes);
   probes->add_flag("--json", json, "Machine-readable output");
 
-  CLI11_PARSE(app, argc, argv);
+  auto* diagnose = app.add_subcommand(
+      "diagnose", "Collect for a while, then report tenants, stages, glitches and their causes");
+  add_common(diagnose);
+  add_attrib_filters(diagnose);
+  infertrace::cli::DiagnoseOptions diagnose_options;
+  diagnose->add_option("--duration,-d", diagnose_options.duration,
+                       "How long to collect: 30s, 5m, 1h30m ... (Ctrl-C stops early)")
+      ->capture_default_str();
+  diagnose->add_flag("--json", diagnose_options.json, "Machine-readable output on stdout");
+
+  auto* demo = app.add_subcommand(
+      "demo", "Run the example agent with a fault and show what infertrace finds");
+  add_common(demo);
+  infertrace::cli::DemoOptions demo_options;
+  demo->add_option("--fault,-f", demo_options.fault, "The fault injected on tenant ta")
+      ->check(CLI::IsMember({"quota", "hog", "cold-cache", "slow-peer", "lock", "none"}))
+      ->capture_default_str();
+  demo->add_option("--duration,-d", demo_options.duration, "How long the agent serves requests")
+      ->capture_default_str();
+  demo->add_option("--agent", demo_options.agent,
+                   "The example agent (default: examples/rag-agent next to infertrace, or PATH)");
+  demo->add_flag("--json", demo_options.json, "Machine-readable output on stdout");
+
+  auto* glitches = app.add_subcommand("glitches", "List the journal's glitches and explain them");
+  infertrace::cli::GlitchesOptions glitches_options;
+  std::string since, tenant, stage;
+  glitches->add_option("--config,-c", glitches_options.config_path,
+                       "YAML configuration file (for journal.path)")
+      ->check(CLI::ExistingFile);
+  glitches->add_option("--journal", glitches_options.journal_path,
+                       "The journal file (default: journal.path of the configuration)");
+  auto* since_opt =
+      glitches->add_option("--since", since, "Only the last DURATION: 30s, 5m, 2h, 1d, 1h30m");
+  auto* tenant_opt = glitches->add_option("--tenant", tenant, "Only this tenant");
+  auto* stage_opt = glitches->add_option("--stage", stage, "Only this stage (or \"request\")");
+  glitches->add_option("--limit,-n", glitches_options.limit, "At most this many, newest first")
+      ->capture_default_str();
+  glitches->add_flag("--json", glitches_options.json, "A JSON array on stdout");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every bad flag exits 2, like the other start-up errors.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (since_opt->count()) glitches_options.since = since;
+  if (tenant_opt->count()) glitches_options.tenant = tenant;
+  if (stage_opt->count()) glitches_options.stage = stage;
   // Logs go to stderr so that stdout stays clean for command output (probes --json).
   spdlog::set_default_logger(spdlog::stderr_color_mt("infertrace"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   if (*run) return infertrace::cli::run_daemon(options);
-  if (*probes) return infertrace::cli::print_probes(options, json);
+  try {
+    if (*run) return infertrace::cli::run_daemon(options);
+    if (*probes) return infertrace::cli::print_probes(options, json);
+    if (*diagnose) return infertrace::cli::diagnose(options, diagnose_options);
+    if (*demo) return infertrace::cli::run_demo(options, demo_options);
+    if (*glitches) return infertrace::cli::list_glitches(glitches_options);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
   return 1;
 }

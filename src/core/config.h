@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -72,6 +73,63 @@ struct CgroupConfig {
   bool operator==(const CgroupConfig&) const = default;
 };
 
+// When a request or stage is a glitch (glitch:).
+struct GlitchSettings {
+  uint32_t request_slo_ms = 800;
+  uint32_t stage_slo_ms = 200;                  // stages not listed in stage_slos_ms
+  std::map<std::string, uint32_t> stage_slos_ms;  // stage name -> SLO
+  double p99_factor = 2.0;   // also a glitch when over this many times its recent P99 ...
+  uint32_t min_samples = 50;  // ... once its window holds this many samples
+  bool operator==(const GlitchSettings&) const = default;
+};
+
+// A tenant's vector cache stops helping: misses + stale results over a sliding window.
+struct CacheBreakdownSettings {
+  uint32_t window_s = 60;
+  uint32_t min_lookups = 20;  // no verdict on fewer lookups than this in the window
+  double ratio = 0.5;         // (miss + stale) / lookups at or above this is a breakdown
+  bool operator==(const CacheBreakdownSettings&) const = default;
+};
+
+// Output-entropy spikes held over consecutive outputs, joined to kernel anomalies.
+struct EntropySettings {
+  double rise = 0.4;            // 40% over the request's baseline ...
+  uint32_t outputs = 3;         // ... held this many consecutive outputs
+  uint32_t correlation_ms = 5;  // kernel anomalies this close to a spike output are joined
+  bool operator==(const EntropySettings&) const = default;
+};
+
+// Circuit breaker per tenant and agent, readable by agents through a local socket.
+struct BreakerSettings {
+  uint32_t slow_ms = 200;
+  uint32_t trip_after = 3;
+  uint32_t quiet_s = 30;
+  std::string socket = "/run/infertrace/breaker.sock";  // "": no socket
+  std::string state_file = "/var/lib/infertrace/breaker.state";  // "": not kept over restarts
+  bool operator==(const BreakerSettings&) const = default;
+};
+
+// The glitch journal (SQLite).
+struct JournalSettings {
+  std::string path = "/var/lib/infertrace/journal.db";  // "": no journal
+  uint32_t max_age_h = 168;
+  uint32_t max_mb = 256;
+  bool operator==(const JournalSettings&) const = default;
+};
+
+// Request and stage spans over OTLP/HTTP (protobuf).
+struct OtlpSettings {
+  std::string endpoint;  // http://HOST:PORT/v1/traces; "": no export
+  std::map<std::string, std::string> headers;  // sent with every export (auth tokens)
+  std::string service_name = "infertrace";
+  uint32_t budget_spans_per_s = 200;  // spans exported per second at most, glitches first
+  double sample_normal = 0.01;        // share of non-glitch requests exported
+  uint32_t queue_spans = 8192;        // spans waiting to be sent; beyond, dropped and counted
+  uint32_t batch_spans = 512;
+  uint32_t timeout_ms = 5000;
+  bool operator==(const OtlpSettings&) const = default;
+};
+
 struct Config {
   std::string listen = "0.0.0.0:9436";
   uint32_t top_k = 50;  // label values kept per label before folding into __other__
@@ -84,6 +142,12 @@ struct Config {
   MemoryConfig memory;
   BlockConfig block;
   AttribConfig attrib;
+  GlitchSettings glitch;
+  CacheBreakdownSettings cache_breakdown;
+  EntropySettings entropy;
+  BreakerSettings breaker;
+  JournalSettings journal;
+  OtlpSettings otlp;
   bool operator==(const Config&) const = default;
 };
 
@@ -109,5 +173,19 @@ struct ListenAddress {
   uint16_t port = 0;
 };
 ListenAddress parse_listen(std::string_view text);
+
+// Checks an OTLP/HTTP endpoint: http:// or https://, a host, an optional port 1-65535 and a
+// path (default /v1/traces). Throws ConfigError.
+struct OtlpEndpoint {
+  std::string scheme;  // http | https
+  std::string host;
+  uint16_t port = 0;
+  std::string path;
+};
+OtlpEndpoint parse_otlp_endpoint(std::string_view text);
+
+// Whether `s` can name a stage: prompt..response or a free name of 1-32 letters, digits,
+// '_', '-', '.', ':'.
+bool is_stage_name(std::string_view s);
 
 }  // namespace infertrace::core

@@ -69,6 +69,15 @@ std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, uint64_t now
     // Explain against the profile as it stood before this record.
     out = Glitch{r.id.tenant, r.id.agent, r.stage, r.id.trace_id, c,
                  explain(r, s ? &s->profile : nullptr, hints)};
+    out->pid = r.id.pid;
+    out->request_id = r.id.request_id;
+    out->start_ns = r.start_ns;
+    out->end_ns = r.end_ns;
+    out->component_ns = r.component_ns;
+    out->page_cache_misses = r.page_cache_misses;
+    out->cause = out->verdict.culprits.empty()
+                     ? "slow"
+                     : kComponentNames[static_cast<size_t>(out->verdict.culprits.front().component)];
   }
   if (s != nullptr) {
     s->window.add(now_ns, r.wall_ns());
@@ -85,7 +94,13 @@ std::optional<Glitch> GlitchDetector::observe(const RequestRecord& r) {
   if (!c.glitch()) return std::nullopt;
   Verdict v;
   v.evidence = std::string(kRequestStage) + " " + format_duration(wall);
-  return Glitch{r.id.tenant, r.id.agent, kRequestStage, r.id.trace_id, c, std::move(v)};
+  Glitch g{r.id.tenant, r.id.agent, kRequestStage, r.id.trace_id, c, std::move(v)};
+  g.pid = r.id.pid;
+  g.request_id = r.id.request_id;
+  g.start_ns = r.start_ns;
+  g.end_ns = r.end_ns;
+  g.cause = "slow";
+  return g;
 }
 
 const ComponentProfile* GlitchDetector::profile(const std::string& tenant,

@@ -4,6 +4,7 @@
 // glitch with a Verdict. Pure: no I/O.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -44,6 +45,15 @@ struct Glitch {
   std::string tenant, agent, stage, trace_id;
   GlitchCheck check;
   Verdict verdict;
+  uint32_t pid = 0;
+  uint64_t request_id = 0;
+  uint64_t start_ns = 0, end_ns = 0;  // CLOCK_MONOTONIC
+  // The leading culprit's component name, or a detector's cause ("cache_breakdown",
+  // "entropy_spike"); "slow" when nothing stands out (a request, or no component data).
+  std::string cause;
+  // The stage's breakdown (zero for requests and the detectors' glitches).
+  std::array<uint64_t, kComponents> component_ns{};
+  uint64_t page_cache_misses = 0;
 };
 
 class GlitchDetector {

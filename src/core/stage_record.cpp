@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include <sys/socket.h>
+
 #include "bpf/attrib.h"
+#include "core/service_pair.h"
 
 namespace infertrace::core {
 namespace {
@@ -21,8 +24,12 @@ constexpr std::array<const char*, ATTRIB_STAGE_KINDS> kStageNames = {
 
 static_assert(ATTRIB_KERNEL_COMPONENTS + 1 == kComponents, "unattributed is the last component");
 static_assert(sizeof(attrib_stage_record) % 8 == 0 && sizeof(attrib_request_record) % 8 == 0 &&
-                  sizeof(attrib_cache_record) % 8 == 0 && sizeof(attrib_quality_record) % 8 == 0,
+                  sizeof(attrib_cache_record) % 8 == 0 && sizeof(attrib_quality_record) % 8 == 0 &&
+                  sizeof(attrib_anomaly) % 8 == 0 && sizeof(attrib_peer) % 8 == 0 &&
+                  sizeof(attrib_span) % 8 == 0,
               "records have no tail padding");
+static_assert(sizeof(attrib_peer) == 16 + 4 + 4 + 8, "attrib_peer has no implicit padding");
+static_assert(ATTRIB_ANOMALY_MAJOR_FAULT >= ATTRIB_KERNEL_COMPONENTS, "kinds do not overlap");
 
 // Copies a record out of the ring (which only guarantees 8-byte alignment of the start).
 template <typename T>
@@ -81,6 +88,10 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
   r.page_cache_misses = raw.span.page_cache_misses;
   r.major_faults = raw.span.major_faults;
   r.bytes_read = raw.span.bytes_read;
+  std::array<uint8_t, 16> addr;
+  std::memcpy(addr.data(), raw.span.peer.addr, addr.size());
+  r.network_peer = peer_label(raw.span.peer.family, addr, raw.span.peer.port);
+  if (r.network_peer) r.network_peer_ns = raw.span.peer.wait_ns;
   return r;
 }
 
@@ -104,6 +115,32 @@ CacheRecord decode_cache(const attrib_cache_record& raw) {
   r.result = static_cast<int>(raw.result);
   r.age_ns = raw.age_ns;
   r.key_hash = raw.key_hash;
+  r.time_ns = raw.time_ns;
+  return r;
+}
+
+std::optional<KernelAnomaly> decode_anomaly(const attrib_anomaly& raw) {
+  if (raw.end_ns == 0) return std::nullopt;
+  KernelAnomaly a;
+  a.end_ns = raw.end_ns;
+  a.duration_ns = raw.duration_ns;
+  if (raw.kind == ATTRIB_ANOMALY_MAJOR_FAULT) {
+    a.kind = kMajorFaultAnomaly;
+  } else if (raw.kind < ATTRIB_KERNEL_COMPONENTS) {
+    a.kind = kComponentNames[raw.kind];
+  } else {
+    a.kind = kUnknownLabel;  // a newer kernel side than this decoder
+  }
+  return a;
+}
+
+QualityRecord decode_quality(const attrib_quality_record& raw) {
+  QualityRecord r;
+  r.id = decode_identity(raw.id);
+  r.entropy = raw.entropy_micro * 1e-6;
+  r.time_ns = raw.time_ns;
+  r.thread_anomaly = decode_anomaly(raw.thread_anomaly);
+  r.process_anomaly = decode_anomaly(raw.process_anomaly);
   return r;
 }
 
@@ -117,6 +154,13 @@ size_t sequence_length(unsigned char lead) {
 }
 
 }  // namespace
+
+std::optional<Component> anomaly_component(std::string_view kind) {
+  for (size_t c = 0; c < ATTRIB_KERNEL_COMPONENTS; ++c) {
+    if (kind == kComponentNames[c]) return static_cast<Component>(c);
+  }
+  return std::nullopt;
+}
 
 const char* kernel_error_name(size_t kind) {
   return kind < kKernelErrors.size() ? kKernelErrors[kind] : "unknown";
@@ -147,7 +191,7 @@ std::optional<double> RequestRecord::time_to_first_token() const {
 }
 
 std::optional<double> RequestRecord::time_per_output_token() const {
-  if (tokens < 2 || last_token_ns < first_token_ns) return std::nullopt;
+  if (tokens < 2 || first_token_ns == 0 || last_token_ns < first_token_ns) return std::nullopt;
   return (last_token_ns - first_token_ns) * 1e-9 / static_cast<double>(tokens - 1);
 }
 
@@ -165,9 +209,7 @@ std::optional<Record> decode_record(std::span<const std::byte> data) {
       if (auto raw = read_as<attrib_cache_record>(data)) return decode_cache(*raw);
       break;
     case ATTRIB_REC_QUALITY:
-      if (auto raw = read_as<attrib_quality_record>(data)) {
-        return QualityRecord{decode_identity(raw->id), raw->entropy_micro * 1e-6};
-      }
+      if (auto raw = read_as<attrib_quality_record>(data)) return decode_quality(*raw);
       break;
     case ATTRIB_REC_EXEC:
     case ATTRIB_REC_PROCESS_EXIT:
@@ -237,6 +279,20 @@ std::string stage_label(uint32_t kind, std::string_view name, bool truncated, bo
     return kInvalidLabel;
   }
   return std::string(name);
+}
+
+std::optional<std::string> peer_label(uint32_t family, const std::array<uint8_t, 16>& addr,
+                                      uint32_t port) {
+  IpAddress a;
+  a.bytes = addr;
+  if (family == AF_INET) {
+    a.family = AddressFamily::IPv4;
+  } else if (family == AF_INET6) {
+    a.family = AddressFamily::IPv6;
+  } else {
+    return std::nullopt;
+  }
+  return format_endpoint(a, static_cast<uint16_t>(port));
 }
 
 std::optional<std::string> normalize_trace_id(std::string_view text) {

@@ -44,6 +44,7 @@ struct Identity {
   std::string agent;
   std::string trace_id;        // 32 lower-case hex digits, or empty
   bool known_request = true;   // false: no request_begin was seen for the id
+  bool derived_trace_id = false;  // trace_id was derived by the daemon (trace_ids.h), not passed
   bool invalid_utf8 = false;   // tenant or agent were not UTF-8 and were replaced
   bool bad_trace_id = false;   // a trace id was given but was not 32 hex digits
   // No SDK request on the thread: a uprobe recipe's per-thread request (request_id: the
@@ -66,6 +67,11 @@ struct StageRecord {
   uint64_t major_faults = 0;
   uint64_t bytes_read = 0;
   bool invalid_name = false;  // a free stage name that was not UTF-8 (replaced)
+  // The remote end of the connected socket the stage waited on longest in socket system calls
+  // (their sleeps summed per peer), "10.0.0.7:443" or "[::1]:8080"; absent when the stage
+  // waited on none (only poll/epoll/select, Unix sockets or no network at all).
+  std::optional<std::string> network_peer;
+  uint64_t network_peer_ns = 0;  // its network wait: part of the network component
 
   uint64_t wall_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
   // What the kernel measured (all components but unattributed); may exceed the wall time only
@@ -99,11 +105,28 @@ struct CacheRecord {
   int result = 0;  // 0 hit, 1 miss, 2 stale
   uint64_t age_ns = 0;
   uint64_t key_hash = 0;
+  uint64_t time_ns = 0;  // when the lookup was reported (CLOCK_MONOTONIC)
 };
+
+// A stall the kernel saw on a thread in a span: a run-queue wait, a throttled stretch or a
+// block-I/O sleep of 1 ms or more (the loader's anomaly_min_ns), or a major fault.
+struct KernelAnomaly {
+  uint64_t end_ns = 0;       // CLOCK_MONOTONIC
+  uint64_t duration_ns = 0;  // 0 for a major fault (not measured)
+  std::string kind;          // "runqueue", "cpu_throttled", "block_io" or "major_fault"
+  bool operator==(const KernelAnomaly&) const = default;
+};
+inline constexpr const char* kMajorFaultAnomaly = "major_fault";
+// The component an anomaly kind names; nullopt for a major fault.
+std::optional<Component> anomaly_component(std::string_view kind);
 
 struct QualityRecord {
   Identity id;
   double entropy = 0;
+  uint64_t time_ns = 0;  // when output_quality fired (CLOCK_MONOTONIC)
+  // The last anomaly of the reporting thread, and of any thread of its process (the same one
+  // when that thread had the latest); absent when none was ever seen.
+  std::optional<KernelAnomaly> thread_anomaly{}, process_anomaly{};
 };
 
 // A process exec'd (discovery) or exited leaving requests (clean-up).
@@ -127,6 +150,10 @@ std::string_view c_field(const char* field, size_t size);
 std::string label_value(std::string_view raw, bool truncated, bool* invalid);
 // "prompt" .. "response" for the fixed kinds, the name for "other" kinds (or "other").
 std::string stage_label(uint32_t kind, std::string_view name, bool truncated, bool* invalid);
+// "1.2.3.4:80", "[::1]:80" (v4-mapped IPv6 as IPv4) from an attrib_peer's family (AF_INET,
+// AF_INET6), network-order address and host-order port; nullopt for any other family.
+std::optional<std::string> peer_label(uint32_t family, const std::array<uint8_t, 16>& addr,
+                                      uint32_t port);
 // 32 hex digits, not all zero, lower-cased; nullopt otherwise.
 std::optional<std::string> normalize_trace_id(std::string_view text);
 

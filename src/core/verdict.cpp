@@ -44,9 +44,16 @@ namespace {
 // What the caller (or the record itself) knows about why this component was slow.
 std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hints) {
   switch (c) {
-    case Component::cpu_throttled:
-      if (hints.throttled_periods) return format_count(*hints.throttled_periods) + " throttled periods";
-      break;
+    case Component::cpu_throttled: {
+      if (!hints.throttled_periods) break;
+      // "cgroup /agents/t-782 throttled in 41 of 50 periods (quota 0.1 CPU)"
+      std::string s = hints.cgroup ? "cgroup " + *hints.cgroup + " throttled in " : "throttled in ";
+      s += format_count(*hints.throttled_periods);
+      if (hints.periods) s += " of " + format_count(*hints.periods);
+      s += " periods";
+      if (hints.quota_cpus) s += fmt::format(" (quota {:.3g} CPU)", *hints.quota_cpus);
+      return s;
+    }
     case Component::runqueue:
       if (hints.preempting_cgroup) return "preempted by " + *hints.preempting_cgroup;
       break;
@@ -55,6 +62,7 @@ std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hi
       break;
     case Component::network:
       if (hints.peer) return "peer " + *hints.peer;
+      if (r.network_peer) return "peer " + *r.network_peer;  // measured by the kernel
       break;
     case Component::lock:
       if (hints.lock_name) return "contended " + *hints.lock_name;

@@ -37,9 +37,13 @@ class ComponentProfile {
 // Extra evidence the caller may know from other probes; each is appended to the component it
 // explains when that component is named in the verdict.
 struct EvidenceHints {
-  std::optional<uint64_t> throttled_periods;     // cpu_throttled: CFS periods throttled
+  std::optional<uint64_t> throttled_periods;     // cpu_throttled: CFS periods throttled ...
+  std::optional<uint64_t> periods;               // ... of this many periods with work
+  std::optional<std::string> cgroup;             // ... of this cgroup
+  std::optional<double> quota_cpus;              // ... limited to this many CPUs
   std::optional<std::string> preempting_cgroup;  // runqueue: who held the CPU
-  std::optional<std::string> peer;               // network: the remote end
+  std::optional<std::string> peer;               // network: the remote end (else the
+                                                 // record's own network_peer)
   std::optional<std::string> lock_name;          // lock: what was contended
 };
 

@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 #include <fmt/format.h>
 
 #include "bpf/attrib.h"
+#include "core/trace_ids.h"
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
 #include "attrib.skel.h"
@@ -57,6 +59,8 @@ void AttribProbe::start(const ProbeContext& ctx) {
   only_binary_ = cfg.binary;
   aggregator_ = std::make_unique<core::StageAggregator>(ctx.config.top_k);
   aggregator_->set_clock_offset(realtime_minus_monotonic());
+  if (ctx.on_record) observer_ = *ctx.on_record;
+  trace_salt_ = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32);
   records_ = malformed_ = 0;
   try {
     std::string missing;
@@ -226,6 +230,19 @@ void AttribProbe::on_record(std::span<const std::byte> bytes) {
     ++malformed_;
     return;
   }
+  // Requests the agent gave no trace id get a derived one, the same for the request and all
+  // its stages, so exemplars and exported traces agree.
+  std::visit(
+      [this](auto& r) {
+        if constexpr (requires { r.id.trace_id; }) {
+          auto& id = r.id;
+          if (id.trace_id.empty() && id.request_id != 0 && !id.synthetic) {
+            id.trace_id = core::derive_trace_id(id.pid, id.request_id, trace_salt_);
+            id.derived_trace_id = true;
+          }
+        }
+      },
+      *record);
   std::visit(overloaded{[this](const core::ProcessRecord& p) {
                           (p.exec ? pending_execs_ : pending_exits_).insert(p.pid);
                         },

@@ -102,6 +102,7 @@ class AttribProbe final : public ProbeFamily {
   std::string only_binary_;
   std::set<uint32_t> pending_execs_, pending_exits_;
   uint64_t records_ = 0;
+  uint64_t trace_salt_ = 0;  // per start: derived trace ids differ between daemon runs
   uint64_t malformed_ = 0;
   std::chrono::steady_clock::time_point last_scan_{}, last_gc_{}, last_recipe_scan_{};
 };

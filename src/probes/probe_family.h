@@ -3,13 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
+#include "core/evidence_board.h"
 #include "core/label_budget.h"
 #include "core/metrics.h"
+#include "core/stage_record.h"
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
 
@@ -25,13 +28,22 @@ class ProbeError : public std::runtime_error {
 // Signals families exchange through the probe set, read and written on the collector thread.
 struct NodeSignals {
   bool cgroup_throttling = false;  // some watched cgroup was throttled in the last interval
+  core::EvidenceBoard evidence;    // throttling and preemption histories, for glitch verdicts
 };
+
+// CLOCK_MONOTONIC in nanoseconds (the clock of bpf_ktime_get_ns and of steady_clock here).
+uint64_t monotonic_ns();
+
+// Sees every attribution record the attrib family decodes (the glitch analyzer), on the
+// collector thread.
+using RecordObserver = std::function<void(const core::Record&)>;
 
 struct ProbeContext {
   const Features& features;
   const core::Config& config;
   CgroupNames& cgroups;
   NodeSignals& signals;
+  const RecordObserver* on_record = nullptr;
 };
 
 class ProbeFamily {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +35,22 @@ ProbeSet::~ProbeSet() {
   if (stats_fd_ >= 0) close(stats_fd_);
 }
 
-ProbeContext ProbeSet::context() { return ProbeContext{features_, config_, *cgroups_, signals_}; }
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+ProbeContext ProbeSet::context() {
+  return ProbeContext{features_, config_, *cgroups_, signals_,
+                      record_observer_ ? &record_observer_ : nullptr};
+}
+
+std::string ProbeSet::cgroup_name(uint64_t id) const {
+  if (id == 0) return "";
+  std::string name = cgroups_->name(id);
+  return name.starts_with("id:") ? "" : name;
+}
 
 void ProbeSet::apply(const core::Config& config) {
   std::lock_guard lock(mu_);
@@ -145,6 +161,7 @@ void ProbeSet::poll(int timeout_ms) {
     for (auto& r : families_) {
       if (r.family) r.family->tick(ctx);
     }
+    signals_.evidence.expire(monotonic_ns());
   }
 }
 

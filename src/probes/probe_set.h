@@ -44,6 +44,14 @@ class ProbeSet {
   void collect(core::MetricSet& out);
 
   std::vector<FamilyStatus> status() const;
+
+  // Every attribution record, from families (re)started after this call; set it before apply().
+  void set_record_observer(RecordObserver observer) { record_observer_ = std::move(observer); }
+  // The families' shared signals and evidence: only touch them from the record observer (it
+  // runs inside poll(), on the collector thread, under the set's lock).
+  const NodeSignals& signals() const { return signals_; }
+  // A cgroup id's name ("/agents/a"), "" when unknown; also from the record observer only.
+  std::string cgroup_name(uint64_t id) const;
   const Features& features() const { return features_; }
   const CgroupLayout& layout() const { return layout_; }
 
@@ -63,6 +71,7 @@ class ProbeSet {
   bool configured_ = false;
   std::unique_ptr<CgroupNames> cgroups_;
   NodeSignals signals_;
+  RecordObserver record_observer_;
   std::vector<Running> families_;  // in known_families() order
   int epoll_fd_ = -1;
   int stats_fd_ = -1;  // holds kernel BPF run-time statistics on while open

@@ -258,9 +258,33 @@ void SchedProbe::stop() {
   sampled_cpus_.clear();
   if (skel_) sched_bpf__destroy(skel_);
   skel_ = nullptr;
+  posted_preemptions_.clear();
+}
+
+void SchedProbe::post_preemption_evidence(NodeSignals& signals) {
+  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
+  const uint64_t now = monotonic_ns();
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> totals;
+  for (const auto& key : map_keys<sched_pair_key>(fd, SCHED_MAX_PAIRS)) {
+    uint64_t n = 0;
+    for (const auto& v : percpu_values<sched_pair_stats>(fd, &key)) n += v.preemptions;
+    totals[{key.cgroup, key.by_cgroup}] = n;
+  }
+  for (const auto& [pair, n] : totals) {
+    auto before = posted_preemptions_.find(pair);
+    // The first read only sets the baseline: what came before attaching is not evidence.
+    if (before == posted_preemptions_.end() || n <= before->second) continue;
+    const auto victim = cgroup_name(pair.first), by = cgroup_name(pair.second);
+    if (victim && by) signals.evidence.add_preemptions(*victim, *by, now, n - before->second);
+  }
+  posted_preemptions_ = std::move(totals);
 }
 
 void SchedProbe::tick(const ProbeContext& ctx) {
+  if (skel_ && Clock::now() - last_evidence_ >= std::chrono::seconds(1)) {
+    last_evidence_ = Clock::now();
+    post_preemption_evidence(ctx.signals);
+  }
   if (!skel_ || perf_links_.empty() || dense_ == ctx.signals.cgroup_throttling) return;
   dense_ = ctx.signals.cgroup_throttling;
   skel_->bss->runqlen_dense = dense_ ? 1 : 0;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,8 @@ class SchedProbe final : public ProbeFamily {
   void collect_preemptions(core::MetricSet& out);
   void collect_runqlen(core::MetricSet& out);
   void forget_removed_cgroups();
+  // Posts the preemptions since the last call to the evidence board (about once a second).
+  void post_preemption_evidence(NodeSignals& signals);
 
   Options options_;
   sched_bpf* skel_ = nullptr;
@@ -70,6 +73,8 @@ class SchedProbe final : public ProbeFamily {
   std::unordered_map<uint64_t, std::string> names_;
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> unresolved_since_;
   std::chrono::steady_clock::time_point last_gc_{};
+  std::chrono::steady_clock::time_point last_evidence_{};
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> posted_preemptions_;  // (victim, by) totals
 };
 
 std::unique_ptr<ProbeFamily> make_sched_probe();

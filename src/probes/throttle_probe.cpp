@@ -143,8 +143,15 @@ void ThrottleProbe::read_now(NodeSignals& signals) {
 
   bool grew = false;
   std::unordered_map<std::string, uint64_t> nr_throttled;
+  const uint64_t now = monotonic_ns();
   for (const auto& [name, r] : next) {
     if (!r.totals) continue;
+    std::optional<double> quota;
+    if (r.limit && r.limit->quota_us && r.limit->period_us) {
+      quota = static_cast<double>(*r.limit->quota_us) / static_cast<double>(r.limit->period_us);
+    }
+    signals.evidence.add_throttle_sample(name, now, r.totals->nr_periods, r.totals->nr_throttled,
+                                         quota);
     nr_throttled[name] = r.totals->nr_throttled;
     if (!have_previous_read_) continue;
     auto prev = previous_nr_throttled_.find(name);

@@ -4,8 +4,10 @@ set -euo pipefail
 : "${INFERTRACE:?run through ctest (make test)}"
 WORK=$(mktemp -d /tmp/infertrace-e2e.XXXXXX)
 DAEMON_PID=""
+RECEIVER_PID=""
 cleanup() {
   [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+  [ -n "$RECEIVER_PID" ] && kill "$RECEIVER_PID" 2>/dev/null && wait "$RECEIVER_PID" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -72,4 +74,35 @@ for p in json.load(sys.stdin):
 wait_for_series() {
   for _ in $(seq 1 30); do scrape | grep -qE "$1" && return 0; sleep 0.1; done
   fail "no series matching $1"
+}
+
+# start_otlp_receiver ARGS...: the OTLP receiver of tests/e2e/otlp_receiver (decodes with the
+# OpenTelemetry project's npm definitions), its packages installed as package-lock.json pins
+# them; spans go to $WORK/spans.jsonl, POSTs to $WORK/requests.jsonl. Sets RPORT and
+# RECEIVER_PID. Skips (77) when node/npm are missing outside CI.
+start_otlp_receiver() {
+  local dir="$SRC_DIR/tests/e2e/otlp_receiver"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    [ -n "${CI:-}" ] && fail "node and npm are needed (scripts/install-deps.sh installs them)"
+    echo "SKIP: node/npm not installed (scripts/install-deps.sh)"; exit 77
+  fi
+  local stamp="$dir/node_modules/.infertrace-lock"
+  local want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) $(node --version)"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) >"$WORK/npm.log" 2>&1 ||
+      { cat "$WORK/npm.log" >&2; fail "npm ci in $dir failed"; }
+    echo "$want" >"$stamp"
+  fi
+  rm -f "$WORK/rport"
+  node "$dir/receiver.js" --port 0 --ready "$WORK/rport" --out "$WORK/spans.jsonl" \
+    --requests "$WORK/requests.jsonl" "$@" >"$WORK/receiver.log" 2>&1 &
+  RECEIVER_PID=$!
+  for _ in $(seq 1 100); do
+    [ -s "$WORK/rport" ] && break
+    kill -0 "$RECEIVER_PID" 2>/dev/null || { cat "$WORK/receiver.log" >&2; fail "receiver exited"; }
+    sleep 0.1
+  done
+  [ -s "$WORK/rport" ] || fail "receiver did not listen within 10 s"
+  RPORT=$(cat "$WORK/rport")
 }

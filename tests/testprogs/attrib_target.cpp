@@ -4,11 +4,25 @@
 //
 //   attrib_target cpu ID TENANT CPU_MS          generation stage burning CPU_MS of CPU time
 //   attrib_target read ID TENANT FILE DROP      retrieval stage reading FILE (DROP 1: uncached)
-//   attrib_target slow-peer ID TENANT DELAY_MS  tool stage waiting for a loopback peer
+//   attrib_target slow-peer ID TENANT DELAY_MS [v6|poll]
+//                                               tool stage waiting for a loopback peer
+//                                               (127.0.0.1, ::1 with v6) in recv() (in poll()
+//                                               on its socket with poll); prints port=
+//   attrib_target peers ID TENANT               tool stage waiting 3 x 60 ms on peer a and
+//                                               1 x 100 ms on peer b; prints port_a=, port_b=
+//   attrib_target pingpong ID TENANT KIND N WAIT
+//                                               two threads, each in a stage, pinned to CPU 0,
+//                                               hand a byte back and forth N times over a pipe
+//                                               or a loopback TCP connection (KIND pipe|tcp)
 //   attrib_target lock ID TENANT HOLD_MS        stage waiting for a mutex another thread holds
 //   attrib_target handoff ID TENANT CPU_MS      embedding stage handing its work to a worker
 //   attrib_target tenants N                     attrib-a (CPU) and attrib-b (sleep) interleaved
 //   attrib_target llm ID TENANT                 cache lookups, layers, tokens, output entropy
+//   attrib_target entropy ID TENANT N CPU_MS SPIKE_AT SYNC
+//                                               N outputs (entropy 1.0, 2.0 for outputs
+//                                               SPIKE_AT..+2), each after CPU_MS of CPU (0: a
+//                                               1 ms sleep); SYNC 1: the spike's first output
+//                                               follows a stall of 20 ms or more (throttling)
 //   attrib_target bad                           out-of-order calls and bad strings
 //   attrib_target exit-mid-stage ID             exits while two threads are in stages
 //   attrib_target flood N THREADS WAIT          N stages per thread as fast as possible
@@ -17,6 +31,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,50 +108,152 @@ void read_mode(uint64_t id, const char* tenant, const char* path, bool drop) {
   printf("bytes=%llu\n", static_cast<unsigned long long>(total));
 }
 
-// A loopback peer that answers each request after `delay_ms`.
-int start_slow_peer(int delay_ms, std::thread& server) {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(s, 4) != 0 ||
+// A loopback peer (127.0.0.1, or ::1 when `v6`) that answers `requests` requests of one
+// connection, each after `delay_ms`. Returns its port.
+int start_slow_peer(bool v6, int delay_ms, int requests, std::thread& server) {
+  const int s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  sockaddr_storage addr{};
+  socklen_t len = v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (v6) {
+    reinterpret_cast<sockaddr_in6*>(&addr)->sin6_family = AF_INET6;
+    reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr = in6addr_loopback;
+  } else {
+    reinterpret_cast<sockaddr_in*>(&addr)->sin_family = AF_INET;
+    reinterpret_cast<sockaddr_in*>(&addr)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  if (bind(s, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(s, 4) != 0 ||
       getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     perror("peer");
     exit(2);
   }
-  server = std::thread([s, delay_ms] {
+  server = std::thread([s, delay_ms, requests] {
     const int c = accept(s, nullptr, nullptr);
     char buf[64];
-    if (c >= 0 && recv(c, buf, sizeof buf, 0) > 0) {
+    for (int i = 0; c >= 0 && i < requests && recv(c, buf, sizeof buf, 0) > 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
       if (send(c, "pong", 4, 0) < 0) perror("send");
     }
     if (c >= 0) close(c);
     close(s);
   });
-  return ntohs(addr.sin_port);
+  return ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                  : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
-void slow_peer_mode(uint64_t id, const char* tenant, int delay_ms) {
-  std::thread server;
-  const int port = start_slow_peer(delay_ms, server);
-  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
-  infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
-  const int c = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
+int connect_peer(bool v6, int port) {
+  const int c = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a4{};
+  sockaddr_in6 a6{};
+  a4.sin_family = AF_INET;
+  a4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a4.sin_port = htons(port);
+  a6.sin6_family = AF_INET6;
+  a6.sin6_addr = in6addr_loopback;
+  a6.sin6_port = htons(port);
+  const int rc = v6 ? connect(c, reinterpret_cast<sockaddr*>(&a6), sizeof a6)
+                    : connect(c, reinterpret_cast<sockaddr*>(&a4), sizeof a4);
+  if (rc != 0) perror("connect");
+  return c;
+}
+
+// One request and its answer, waited for in recv() or, as HTTP clients with a timeout do, in
+// poll() on the one socket.
+void ask(int c, bool poll_first = false) {
   char buf[16];
-  if (connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      send(c, "ping", 4, 0) != 4 || recv(c, buf, sizeof buf, 0) <= 0) {
+  pollfd one{c, POLLIN, 0};
+  if (send(c, "ping", 4, 0) != 4 || (poll_first && poll(&one, 1, 10000) != 1) ||
+      recv(c, buf, sizeof buf, 0) <= 0) {
     perror("client");
   }
+}
+
+void slow_peer_mode(uint64_t id, const char* tenant, int delay_ms, const std::string& how) {
+  const bool v6 = how == "v6";
+  std::thread server;
+  const int port = start_slow_peer(v6, delay_ms, 1, server);
+  printf("port=%d\n", port);
+  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
+  infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+  const int c = connect_peer(v6, port);
+  ask(c, how == "poll");
   close(c);
   infertrace_stage_end(id, INFERTRACE_STAGE_TOOL);
   infertrace_request_end(id, 0);
   server.join();
+}
+
+// Peer a is asked three times (60 ms each), peer b once (100 ms): b had the longest single
+// wait, a the most wait in all.
+void peers_mode(uint64_t id, const char* tenant) {
+  std::thread server_a, server_b;
+  const int port_a = start_slow_peer(false, 60, 3, server_a);
+  const int port_b = start_slow_peer(false, 100, 1, server_b);
+  printf("port_a=%d\nport_b=%d\n", port_a, port_b);
+  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
+  infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+  const int a = connect_peer(false, port_a), b = connect_peer(false, port_b);
+  ask(a);
+  ask(b);
+  ask(a);
+  ask(a);
+  close(a);
+  close(b);
+  infertrace_stage_end(id, INFERTRACE_STAGE_TOOL);
+  infertrace_request_end(id, 0);
+  server_a.join();
+  server_b.join();
+}
+
+// Both ends of a connected pair: a pipe each way, or one loopback TCP connection.
+void connected_pair(bool tcp, int ends[2][2]) {
+  if (!tcp) {
+    int ab[2], ba[2];
+    if (pipe(ab) != 0 || pipe(ba) != 0) exit(2);
+    ends[0][0] = ba[0], ends[0][1] = ab[1], ends[1][0] = ab[0], ends[1][1] = ba[1];
+    return;
+  }
+  std::thread server;
+  const int l = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(l, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(l, 1) != 0 ||
+      getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    exit(2);
+  }
+  const int c = connect_peer(false, ntohs(addr.sin_port)), s = accept(l, nullptr, nullptr);
+  close(l);
+  ends[0][0] = ends[0][1] = c;
+  ends[1][0] = ends[1][1] = s;
+}
+
+void pingpong_mode(uint64_t id, const char* tenant, bool tcp, int rounds) {
+  int ends[2][2];
+  connected_pair(tcp, ends);
+  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
+  auto side = [&](int me) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+    char c = 'x';
+    for (int i = 0; i < rounds; ++i) {
+      if (me == 0 && write(ends[0][1], &c, 1) != 1) break;
+      if (read(ends[me][0], &c, 1) != 1) break;
+      if (me == 1 && write(ends[1][1], &c, 1) != 1) break;
+    }
+    infertrace_stage_end(id, INFERTRACE_STAGE_TOOL);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::thread other(side, 1);
+  side(0);
+  other.join();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - start);
+  infertrace_request_end(id, 0);
+  printf("elapsed_ns=%lld\n", static_cast<long long>(ns.count()));
 }
 
 void lock_mode(uint64_t id, const char* tenant, int hold_ms) {
@@ -267,6 +386,43 @@ void llm_mode(uint64_t id, const char* tenant) {
   infertrace_request_end(id, 0);
 }
 
+double wall_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Burns CPU in 0.5 ms slices until one slice took 20 ms of wall time or more: the thread was
+// stalled (throttled) during it and runs again now. Returns the stall, 0 after 5 s without one.
+double burn_until_stalled() {
+  const double give_up = wall_ms() + 5000;
+  while (wall_ms() < give_up) {
+    const double before = wall_ms();
+    burn_cpu(0.5);
+    if (wall_ms() - before >= 20) return wall_ms() - before;
+  }
+  return 0;
+}
+
+// A generation stage reporting the entropy of each output; a spike of three outputs at 2.0
+// over a baseline of 1.0.
+void entropy_mode(uint64_t id, const char* tenant, int n, double cpu_ms, int spike_at, bool sync) {
+  infertrace_request_begin(id, tenant, "attrib-entropy", "4bf92f3577b34da6a3ce929d0e0e4736");
+  infertrace_stage_begin(id, INFERTRACE_STAGE_GENERATION, "generation");
+  for (int i = 0; i < n; ++i) {
+    if (cpu_ms > 0) {
+      burn_cpu(cpu_ms);
+    } else {
+      std::this_thread::sleep_for(1ms);
+    }
+    if (i == spike_at && sync) printf("stalled_ms=%.1f\n", burn_until_stalled());
+    const bool spike = i >= spike_at && i < spike_at + 3;
+    infertrace_output_quality(id, spike ? 2'000'000 : 1'000'000);
+  }
+  infertrace_stage_end(id, INFERTRACE_STAGE_GENERATION);
+  infertrace_request_end(id, 0);
+}
+
 void flood_mode(uint64_t n, int threads) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> ts;
@@ -296,8 +452,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argv[1];
-  const bool wait = mode != "flood" || (argc > 4 && std::atoi(argv[4]) != 0);
-  if (wait && !wait_for_tracer(mode == "llm")) {
+  // flood and pingpong also run untraced (WAIT 0), as the baseline of the cost figures.
+  const int wait_arg = mode == "flood" ? 4 : mode == "pingpong" ? 6 : 0;
+  const bool wait = !wait_arg || (argc > wait_arg && std::atoi(argv[wait_arg]) != 0);
+  if (wait && !wait_for_tracer(mode == "llm" || mode == "entropy")) {
     fprintf(stderr, "attrib_target: probes were never enabled\n");
     return 3;
   }
@@ -305,8 +463,12 @@ int main(int argc, char** argv) {
     cpu_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]));
   } else if (mode == "read" && argc == 6) {
     read_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]) != 0);
-  } else if (mode == "slow-peer" && argc == 5) {
-    slow_peer_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]));
+  } else if (mode == "slow-peer" && (argc == 5 || argc == 6)) {
+    slow_peer_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argc == 6 ? argv[5] : "");
+  } else if (mode == "peers" && argc == 4) {
+    peers_mode(arg_u64(argv, 2), argv[3]);
+  } else if (mode == "pingpong" && argc == 7) {
+    pingpong_mode(arg_u64(argv, 2), argv[3], std::string(argv[4]) == "tcp", std::atoi(argv[5]));
   } else if (mode == "lock" && argc == 5) {
     lock_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]));
   } else if (mode == "handoff" && argc == 5) {
@@ -315,6 +477,9 @@ int main(int argc, char** argv) {
     tenants_mode(std::atoi(argv[2]));
   } else if (mode == "llm" && argc == 4) {
     llm_mode(arg_u64(argv, 2), argv[3]);
+  } else if (mode == "entropy" && argc == 8) {
+    entropy_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), std::atof(argv[5]),
+                 std::atoi(argv[6]), std::atoi(argv[7]) != 0);
   } else if (mode == "bad") {
     bad_mode();
   } else if (mode == "exit-mid-stage" && argc == 3) {

@@ -69,7 +69,16 @@ TEST(VerdictFaults, CpuThrottling) {
   Verdict v = explain(r, &p, hints);
   ASSERT_EQ(v.culprits.size(), 1u);
   EXPECT_EQ(v.culprits[0].component, Component::cpu_throttled);
-  EXPECT_EQ(v.evidence, "generation 1.42 s, 63% cpu_throttled: 12 throttled periods");
+  EXPECT_EQ(v.evidence, "generation 1.42 s, 63% cpu_throttled: throttled in 12 periods");
+
+  // With the cgroup's cpu.stat over the stage: the example sentence.
+  hints.cgroup = "/agents/t-782";
+  hints.periods = 50;
+  hints.throttled_periods = 41;
+  hints.quota_cpus = 0.1;
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "generation 1.42 s, 63% cpu_throttled: cgroup /agents/t-782 throttled in 41 of 50 "
+            "periods (quota 0.1 CPU)");
 }
 
 TEST(VerdictFaults, PageCacheMissesInRetrieval) {
@@ -92,6 +101,27 @@ TEST(VerdictFaults, SlowNetworkPeerInTool) {
   ASSERT_FALSE(v.culprits.empty());
   EXPECT_EQ(v.culprits[0].component, Component::network);
   EXPECT_EQ(v.evidence, "tool 2.1 s, 95% network: peer api.weather:443");
+}
+
+TEST(VerdictFaults, SlowNetworkPeerMeasuredByTheKernel) {
+  ComponentProfile p = normal_profile("tool", 100);
+  auto r = record("tool", {{Component::network, 1'995 * ms}, {Component::on_cpu, 105 * ms}});
+  r.network_peer = "127.0.0.1:7070";
+  r.network_peer_ns = 1'990 * ms;
+  Verdict v = explain(r, &p);
+  ASSERT_FALSE(v.culprits.empty());
+  EXPECT_EQ(v.culprits[0].component, Component::network);
+  EXPECT_EQ(v.evidence, "tool 2.1 s, 95% network: peer 127.0.0.1:7070");
+
+  // A peer the caller knows better (a name) wins over the kernel's address.
+  EvidenceHints hints;
+  hints.peer = "api.weather:443";
+  EXPECT_EQ(explain(r, &p, hints).evidence, "tool 2.1 s, 95% network: peer api.weather:443");
+
+  // The peer is evidence for the network component only.
+  auto cpu = record("tool", {{Component::on_cpu, 1'905 * ms}, {Component::network, 15 * ms}});
+  cpu.network_peer = "127.0.0.1:7070";
+  EXPECT_EQ(explain(cpu, &p).evidence, "tool 1.92 s, 99% on_cpu");
 }
 
 TEST(VerdictFaults, NoisyNeighbourPreemptionNamesTwoComponents) {

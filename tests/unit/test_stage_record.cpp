@@ -187,16 +187,23 @@ TEST(StageRecordDecode, CacheQualityAndProcessRecords) {
   std::strcpy(cache.cache, "vectors");
   cache.result = 2;
   cache.age_ns = 1234;
+  cache.time_ns = 5'000'000'000;
   const auto c = std::get<CacheRecord>(*decode_record(bytes(cache)));
   EXPECT_EQ(c.cache, "vectors");
   EXPECT_EQ(c.result, 2);
   EXPECT_EQ(c.age_ns, 1234u);
+  EXPECT_EQ(c.time_ns, 5'000'000'000u);
 
   attrib_quality_record q{};
   q.hdr.type = ATTRIB_REC_QUALITY;
   q.id = identity("tenant-c", "rag");
   q.entropy_micro = 2'500'000;
-  EXPECT_DOUBLE_EQ(std::get<QualityRecord>(*decode_record(bytes(q))).entropy, 2.5);
+  q.time_ns = 7'000'000'000;
+  const auto quality = std::get<QualityRecord>(*decode_record(bytes(q)));
+  EXPECT_DOUBLE_EQ(quality.entropy, 2.5);
+  EXPECT_EQ(quality.time_ns, 7'000'000'000u);
+  EXPECT_FALSE(quality.thread_anomaly) << "end_ns 0: no anomaly was ever seen";
+  EXPECT_FALSE(quality.process_anomaly);
 
   attrib_process_record p{};
   p.hdr.type = ATTRIB_REC_EXEC;
@@ -206,6 +213,80 @@ TEST(StageRecordDecode, CacheQualityAndProcessRecords) {
   EXPECT_EQ(e.pid, 1234u);
   p.hdr.type = ATTRIB_REC_PROCESS_EXIT;
   EXPECT_FALSE(std::get<ProcessRecord>(*decode_record(bytes(p))).exec);
+}
+
+TEST(StageRecordDecode, QualityRecordsCarryTheThreadsAndTheProcesssLastAnomaly) {
+  attrib_quality_record q{};
+  q.hdr.type = ATTRIB_REC_QUALITY;
+  q.id = identity("tenant-c", "rag");
+  q.time_ns = 9'000'000'000;
+  q.thread_anomaly = {8'998'000'000, 4'200'000, ATTRIB_RUNQUEUE, 0};
+  q.process_anomaly = {8'999'000'000, 0, ATTRIB_ANOMALY_MAJOR_FAULT, 0};
+  auto r = std::get<QualityRecord>(*decode_record(bytes(q)));
+  ASSERT_TRUE(r.thread_anomaly);
+  EXPECT_EQ(r.thread_anomaly->end_ns, 8'998'000'000u);
+  EXPECT_EQ(r.thread_anomaly->duration_ns, 4'200'000u);
+  EXPECT_EQ(r.thread_anomaly->kind, "runqueue");
+  ASSERT_TRUE(r.process_anomaly);
+  EXPECT_EQ(r.process_anomaly->kind, kMajorFaultAnomaly);
+  EXPECT_EQ(r.process_anomaly->duration_ns, 0u);
+
+  q.thread_anomaly.kind = ATTRIB_CPU_THROTTLED;
+  q.process_anomaly = {8'990'000'000, 2'000'000, ATTRIB_BLOCK_IO, 0};
+  r = std::get<QualityRecord>(*decode_record(bytes(q)));
+  EXPECT_EQ(r.thread_anomaly->kind, "cpu_throttled");
+  EXPECT_EQ(r.process_anomaly->kind, "block_io");
+  q.thread_anomaly.kind = 99;  // from a newer kernel side: kept, named unknown
+  EXPECT_EQ(std::get<QualityRecord>(*decode_record(bytes(q))).thread_anomaly->kind, kUnknownLabel);
+
+  EXPECT_EQ(anomaly_component("runqueue"), Component::runqueue);
+  EXPECT_EQ(anomaly_component("cpu_throttled"), Component::cpu_throttled);
+  EXPECT_EQ(anomaly_component("block_io"), Component::block_io);
+  EXPECT_FALSE(anomaly_component(kMajorFaultAnomaly));
+  EXPECT_FALSE(anomaly_component("unattributed"));
+
+  // A record cut before its anomalies is refused rather than read past its end.
+  EXPECT_FALSE(decode_record(bytes(q).first(sizeof q - sizeof q.process_anomaly)));
+}
+
+TEST(StageRecordDecode, NetworkPeerOfIpv4Ipv6AndMappedSockets) {
+  auto raw = stage(4, "tool", 1000);
+  raw.span.component_ns[ATTRIB_NETWORK] = 900;
+  auto s = std::get<StageRecord>(*decode_record(bytes(raw)));
+  EXPECT_FALSE(s.network_peer) << "family 0: the stage waited on no socket peer";
+  EXPECT_EQ(s.network_peer_ns, 0u);
+
+  raw.span.peer.family = 2;  // AF_INET
+  const uint8_t v4[4] = {127, 0, 0, 1};
+  std::memcpy(raw.span.peer.addr, v4, sizeof v4);
+  raw.span.peer.port = 7070;
+  raw.span.peer.wait_ns = 850;
+  s = std::get<StageRecord>(*decode_record(bytes(raw)));
+  ASSERT_TRUE(s.network_peer);
+  EXPECT_EQ(*s.network_peer, "127.0.0.1:7070");
+  EXPECT_EQ(s.network_peer_ns, 850u);
+
+  raw.span.peer.family = 10;  // AF_INET6
+  std::memset(raw.span.peer.addr, 0, sizeof raw.span.peer.addr);
+  raw.span.peer.addr[15] = 1;
+  raw.span.peer.port = 80;
+  EXPECT_EQ(std::get<StageRecord>(*decode_record(bytes(raw))).network_peer, "[::1]:80");
+
+  // A dual-stack socket talking to an IPv4 peer: ::ffff:10.0.0.7 is shown as IPv4.
+  const uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 7};
+  std::memcpy(raw.span.peer.addr, mapped, sizeof mapped);
+  raw.span.peer.port = 443;
+  EXPECT_EQ(std::get<StageRecord>(*decode_record(bytes(raw))).network_peer, "10.0.0.7:443");
+
+  const uint8_t doc[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
+  std::memcpy(raw.span.peer.addr, doc, sizeof doc);
+  raw.span.peer.port = 8080;
+  EXPECT_EQ(std::get<StageRecord>(*decode_record(bytes(raw))).network_peer, "[2001:db8::10]:8080");
+
+  raw.span.peer.family = 1;  // AF_UNIX, from a newer kernel side: no peer rather than garbage
+  s = std::get<StageRecord>(*decode_record(bytes(raw)));
+  EXPECT_FALSE(s.network_peer);
+  EXPECT_EQ(s.network_peer_ns, 0u);
 }
 
 TEST(StageRecordDecode, NamesEveryKernelErrorKind) {

@@ -51,6 +51,29 @@ const volatile unsigned short *infertrace_sdk_semaphore(uint32_t probe);
 /* "MAJOR.MINOR.PATCH" of the project that built the library. */
 const char *infertrace_sdk_version(void);
 
+/* ---- circuit breaker ----
+ * The daemon keeps a circuit breaker per (tenant, agent): it opens after consecutive slow stages
+ * (default 3 over 200 ms) and closes once no slow stage was seen for a quiet period. An agent
+ * asks for its state to shed or slow its load:
+ *
+ *     uint32_t retry_ms;
+ *     int state = infertrace_sdk_breaker_state("tenant-a", "rag-agent", &retry_ms);
+ *     if (state == 1) ... open: shed load, retry in about retry_ms ms
+ *     else if (state < 0) ... no answer (-state is an errno): carry on as if closed
+ *
+ * Returns 0 closed, 1 open (then *retry_after_ms, when not NULL, is the time in ms until the
+ * breaker may close; a further slow stage extends it; 0 when closed), or a negative errno:
+ * -ENOENT or -ECONNREFUSED when no daemon serves the socket, -EACCES when this process may not
+ * use it (it is owner-only), -ETIMEDOUT when no reply came within 100 ms, -EBUSY or -EAGAIN when
+ * the daemon has too many clients, -EPROTO on a malformed reply, -EINVAL for a NULL tenant or
+ * agent, -ENAMETOOLONG when they (percent-encoded) or the socket path are too long.
+ * tenant and agent are the strings given to infertrace_sdk_request_begin (the daemon keeps the
+ * first INFERTRACE_MAX_TENANT / INFERTRACE_MAX_NAME bytes of them).
+ * The socket is $INFERTRACE_BREAKER_SOCKET, else INFERTRACE_SDK_BREAKER_SOCKET_DEFAULT (the
+ * daemon's breaker.socket setting). One short connection per call; thread-safe; errno is kept. */
+#define INFERTRACE_SDK_BREAKER_SOCKET_DEFAULT "/run/infertrace/breaker.sock"
+int infertrace_sdk_breaker_state(const char *tenant, const char *agent, uint32_t *retry_after_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,10 @@ of libinfertrace_sdk.so, so the infertrace daemon can attribute kernel time to t
         with infertrace.Stage(request, "rerank"):      # a free-form stage
             ...
 
+An agent can also read its circuit breaker, kept by the daemon, to shed or slow its load:
+
+    state, retry_after_ms = infertrace.breaker_state("tenant-a", "rag")   # "closed" | "open"
+
 Standard library only (ctypes). While no tracer is attached a call checks its inputs and reads
 the probe's semaphore (mapped from the library), and skips the ctypes call. Inputs are checked here
 (TypeError / ValueError) whether or not a tracer is attached, so tracing never changes what
@@ -22,6 +26,7 @@ import secrets
 import threading
 
 from . import _validate as _check
+from ._breaker import BreakerProtocolError, BreakerUnavailable, breaker_state
 from ._native import PROBES, library_path
 from ._native import lib as _lib
 from ._native import semaphores as _semaphores
@@ -41,7 +46,8 @@ _S_LAYER_END = _semaphores["layer_end"]
 _S_OUTPUT_QUALITY = _semaphores["output_quality"]
 
 __all__ = [
-    "PROBES", "CacheResult", "Request", "Stage", "cache_lookup", "context_scope", "enabled", "layer",
+    "PROBES", "BreakerProtocolError", "BreakerUnavailable", "CacheResult", "Request", "Stage",
+    "breaker_state", "cache_lookup", "context_scope", "enabled", "layer",
     "library_path", "new_request_id", "new_trace_id", "output_quality", "token", "version",
 ]
 

@@ -1,0 +1,101 @@
+"""The daemon's circuit breaker for one (tenant, agent), read over its local socket (pure
+Python, no ctypes): an agent sheds or slows its load while its breaker is open.
+
+Protocol (src/core/breaker_protocol.h): "state TENANT AGENT\\n" with percent-encoded fields,
+answered "ok closed|open consecutive=N retry_after_ms=M\\n"."""
+
+import os
+import re
+import socket
+import time
+
+from . import _validate as _check
+
+DEFAULT_SOCKET = "/run/infertrace/breaker.sock"
+DEFAULT_TIMEOUT = 0.1  # seconds: an agent must never hang on its breaker
+MAX_LINE = 512  # bytes of a request or reply line, "\n" included
+
+_STATE_REPLY = re.compile(rb"ok (closed|open) consecutive=(\d+) retry_after_ms=(\d+)")
+
+
+class BreakerUnavailable(ConnectionError):
+    """No daemon answered on the breaker socket (missing, refused, not permitted, too slow or
+    too busy): carry on as if the breaker were closed, or retry later."""
+
+
+class BreakerProtocolError(RuntimeError):
+    """The breaker socket answered something that is not a state reply."""
+
+
+def _encode(data):
+    """Percent-encodes everything but printable ASCII other than '%'; empty is "%"."""
+    if not data:
+        return "%"
+    return "".join(chr(b) if 0x20 < b < 0x7F and b != 0x25 else f"%{b:02X}" for b in data)
+
+
+def _exchange(path, request, timeout):
+    deadline = time.monotonic() + timeout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        send_error = None
+        try:
+            sock.sendall(request)
+        except (BrokenPipeError, ConnectionResetError) as err:
+            # A daemon with too many clients says "error busy" and closes, maybe before the
+            # request arrived: its line may still be there to read.
+            send_error = err
+        reply = b""
+        while b"\n" not in reply:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no reply in time")
+            sock.settimeout(left)
+            chunk = sock.recv(MAX_LINE)
+            if not chunk and send_error:
+                raise send_error
+            if not chunk:
+                raise BreakerProtocolError(
+                    f"infertrace: the breaker socket {path!r} closed before a whole reply line "
+                    f"(got {reply[:80]!r})")
+            reply += chunk
+            if len(reply) >= MAX_LINE and b"\n" not in reply:
+                raise BreakerProtocolError(
+                    f"infertrace: the breaker socket {path!r} sent a line longer than {MAX_LINE} bytes")
+        return reply.split(b"\n", 1)[0]
+
+
+def breaker_state(tenant, agent, socket_path=None, timeout=DEFAULT_TIMEOUT):
+    """The circuit breaker of (`tenant`, `agent`) as ("closed" | "open", retry_after_ms):
+    retry_after_ms is how long until an open breaker may close (a further slow stage extends
+    it), 0 when closed. `tenant` and `agent` are the strings given to Request().
+
+    The socket is `socket_path`, else $INFERTRACE_BREAKER_SOCKET, else DEFAULT_SOCKET (the
+    daemon's breaker.socket). One connection per call, at most `timeout` seconds.
+    Raises BreakerUnavailable when no daemon answers, BreakerProtocolError on a malformed reply,
+    TypeError / ValueError on bad arguments (as Request() does)."""
+    tenant_b = _check.c_string(tenant, "tenant")
+    agent_b = _check.c_string(agent, "agent")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"infertrace: timeout must be a positive number of seconds, got {timeout!r}")
+    path = socket_path or os.environ.get("INFERTRACE_BREAKER_SOCKET") or DEFAULT_SOCKET
+    if not isinstance(path, str):
+        raise TypeError(f"infertrace: socket_path must be a str, not {type(path).__name__}")
+    request = f"state {_encode(tenant_b)} {_encode(agent_b)}\n".encode("ascii")
+    if len(request) > MAX_LINE:
+        raise ValueError(f"infertrace: tenant and agent are too long for a breaker request "
+                         f"({len(request)} bytes encoded, at most {MAX_LINE})")
+    try:
+        line = _exchange(path, request, timeout)
+    except OSError as err:  # FileNotFoundError, ConnectionRefusedError, PermissionError, timeouts
+        raise BreakerUnavailable(
+            f"infertrace: no circuit-breaker socket answers at {path!r} ({err}); is the infertrace "
+            f"daemon running, with breaker.socket set to this path?") from err
+    if line == b"error busy" or line.startswith(b"error busy "):
+        raise BreakerUnavailable(f"infertrace: the breaker socket {path!r} is busy (too many clients)")
+    match = _STATE_REPLY.fullmatch(line)
+    if not match:
+        raise BreakerProtocolError(
+            f"infertrace: unexpected reply from the breaker socket {path!r}: {line[:120]!r}")
+    return match.group(1).decode(), int(match.group(3))

@@ -1,0 +1,234 @@
+/*
+ * infertrace_sdk_breaker_state(): asks the daemon's circuit-breaker socket about one (tenant,
+ * agent) pair, one connection per call, bounded by a 100 ms deadline so an agent never hangs
+ * on it. Protocol: src/core/breaker_protocol.h ("state TENANT AGENT\n" ->
+ * "ok closed|open consecutive=N retry_after_ms=M\n").
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "infertrace/sdk_lib.h"
+
+#define INFERTRACE_SDK_EXPORT __attribute__((visibility("default")))
+
+#define BREAKER_TIMEOUT_MS 100
+#define BREAKER_MAX_LINE 512 /* request and reply lines, "\n" included */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for `events` on fd until `deadline` (now_ms()); 0 when ready, else a negative errno. */
+static int wait_for(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd p = { .fd = fd, .events = events };
+		int rc = poll(&p, 1, (int)left);
+		if (rc > 0)
+			return 0;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/* Appends `s` percent-encoded (anything but printable ASCII other than '%'; empty: "%") at
+ * out[*len]; -ENAMETOOLONG when it does not fit in `cap`. */
+static int append_encoded(char *out, size_t cap, size_t *len, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	if (*s == '\0') {
+		if (*len + 1 > cap)
+			return -ENAMETOOLONG;
+		out[(*len)++] = '%';
+		return 0;
+	}
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p > ' ' && *p < 0x7f && *p != '%') {
+			if (*len + 1 > cap)
+				return -ENAMETOOLONG;
+			out[(*len)++] = (char)*p;
+		} else {
+			if (*len + 3 > cap)
+				return -ENAMETOOLONG;
+			out[(*len)++] = '%';
+			out[(*len)++] = hex[*p >> 4];
+			out[(*len)++] = hex[*p & 15];
+		}
+	}
+	return 0;
+}
+
+/* Matches `prefix` then at least one digit at *p (a uint64, no overflow); advances *p. */
+static int parse_field(const char **p, const char *prefix, uint64_t *value)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(*p, prefix, n) != 0)
+		return -1;
+	const char *q = *p + n;
+	uint64_t v = 0;
+	if (*q < '0' || *q > '9')
+		return -1;
+	for (; *q >= '0' && *q <= '9'; q++) {
+		if (v > (UINT64_MAX - (uint64_t)(*q - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*q - '0');
+	}
+	*p = q;
+	*value = v;
+	return 0;
+}
+
+/* "ok closed|open consecutive=N retry_after_ms=M" (without "\n"): 0 closed, 1 open. */
+static int parse_reply(const char *line, uint32_t *retry_after_ms)
+{
+	if (strncmp(line, "error busy", 10) == 0 && (line[10] == '\0' || line[10] == ' '))
+		return -EBUSY;
+	int state;
+	const char *p = line;
+	if (strncmp(p, "ok closed ", 10) == 0) {
+		state = 0;
+		p += 10;
+	} else if (strncmp(p, "ok open ", 8) == 0) {
+		state = 1;
+		p += 8;
+	} else {
+		return -EPROTO;
+	}
+	uint64_t consecutive, retry;
+	if (parse_field(&p, "consecutive=", &consecutive) != 0 || *p++ != ' ' ||
+	    parse_field(&p, "retry_after_ms=", &retry) != 0 || *p != '\0')
+		return -EPROTO;
+	if (retry_after_ms)
+		*retry_after_ms = retry > UINT32_MAX ? UINT32_MAX : (uint32_t)retry;
+	return state;
+}
+
+static int connect_socket(const char *path, int64_t deadline)
+{
+	struct sockaddr_un addr;
+	memset(&addr, 0, sizeof addr);
+	addr.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof addr.sun_path)
+		return -ENAMETOOLONG;
+	strcpy(addr.sun_path, path);
+
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+		int err = errno;
+		if (err != EINPROGRESS) {
+			close(fd);
+			return -err; /* ENOENT, ECONNREFUSED: no daemon; EAGAIN: its backlog is full */
+		}
+		int rc = wait_for(fd, POLLOUT, deadline);
+		socklen_t len = sizeof err;
+		if (rc == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0)
+			rc = -err;
+		if (rc != 0) {
+			close(fd);
+			return rc;
+		}
+	}
+	return fd;
+}
+
+static int exchange(int fd, const char *request, size_t request_len, char *reply, int64_t deadline)
+{
+	int send_error = 0;
+	for (size_t sent = 0; sent < request_len && !send_error;) {
+		ssize_t n = send(fd, request + sent, request_len - sent, MSG_NOSIGNAL);
+		if (n > 0) {
+			sent += (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int rc = wait_for(fd, POLLOUT, deadline);
+			if (rc != 0)
+				return rc;
+		} else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			/* A daemon with too many clients says "error busy" and closes, maybe before
+			 * our request arrived: its line may still be there to read. */
+			send_error = -errno;
+		} else if (n < 0 && errno != EINTR) {
+			return -errno;
+		}
+	}
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = recv(fd, reply + got, BREAKER_MAX_LINE - got, 0);
+		if (n > 0) {
+			char *nl = memchr(reply + got, '\n', (size_t)n);
+			got += (size_t)n;
+			if (nl) {
+				*nl = '\0';
+				return 0;
+			}
+			if (got == BREAKER_MAX_LINE)
+				return -EPROTO; /* no reply line is this long */
+		} else if (n == 0) {
+			return send_error ? send_error : -EPROTO; /* closed before a whole line */
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			int rc = wait_for(fd, POLLIN, deadline);
+			if (rc != 0)
+				return rc;
+		} else if (errno != EINTR) {
+			return send_error ? send_error : -errno;
+		}
+	}
+}
+
+INFERTRACE_SDK_EXPORT int infertrace_sdk_breaker_state(const char *tenant, const char *agent,
+						       uint32_t *retry_after_ms)
+{
+	if (!tenant || !agent)
+		return -EINVAL;
+	const int saved_errno = errno;
+	const int64_t deadline = now_ms() + BREAKER_TIMEOUT_MS;
+
+	char request[BREAKER_MAX_LINE];
+	size_t len = 0;
+	const size_t cap = sizeof request - 1; /* room for "\n" */
+	memcpy(request, "state ", 6);
+	len = 6;
+	int rc = append_encoded(request, cap, &len, tenant);
+	if (rc == 0 && len + 1 <= cap) {
+		request[len++] = ' ';
+		rc = append_encoded(request, cap, &len, agent);
+	} else if (rc == 0) {
+		rc = -ENAMETOOLONG;
+	}
+	if (rc != 0)
+		return rc;
+	request[len++] = '\n';
+
+	const char *path = secure_getenv("INFERTRACE_BREAKER_SOCKET");
+	if (!path || !*path)
+		path = INFERTRACE_SDK_BREAKER_SOCKET_DEFAULT;
+	int fd = connect_socket(path, deadline);
+	if (fd < 0) {
+		errno = saved_errno;
+		return fd;
+	}
+	char reply[BREAKER_MAX_LINE + 1];
+	rc = exchange(fd, request, len, reply, deadline);
+	close(fd);
+	if (rc == 0)
+		rc = parse_reply(reply, retry_after_ms);
+	errno = saved_errno;
+	return rc;
+}

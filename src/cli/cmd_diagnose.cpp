@@ -1,0 +1,60 @@
+// `infertrace diagnose --duration 30s`: collects for a while with a progress indicator, then
+// prints the one-shot report (tables, or JSON on stdout with --json). Ctrl-C ends the
+// collection early and still prints the report.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/collection.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "core/diagnosis.h"
+#include "core/duration.h"
+
+namespace infertrace::cli {
+
+int diagnose(const CommonOptions& options, const DiagnoseOptions& diagnose_options) {
+  uint64_t duration_ns = 0;
+  try {
+    duration_ns = core::parse_duration_ns(diagnose_options.duration);
+  } catch (const core::DurationError& e) {
+    fmt::print(stderr, "infertrace diagnose: --duration: {}\n", e.what());
+    return 2;
+  }
+  if (duration_ns < 1'000'000'000) {
+    fmt::print(stderr, "infertrace diagnose: --duration must be at least 1s, got {}\n",
+               diagnose_options.duration);
+    return 2;
+  }
+  auto startup = prepare(options);
+  if (!startup) return 2;
+
+  const double seconds = static_cast<double>(duration_ns) * 1e-9;
+  install_stop_handlers();
+  try {
+    Collection collection(*startup, duration_ns + 10'000'000'000);
+    collection.begin();
+    Progress progress("collecting", seconds);
+    while (!stop_requested() && collection.elapsed_seconds() < seconds) {
+      collection.poll(100);
+      const uint64_t g = collection.glitches();
+      progress.update(collection.elapsed_seconds(), fmt::format("{} glitch{}", g, g == 1 ? "" : "es"));
+    }
+    const bool interrupted = stop_requested();
+    core::Diagnosis d = collection.finish();
+    progress.finish(fmt::format("collected {:.1f} s{}", d.duration_seconds,
+                                interrupted ? " (stopped early)" : ""));
+    if (diagnose_options.json) {
+      auto j = core::diagnosis_json(d);
+      j["interrupted"] = interrupted;
+      fmt::print("{}\n", j.dump(2));
+    } else {
+      fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));
+    }
+  } catch (const CollectionError& e) {
+    fmt::print(stderr, "infertrace diagnose: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace infertrace::cli

@@ -1,0 +1,82 @@
+#include "cli/collection.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+
+namespace infertrace::cli {
+namespace {
+
+std::atomic<bool> stop_flag{false};
+
+void on_stop_signal(int) { stop_flag = true; }
+
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool stop_requested() { return stop_flag.load(); }
+
+Collection::Collection(const Startup& startup, uint64_t window_ns)
+    : config_(startup.config), set_(startup.features, startup.layout) {
+  PipelineOptions options;
+  options.journal = false;
+  options.otlp = false;
+  options.breaker_socket = false;
+  options.persist_breaker = false;
+  options.summary_window_ns = window_ns;
+  try {
+    pipeline_ = std::make_unique<GlitchPipeline>(config_, options);
+  } catch (const PipelineError& e) {
+    throw CollectionError(e.what());
+  }
+  pipeline_->connect(set_);
+  set_.apply(config_);
+  for (const auto& s : set_.status()) {
+    if (s.enabled && !s.attached) spdlog::warn("probe family {} not attached: {}", s.name, s.error);
+  }
+}
+
+Collection::~Collection() {
+  if (finished_) return;
+  pipeline_->stop();
+  set_.stop_all();
+}
+
+void Collection::begin() {
+  before_ = core::MetricSet{};
+  set_.collect(before_);
+  pipeline_->collect(before_);
+  start_ = Clock::now();
+}
+
+double Collection::elapsed_seconds() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+core::Diagnosis Collection::finish(double duration_seconds) {
+  const double elapsed = elapsed_seconds();
+  core::MetricSet after;
+  set_.collect(after);
+  pipeline_->collect(after);
+  const core::AnalyzerSummary summary = pipeline_->summary();
+  finished_ = true;
+  pipeline_->stop();
+  set_.stop_all();
+
+  core::DiagnosisOptions options;
+  options.request_slo_ns = static_cast<uint64_t>(config_.glitch.request_slo_ms) * 1'000'000;
+  options.stage_slo_ns = static_cast<uint64_t>(config_.glitch.stage_slo_ms) * 1'000'000;
+  return core::build_diagnosis(summary, before_, after, duration_seconds > 0 ? duration_seconds : elapsed,
+                               options);
+}
+
+}  // namespace infertrace::cli

@@ -1,0 +1,59 @@
+// What `diagnose` and `demo` share: the probe families plus the analysis-only glitch pipeline
+// (no journal, no OTLP, no breaker socket or state file), a scrape at the start and one at the
+// end, and the diagnosis built from them. SIGINT/SIGTERM end a collection early.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "cli/glitch_pipeline.h"
+#include "cli/startup.h"
+#include "core/diagnosis.h"
+#include "core/metrics.h"
+#include "probes/probe_set.h"
+
+namespace infertrace::cli {
+
+struct CollectionError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// SIGINT and SIGTERM set a flag (stop_requested) instead of ending the process; SIGPIPE is
+// ignored.
+void install_stop_handlers();
+bool stop_requested();
+
+class Collection {
+ public:
+  // Attaches the families and starts the analysis; `window_ns` is how far back the stage
+  // P50/P99 look. Families that fail to attach are logged; the rest keep working. Throws
+  // CollectionError when the glitch pipeline cannot start.
+  Collection(const Startup& startup, uint64_t window_ns);
+  ~Collection();
+  Collection(const Collection&) = delete;
+  Collection& operator=(const Collection&) = delete;
+
+  // The first scrape; the collection's clock starts here.
+  void begin();
+  // Consumes events for up to `timeout_ms`.
+  void poll(int timeout_ms) { set_.poll(timeout_ms); }
+  double elapsed_seconds() const;
+  uint64_t glitches() { return pipeline_->glitches(); }
+
+  // The last scrape, then detaches everything. `duration_seconds` (> 0) replaces the measured
+  // time for rates (QPS) when the caller knows better.
+  core::Diagnosis finish(double duration_seconds = 0);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  core::Config config_;
+  probes::ProbeSet set_;  // declared before the pipeline: it must outlive it
+  std::unique_ptr<GlitchPipeline> pipeline_;
+  core::MetricSet before_;
+  Clock::time_point start_{};
+  bool finished_ = false;
+};
+
+}  // namespace infertrace::cli

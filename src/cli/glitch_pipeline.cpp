@@ -1,0 +1,309 @@
+#include "cli/glitch_pipeline.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "bpf/attrib.h"
+#include "core/breaker_protocol.h"
+#include "core/verdict.h"
+#include "export/breaker_socket.h"
+#include "export/breaker_store.h"
+#include "export/journal.h"
+#include "export/otlp_exporter.h"
+
+namespace infertrace::cli {
+namespace {
+
+constexpr size_t kMaxQueuedGlitches = 10000;  // between two journal writes (about a second)
+constexpr auto kJournalInterval = std::chrono::seconds(1);
+constexpr uint64_t kPruneEveryNs = 60'000'000'000;
+
+int64_t realtime_minus_monotonic_ns() {
+  timespec rt{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (static_cast<int64_t>(rt.tv_sec) - mono.tv_sec) * 1'000'000'000LL +
+         (rt.tv_nsec - mono.tv_nsec);
+}
+
+core::AnalyzerSettings analyzer_settings(const core::Config& config, const PipelineOptions& o) {
+  core::AnalyzerSettings s = core::AnalyzerSettings::from(config);
+  s.summary_window_ns = o.summary_window_ns;
+  s.collect_traces = o.otlp && !config.otlp.endpoint.empty();
+  return s;
+}
+
+// "over_slo 200 ms: cpu_throttled 63%, runqueue 20%": the short form of a verdict.
+std::string verdict_line(const core::Glitch& g) {
+  // The detectors' glitches (cache breakdown, entropy spike) have no SLO check: their cause.
+  if (!g.check.glitch()) return g.cause;
+  std::string s = core::glitch_reason_name(g.check.reason);
+  if (g.check.slo_ns) s += " " + core::format_duration(g.check.slo_ns);
+  std::string culprits;
+  for (const auto& c : g.verdict.culprits) {
+    culprits += fmt::format("{}{} {:.0f}%", culprits.empty() ? "" : ", ",
+                            core::kComponentNames[static_cast<size_t>(c.component)],
+                            c.share_of_wall * 100);
+  }
+  return culprits.empty() ? s : s + ": " + culprits;
+}
+
+exporter::GlitchRow journal_row(const core::Glitch& g, int64_t unix_offset_ns) {
+  exporter::GlitchRow row;
+  row.time_ns = static_cast<int64_t>(g.end_ns) + unix_offset_ns;
+  row.tenant = g.tenant;
+  row.agent = g.agent;
+  row.stage = g.stage;
+  row.wall_seconds = static_cast<double>(g.check.wall_ns) * 1e-9;
+  auto sec = [&](core::Component c) {
+    return static_cast<double>(g.component_ns[static_cast<size_t>(c)]) * 1e-9;
+  };
+  using C = core::Component;
+  row.components = {sec(C::on_cpu),  sec(C::runqueue), sec(C::cpu_throttled),
+                    sec(C::block_io), sec(C::network), sec(C::lock),
+                    sec(C::gpu),     sec(C::sleep),    sec(C::unattributed)};
+  row.page_cache_misses = static_cast<int64_t>(g.page_cache_misses);
+  row.cause = g.cause;
+  row.verdict = verdict_line(g);
+  row.evidence = g.verdict.evidence;
+  row.trace_id = g.trace_id;
+  return row;
+}
+
+// A name as an agent passes it to the breaker socket, as the attrib family labels it when the
+// SDK passes it (cut to the SDK's field, "unknown" when empty, "__invalid__" when not UTF-8),
+// so the two meet on the same breaker.
+std::string sdk_label(std::string_view raw, size_t field_size) {
+  const bool truncated = raw.size() > field_size - 1;
+  return core::label_value(raw.substr(0, field_size - 1), truncated, nullptr);
+}
+
+void make_parent_dir(const std::string& path) {
+  std::error_code ec;
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw PipelineError(
+        fmt::format("journal: {}: cannot create directory {}: {}", path, dir.string(), ec.message()));
+  }
+}
+
+}  // namespace
+
+GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions options)
+    : config_(config), options_(options) {
+  analyzer_ = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config_, options_));
+  analyzer_->set_unix_offset_ns(realtime_minus_monotonic_ns());
+  const auto& b = config_.breaker;
+  if (options_.persist_breaker && !b.state_file.empty()) {
+    try {
+      if (exporter::load_breaker_state(analyzer_->breaker(), b.state_file,
+                                       exporter::monotonic_now_ns())) {
+        spdlog::info("circuit breakers restored from {} ({} open)", b.state_file,
+                     analyzer_->breaker().open_breakers(exporter::monotonic_now_ns()).size());
+      }
+    } catch (const exporter::BreakerStoreError& e) {
+      // A damaged state file must not keep the daemon down: start closed, say so.
+      spdlog::warn("{}; circuit breakers start closed", e.what());
+    }
+  }
+  try {
+    if (options_.journal && !config_.journal.path.empty()) {
+      make_parent_dir(config_.journal.path);
+      exporter::JournalLimits limits;
+      limits.max_age = std::chrono::hours(config_.journal.max_age_h);
+      limits.max_bytes = static_cast<int64_t>(config_.journal.max_mb) * 1024 * 1024;
+      journal_ = std::make_unique<exporter::Journal>(config_.journal.path, limits);
+    }
+    if (options_.otlp && !config_.otlp.endpoint.empty()) {
+      otlp_ = std::make_unique<exporter::OtlpExporter>(config_.otlp);
+    }
+    if (options_.breaker_socket && !b.socket.empty()) {
+      socket_ = std::make_unique<exporter::BreakerSocket>(
+          b.socket, [this](core::BreakerRequest request) {
+            request.tenant = sdk_label(request.tenant, ATTRIB_TENANT_SIZE);
+            request.agent = sdk_label(request.agent, ATTRIB_NAME_SIZE);
+            std::lock_guard lock(mu_);
+            return core::answer_breaker_request(analyzer_->breaker(), request,
+                                                exporter::monotonic_now_ns());
+          });
+      socket_->start();
+    }
+  } catch (const exporter::JournalError& e) {
+    throw PipelineError(fmt::format("journal: {}", e.what()));
+  } catch (const exporter::OtlpError& e) {
+    throw PipelineError(fmt::format("otlp: {}", e.what()));
+  } catch (const exporter::BreakerSocketError& e) {
+    throw PipelineError(fmt::format("breaker socket: {}", e.what()));
+  }
+  journal_thread_ = std::thread([this] { journal_loop(); });
+}
+
+GlitchPipeline::~GlitchPipeline() { stop(); }
+
+void GlitchPipeline::connect(probes::ProbeSet& set) {
+  set_ = &set;
+  set.set_record_observer([this](const core::Record& r) { on_record(r); });
+  std::lock_guard lock(mu_);
+  install_hints_locked();
+}
+
+void GlitchPipeline::install_hints_locked() {
+  if (!set_) return;
+  analyzer_->set_hint_source([this](const core::StageRecord& r) {
+    // Runs inside the record observer, on the collector thread: the set's evidence is ours.
+    core::EvidenceHints h;
+    const std::string cgroup = set_->cgroup_name(r.cgroup_id);
+    if (cgroup.empty()) return h;
+    const auto& board = set_->signals().evidence;
+    if (auto t = board.throttle_between(cgroup, r.start_ns, r.end_ns); t && t->throttled) {
+      h.cgroup = cgroup;
+      h.throttled_periods = t->throttled;
+      h.periods = t->periods;
+      h.quota_cpus = t->quota_cpus;
+    }
+    if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
+      h.preempting_cgroup = fmt::format("cgroup {} ({} of {} preemptions)", p->by_cgroup,
+                                        core::format_count(p->preemptions),
+                                        core::format_count(p->total));
+    }
+    return h;
+  });
+}
+
+void GlitchPipeline::reconfigure(const core::Config& config) {
+  std::lock_guard lock(mu_);
+  const std::string breakers = analyzer_->breaker().serialize();
+  auto next = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config, options_));
+  next->set_unix_offset_ns(realtime_minus_monotonic_ns());
+  next->breaker().deserialize(breakers);
+  analyzer_ = std::move(next);
+  config_.glitch = config.glitch;
+  config_.breaker.slow_ms = config.breaker.slow_ms;
+  config_.breaker.trip_after = config.breaker.trip_after;
+  config_.breaker.quiet_s = config.breaker.quiet_s;
+  config_.cache_breakdown = config.cache_breakdown;
+  config_.entropy = config.entropy;
+  install_hints_locked();
+}
+
+void GlitchPipeline::on_record(const core::Record& record) {
+  core::AnalyzerOutput out;
+  {
+    std::lock_guard lock(mu_);
+    analyzer_->observe(record, out);
+    for (auto& g : out.glitches) {
+      spdlog::debug("glitch: {} {} {}: {}", g.tenant, g.agent, g.stage, g.verdict.evidence);
+      if (!journal_) continue;
+      if (queue_.size() >= kMaxQueuedGlitches) {
+        journal_dropped_++;
+        continue;
+      }
+      queue_.push_back(std::move(g));
+    }
+  }
+  if (otlp_) {
+    for (auto& t : out.traces) otlp_->submit(std::move(t));
+  }
+}
+
+void GlitchPipeline::journal_loop() {
+  uint64_t last_prune = 0;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait_for(lock, kJournalInterval, [this] { return stopping_; });
+    const bool last = stopping_;
+    const uint64_t now = exporter::monotonic_now_ns();
+    analyzer_->tick(now);
+    std::vector<core::Glitch> batch;
+    batch.swap(queue_);
+    const int64_t offset = realtime_minus_monotonic_ns();
+    // The breaker file is rewritten only when its state changed.
+    std::optional<core::CircuitBreaker> breaker_copy;
+    if (options_.persist_breaker && !config_.breaker.state_file.empty()) {
+      std::string state = analyzer_->breaker().serialize();
+      if (state != last_breaker_state_) {
+        breaker_copy = analyzer_->breaker();
+        last_breaker_state_ = std::move(state);
+      }
+    }
+    lock.unlock();
+
+    if (journal_ && !batch.empty()) {
+      std::vector<exporter::GlitchRow> rows;
+      rows.reserve(batch.size());
+      for (const auto& g : batch) rows.push_back(journal_row(g, offset));
+      try {
+        journal_->append(rows);
+        journal_written_ += rows.size();
+      } catch (const exporter::JournalError& e) {
+        journal_dropped_ += rows.size();
+        spdlog::warn("journal: {} glitches not written: {}", rows.size(), e.what());
+      }
+    }
+    if (journal_ && now - last_prune >= kPruneEveryNs) {
+      last_prune = now;
+      try {
+        journal_->prune();
+      } catch (const exporter::JournalError& e) {
+        spdlog::warn("journal: prune failed: {}", e.what());
+      }
+    }
+    if (breaker_copy) {
+      try {
+        exporter::save_breaker_state(*breaker_copy, config_.breaker.state_file, now);
+      } catch (const exporter::BreakerStoreError& e) {
+        spdlog::warn("{}", e.what());
+        last_breaker_state_.clear();  // try again next time
+      }
+    }
+    lock.lock();
+    if (last) return;
+  }
+}
+
+void GlitchPipeline::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (journal_thread_.joinable()) journal_thread_.join();  // its last round flushes
+  if (otlp_) otlp_->stop();
+  if (socket_) socket_->stop();
+}
+
+void GlitchPipeline::collect(core::MetricSet& out) {
+  {
+    std::lock_guard lock(mu_);
+    analyzer_->collect(out, exporter::monotonic_now_ns());
+    if (journal_) {
+      out.add("infertrace_journal_glitches_written", core::MetricType::Counter,
+              "Glitches written to the journal", {}, static_cast<double>(journal_written_));
+      out.add("infertrace_journal_glitches_dropped", core::MetricType::Counter,
+              "Glitches not written to the journal (queue full or write error)", {},
+              static_cast<double>(journal_dropped_));
+    }
+  }
+  if (otlp_) otlp_->collect(out);
+  if (socket_) socket_->collect(out);
+}
+
+core::AnalyzerSummary GlitchPipeline::summary() {
+  std::lock_guard lock(mu_);
+  return analyzer_->summary(exporter::monotonic_now_ns());
+}
+
+uint64_t GlitchPipeline::glitches() {
+  std::lock_guard lock(mu_);
+  return analyzer_->glitch_count();
+}
+
+}  // namespace infertrace::cli

@@ -1,0 +1,90 @@
+// The daemon's glitch path, from the attribution records to the sinks: the GlitchAnalyzer
+// (detectors and verdicts), the journal (batched about once a second on its own thread), the
+// OTLP exporter, the circuit breaker's socket and its state file. `run` uses all of it;
+// `diagnose` and `demo` only the analyzer. Thread-safe: records arrive on the collector
+// thread, scrapes and socket requests on others.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/glitch_analyzer.h"
+#include "core/metrics.h"
+#include "probes/probe_set.h"
+
+namespace infertrace::exporter {
+class Journal;
+class OtlpExporter;
+class BreakerSocket;
+}  // namespace infertrace::exporter
+
+namespace infertrace::cli {
+
+struct PipelineOptions {
+  bool journal = true;          // write glitches to journal.path (when set)
+  bool otlp = true;             // export traces to otlp.endpoint (when set)
+  bool breaker_socket = true;   // serve breaker.socket (when set)
+  bool persist_breaker = true;  // restore and save breaker.state_file (when set)
+  uint64_t summary_window_ns = 60'000'000'000;
+};
+
+struct PipelineError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class GlitchPipeline {
+ public:
+  // Opens the journal, restores the breaker, binds the socket; throws PipelineError with a
+  // user-facing message when one of them cannot be (nothing is left open then).
+  GlitchPipeline(const core::Config& config, PipelineOptions options);
+  ~GlitchPipeline();
+  GlitchPipeline(const GlitchPipeline&) = delete;
+  GlitchPipeline& operator=(const GlitchPipeline&) = delete;
+
+  // Routes `set`'s attribution records here and gives the verdicts its families' evidence.
+  // Call before set.apply(); `set` must outlive the pipeline or stop() must come first.
+  void connect(probes::ProbeSet& set);
+  // New detector settings (SIGHUP): the analyzer is rebuilt (learned profiles and windows
+  // restart), the breaker's state is kept. Sinks keep their start-up settings.
+  void reconfigure(const core::Config& config);
+  // Writes what is pending to the journal, saves the breaker, stops threads. Idempotent.
+  void stop();
+
+  void collect(core::MetricSet& out);
+  core::AnalyzerSummary summary();
+  uint64_t glitches();
+
+ private:
+  void on_record(const core::Record& record);
+  void journal_loop();
+  void install_hints_locked();  // the verdicts' evidence from set_'s families
+
+  core::Config config_;
+  PipelineOptions options_;
+  probes::ProbeSet* set_ = nullptr;
+
+  std::mutex mu_;  // guards analyzer_, queue_
+  std::unique_ptr<core::GlitchAnalyzer> analyzer_;
+  std::vector<core::Glitch> queue_;  // for the journal thread
+  std::atomic<uint64_t> journal_dropped_{0};  // not journaled (queue full or write error)
+  std::atomic<uint64_t> journal_written_{0};
+  std::string last_breaker_state_;  // as last saved
+
+  std::unique_ptr<exporter::Journal> journal_;
+  std::unique_ptr<exporter::OtlpExporter> otlp_;
+  std::unique_ptr<exporter::BreakerSocket> socket_;
+  std::thread journal_thread_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace infertrace::cli

@@ -1,0 +1,284 @@
+// The diagnosis as terminal tables, as JSON, and as one sentence (diagnosis.h).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/diagnosis.h"
+#include "core/verdict.h"
+
+namespace infertrace::core {
+namespace {
+
+using Row = std::vector<std::string>;
+
+// Columns padded to their widest cell, two spaces apart, under an upper-case header.
+std::string table(const Row& header, const std::vector<Row>& rows) {
+  std::vector<size_t> width(header.size(), 0);
+  for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  auto line = [&](const Row& r) {
+    std::string out = " ";
+    for (size_t i = 0; i < r.size(); ++i) {
+      out += " ";
+      out += i + 1 == r.size() ? r[i] : fmt::format("{:<{}} ", r[i], width[i]);
+    }
+    return out + "\n";
+  };
+  std::string out = line(header);
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::string section(const std::string& title, const std::string& body) {
+  return fmt::format("\n{}\n{}", title, body.empty() ? "  none seen\n" : body);
+}
+
+std::string seconds_text(double s) {
+  return s > 0 ? format_duration(static_cast<uint64_t>(s * 1e9 + 0.5)) : "0";
+}
+
+std::string percent(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+std::string optional_seconds(const std::optional<double>& s) {
+  return s ? seconds_text(*s) : "-";
+}
+
+nlohmann::json json_or_null(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+double ns_to_s(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+std::string glitch_sentence(const TenantVerdict& v) {
+  if (v.stage == GlitchDetector::kRequestStage)
+    return fmt::format("tenant {}'s requests were slow ({} over the request SLO or their P99) "
+                       "while no stage stood out",
+                       v.tenant, v.count);
+  std::string which;
+  if (v.tenant_glitches <= 1) which = "its one glitch was";
+  else if (v.count == v.tenant_glitches) which = fmt::format("all {} of its glitches were", v.count);
+  else which = fmt::format("{} of its {} glitches were", v.count, v.tenant_glitches);
+  return fmt::format("tenant {} glitched most: {} in {} with cause {}", v.tenant, which, v.stage, v.cause);
+}
+
+}  // namespace
+
+std::string diagnosis_headline(const Diagnosis& d) {
+  if (d.verdicts.empty()) {
+    std::vector<std::string> names;
+    for (const auto& t : d.tenants) names.push_back(t.tenant);
+    return fmt::format(
+        "no glitches: {} request{} from {} tenant{}{} in {:.0f} s, every stage within its SLO "
+        "(stage {}, request {}) and its recent P99",
+        d.requests, d.requests == 1 ? "" : "s", d.tenants.size(), d.tenants.size() == 1 ? "" : "s",
+        names.empty() ? "" : fmt::format(" ({})", fmt::join(names, ", ")), d.duration_seconds,
+        format_duration(d.options.stage_slo_ns), format_duration(d.options.request_slo_ns));
+  }
+  const TenantVerdict& v = d.verdicts.front();
+  std::string out = glitch_sentence(v);
+  if (v.example && !v.example->verdict.evidence.empty()) out += "; why: " + v.example->verdict.evidence;
+  return out;
+}
+
+std::string render_diagnosis_text(const Diagnosis& d) {
+  std::string out = fmt::format(
+      "infertrace diagnose: {:.0f} s, {} tenant{}, {} request{}, {} glitch{}, {} breaker trip{}\n",
+      d.duration_seconds, d.tenants.size(), d.tenants.size() == 1 ? "" : "s", d.requests,
+      d.requests == 1 ? "" : "s", d.glitches, d.glitches == 1 ? "" : "es", d.breaker_trips,
+      d.breaker_trips == 1 ? "" : "s");
+
+  std::vector<Row> rows;
+  for (const auto& t : d.tenants) {
+    rows.push_back({t.tenant, fmt::format("{:.1f}", t.qps),
+                    t.cache_lookups ? percent(t.cache_breakdown_rate) : "-",
+                    t.embedding_p99_ns ? format_duration(*t.embedding_p99_ns) : "-",
+                    std::to_string(t.requests), std::to_string(t.errors), std::to_string(t.glitches)});
+  }
+  out += section("Tenants", rows.empty() ? "" : table({"TENANT", "QPS", "CACHE BREAKDOWN", "EMBEDDING P99",
+                                                       "REQUESTS", "ERRORS", "GLITCHES"},
+                                                      rows));
+
+  rows.clear();
+  for (const auto& s : d.stages) {
+    const auto& ss = s.summary;
+    rows.push_back({ss.tenant, ss.stage, ss.count ? format_duration(ss.p50_ns) : "-",
+                    ss.count ? format_duration(ss.p99_ns) : "-", std::to_string(ss.count),
+                    std::to_string(ss.glitches),
+                    s.leading ? fmt::format("{} {}", kComponentNames[static_cast<size_t>(*s.leading)],
+                                            percent(s.leading_share))
+                              : "-"});
+  }
+  out += section("Stages", rows.empty() ? "" : table({"TENANT", "STAGE", "P50", "P99", "COUNT", "GLITCHES",
+                                                      "LEADING COMPONENT"},
+                                                     rows));
+
+  std::string why;
+  for (const auto& v : d.verdicts) {
+    why += "  " + glitch_sentence(v) + "\n";
+    if (v.example && !v.example->verdict.evidence.empty()) why += "    " + v.example->verdict.evidence + "\n";
+  }
+  out += section("Why tenants glitched", why);
+
+  rows.clear();
+  std::string glitches;
+  for (size_t i = 0; i < d.top_glitches.size() && i < d.options.max_glitches; ++i) {
+    const Glitch& g = d.top_glitches[i];
+    // Detectors without a duration (cache breakdown, entropy spikes) show none.
+    const bool timed = g.check.reason != GlitchReason::none;
+    glitches += fmt::format("  {:<12} {:<12} {:>9}  {:<14} {}\n", g.tenant, g.stage,
+                            timed ? format_duration(g.check.wall_ns) : "-", g.cause,
+                            timed ? glitch_reason_name(g.check.reason) : "detector");
+    if (!g.verdict.evidence.empty()) glitches += "      " + g.verdict.evidence + "\n";
+  }
+  if (!glitches.empty())
+    glitches = fmt::format("  {:<12} {:<12} {:>9}  {:<14} {}\n", "TENANT", "STAGE", "WALL", "CAUSE", "REASON") +
+               glitches;
+  out += section("Top glitches", glitches);
+
+  rows.clear();
+  for (size_t i = 0; i < d.caches.size(); ++i) {
+    const auto& c = d.caches[i];
+    if (!c.lookups && !c.breakdowns) continue;
+    rows.push_back({c.tenant, c.cache, std::to_string(c.lookups), percent(c.ratio),
+                    c.in_breakdown ? "yes" : "no", std::to_string(c.breakdowns),
+                    c.stales ? format_duration(c.stale_age_p99_ns) : "-"});
+  }
+  out += section("Vector caches (last window)",
+                 rows.empty() ? "" : table({"TENANT", "CACHE", "LOOKUPS", "MISS+STALE", "BREAKDOWN",
+                                            "BREAKDOWNS", "STALE AGE P99"},
+                                           rows));
+
+  rows.clear();
+  for (size_t i = 0; i < d.throttled.size() && i < d.options.max_rows; ++i) {
+    const auto& t = d.throttled[i];
+    rows.push_back({t.cgroup, seconds_text(t.throttled_seconds),
+                    fmt::format("{} of {}", t.throttled_periods, t.periods),
+                    t.quota_cpus ? fmt::format("{:.3g} CPU", *t.quota_cpus) : "-"});
+  }
+  out += section("Throttled cgroups",
+                 rows.empty() ? "" : table({"CGROUP", "THROTTLED", "PERIODS THROTTLED", "QUOTA"}, rows));
+
+  rows.clear();
+  for (size_t i = 0; i < d.neighbours.size() && i < d.options.max_rows; ++i) {
+    const auto& n = d.neighbours[i];
+    rows.push_back({n.cgroup, n.by_cgroup, seconds_text(n.preempted_seconds), std::to_string(n.preemptions)});
+  }
+  out += section("Noisy neighbours",
+                 rows.empty() ? "" : table({"CGROUP", "PREEMPTED BY", "WAITED", "PREEMPTIONS"}, rows));
+
+  rows.clear();
+  for (size_t i = 0; i < d.peers.size() && i < d.options.max_rows; ++i) {
+    const auto& p = d.peers[i];
+    rows.push_back({p.local, p.remote, std::to_string(p.connections), optional_seconds(p.mean_connection_seconds),
+                    optional_seconds(p.mean_rtt_seconds)});
+  }
+  out += section("Slowest TCP peers",
+                 rows.empty() ? "" : table({"LOCAL", "REMOTE", "CLOSED", "MEAN DURATION", "MEAN RTT"}, rows));
+  return out;
+}
+
+nlohmann::json glitch_json(const Glitch& g) {
+  nlohmann::json culprits = nlohmann::json::array();
+  for (const auto& c : g.verdict.culprits) {
+    culprits.push_back({{"component", kComponentNames[static_cast<size_t>(c.component)]},
+                        {"seconds", ns_to_s(c.ns)},
+                        {"share", c.share_of_wall},
+                        {"excess_seconds", c.excess_ns * 1e-9}});
+  }
+  return {{"tenant", g.tenant},
+          {"agent", g.agent},
+          {"stage", g.stage},
+          {"cause", g.cause},
+          {"wall_seconds", ns_to_s(g.check.wall_ns)},
+          {"reason", glitch_reason_name(g.check.reason)},
+          {"slo_seconds", ns_to_s(g.check.slo_ns)},
+          {"p99_seconds", g.check.p99_ns ? nlohmann::json(ns_to_s(*g.check.p99_ns)) : nlohmann::json(nullptr)},
+          {"evidence", g.verdict.evidence},
+          {"culprits", std::move(culprits)},
+          {"trace_id", g.trace_id},
+          {"pid", g.pid},
+          {"request_id", g.request_id}};
+}
+
+nlohmann::json diagnosis_json(const Diagnosis& d) {
+  nlohmann::json out = {{"duration_seconds", d.duration_seconds},
+                        {"requests", d.requests},
+                        {"glitches", d.glitches},
+                        {"breaker_trips", d.breaker_trips},
+                        {"headline", diagnosis_headline(d)}};
+  std::map<std::string, const TenantVerdict*> verdicts;
+  for (const auto& v : d.verdicts) verdicts[v.tenant] = &v;
+  auto& tenants = out["tenants"] = nlohmann::json::array();
+  for (const auto& t : d.tenants) {
+    nlohmann::json verdict = nullptr;
+    if (auto it = verdicts.find(t.tenant); it != verdicts.end()) {
+      const TenantVerdict& v = *it->second;
+      verdict = {{"stage", v.stage},
+                 {"cause", v.cause},
+                 {"count", v.count},
+                 {"glitches", v.tenant_glitches},
+                 {"example", v.example ? glitch_json(*v.example) : nlohmann::json(nullptr)}};
+    }
+    tenants.push_back({{"tenant", t.tenant},
+                       {"qps", t.qps},
+                       {"requests", t.requests},
+                       {"errors", t.errors},
+                       {"glitches", t.glitches},
+                       {"cache_lookups", t.cache_lookups},
+                       {"cache_breakdown_rate", t.cache_breakdown_rate},
+                       {"embedding_p99_seconds",
+                        t.embedding_p99_ns ? nlohmann::json(ns_to_s(*t.embedding_p99_ns)) : nlohmann::json(nullptr)},
+                       {"verdict", std::move(verdict)}});
+  }
+  auto& stages = out["stages"] = nlohmann::json::array();
+  for (const auto& s : d.stages) {
+    nlohmann::json components = nlohmann::json::object();
+    for (size_t c = 0; c < kComponents; ++c) components[kComponentNames[c]] = ns_to_s(s.summary.component_ns[c]);
+    stages.push_back({{"tenant", s.summary.tenant},
+                      {"stage", s.summary.stage},
+                      {"count", s.summary.count},
+                      {"p50_seconds", ns_to_s(s.summary.p50_ns)},
+                      {"p99_seconds", ns_to_s(s.summary.p99_ns)},
+                      {"glitches", s.summary.glitches},
+                      {"leading_component",
+                       s.leading ? nlohmann::json(kComponentNames[static_cast<size_t>(*s.leading)]) : nlohmann::json(nullptr)},
+                      {"leading_share", s.leading_share},
+                      {"component_seconds", std::move(components)}});
+  }
+  auto& causes = out["glitch_causes"] = nlohmann::json::array();
+  for (const auto& c : d.causes)
+    causes.push_back({{"tenant", c.tenant}, {"stage", c.stage}, {"cause", c.cause}, {"count", c.count}});
+  auto& top = out["top_glitches"] = nlohmann::json::array();
+  for (const auto& g : d.top_glitches) top.push_back(glitch_json(g));
+  auto& caches = out["caches"] = nlohmann::json::array();
+  for (const auto& c : d.caches) {
+    caches.push_back({{"tenant", c.tenant}, {"cache", c.cache}, {"lookups", c.lookups}, {"hits", c.hits},
+                      {"misses", c.misses}, {"stales", c.stales}, {"ratio", c.ratio},
+                      {"in_breakdown", c.in_breakdown}, {"breakdowns", c.breakdowns},
+                      {"stale_age_p95_seconds", ns_to_s(c.stale_age_p95_ns)},
+                      {"stale_age_p99_seconds", ns_to_s(c.stale_age_p99_ns)}});
+  }
+  auto& throttled = out["throttled_cgroups"] = nlohmann::json::array();
+  for (const auto& t : d.throttled) {
+    throttled.push_back({{"cgroup", t.cgroup}, {"throttled_seconds", t.throttled_seconds},
+                         {"throttled_periods", t.throttled_periods}, {"periods", t.periods},
+                         {"quota_cpus", json_or_null(t.quota_cpus)}});
+  }
+  auto& neighbours = out["noisy_neighbours"] = nlohmann::json::array();
+  for (const auto& n : d.neighbours) {
+    neighbours.push_back({{"cgroup", n.cgroup}, {"by_cgroup", n.by_cgroup},
+                          {"preempted_seconds", n.preempted_seconds}, {"preemptions", n.preemptions}});
+  }
+  auto& peers = out["slowest_tcp_peers"] = nlohmann::json::array();
+  for (const auto& p : d.peers) {
+    peers.push_back({{"local", p.local}, {"remote", p.remote}, {"connections", p.connections},
+                     {"mean_connection_seconds", json_or_null(p.mean_connection_seconds)},
+                     {"rtt_samples", p.rtt_samples}, {"mean_rtt_seconds", json_or_null(p.mean_rtt_seconds)}});
+  }
+  return out;
+}
+
+}  // namespace infertrace::core

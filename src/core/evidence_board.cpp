@@ -1,0 +1,97 @@
+#include "core/evidence_board.h"
+
+#include <algorithm>
+
+namespace infertrace::core {
+
+EvidenceBoard::EvidenceBoard(uint64_t keep_ns, size_t max_cgroups)
+    : keep_ns_(keep_ns), max_cgroups_(max_cgroups) {}
+
+bool EvidenceBoard::room_for(const std::string& cgroup) const {
+  return throttle_.count(cgroup) || preemptions_.count(cgroup) || cgroups() < max_cgroups_;
+}
+
+void EvidenceBoard::add_throttle_sample(const std::string& cgroup, uint64_t now_ns,
+                                        uint64_t nr_periods, uint64_t nr_throttled,
+                                        std::optional<double> quota_cpus) {
+  if (!room_for(cgroup)) {
+    refused_++;
+    return;
+  }
+  throttle_[cgroup].push_back({now_ns, nr_periods, nr_throttled, quota_cpus});
+}
+
+std::optional<ThrottleEvidence> EvidenceBoard::throttle_between(const std::string& cgroup,
+                                                                uint64_t start_ns,
+                                                                uint64_t end_ns) const {
+  auto it = throttle_.find(cgroup);
+  if (it == throttle_.end() || it->second.size() < 2) return std::nullopt;
+  const auto& s = it->second;
+  // Samples are in time order: the last one at or before start (else the first) ...
+  auto after_start = std::upper_bound(s.begin(), s.end(), start_ns,
+                                      [](uint64_t t, const ThrottleSample& x) { return t < x.time_ns; });
+  auto from = after_start == s.begin() ? s.begin() : std::prev(after_start);
+  // ... and the first one at or after end (else the newest).
+  auto to = std::lower_bound(s.begin(), s.end(), end_ns,
+                             [](const ThrottleSample& x, uint64_t t) { return x.time_ns < t; });
+  if (to == s.end()) to = std::prev(s.end());
+  if (to <= from) return std::nullopt;
+  ThrottleEvidence e;
+  e.periods = to->periods >= from->periods ? to->periods - from->periods : 0;
+  e.throttled = to->throttled >= from->throttled ? to->throttled - from->throttled : 0;
+  e.quota_cpus = to->quota_cpus;
+  return e;
+}
+
+void EvidenceBoard::add_preemptions(const std::string& victim, const std::string& by,
+                                    uint64_t now_ns, uint64_t count) {
+  if (count == 0) return;
+  if (!room_for(victim)) {
+    refused_++;
+    return;
+  }
+  preemptions_[victim].push_back({now_ns, by, count});
+}
+
+std::optional<PreemptionEvidence> EvidenceBoard::top_preemptor(const std::string& victim,
+                                                               uint64_t start_ns, uint64_t end_ns,
+                                                               uint64_t slack_ns) const {
+  auto it = preemptions_.find(victim);
+  if (it == preemptions_.end()) return std::nullopt;
+  const uint64_t from = start_ns > slack_ns ? start_ns - slack_ns : 0;
+  const uint64_t to = end_ns + slack_ns;
+  std::map<std::string, uint64_t> by;
+  uint64_t total = 0;
+  for (const auto& p : it->second) {
+    if (p.time_ns < from || p.time_ns > to) continue;
+    by[p.by] += p.count;
+    total += p.count;
+  }
+  if (by.empty()) return std::nullopt;
+  auto top = std::max_element(by.begin(), by.end(),
+                              [](const auto& a, const auto& b) { return a.second < b.second; });
+  return PreemptionEvidence{top->first, top->second, total};
+}
+
+void EvidenceBoard::expire(uint64_t now_ns) {
+  const uint64_t cutoff = now_ns > keep_ns_ ? now_ns - keep_ns_ : 0;
+  auto trim = [cutoff](auto& by_cgroup) {
+    for (auto it = by_cgroup.begin(); it != by_cgroup.end();) {
+      auto& q = it->second;
+      // Keep one sample older than the cutoff for throttle deltas that start before it.
+      while (q.size() > 1 && q[1].time_ns < cutoff) q.pop_front();
+      if (!q.empty() && q.front().time_ns < cutoff && q.size() == 1) q.pop_front();
+      it = q.empty() ? by_cgroup.erase(it) : std::next(it);
+    }
+  };
+  trim(throttle_);
+  trim(preemptions_);
+}
+
+size_t EvidenceBoard::cgroups() const {
+  size_t n = throttle_.size();
+  for (const auto& [name, _] : preemptions_) n += throttle_.count(name) ? 0 : 1;
+  return n;
+}
+
+}  // namespace infertrace::core

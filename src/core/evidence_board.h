@@ -1,0 +1,75 @@
+// Evidence the probe families leave for the verdicts: per cgroup, when it was throttled (from
+// cpu.stat reads) and who preempted its tasks (from the preemption matrix), as short
+// time-stamped histories, so a glitch that ended a moment ago can be explained by what
+// happened during it. Written by the families' ticks and read by the analyzer, both on the
+// collector thread. Bounded: a few minutes of samples per cgroup, at most max_cgroups cgroups.
+// Pure: no I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace infertrace::core {
+
+struct ThrottleEvidence {
+  uint64_t periods = 0;    // enforcement periods with runnable tasks in the interval
+  uint64_t throttled = 0;  // of those, throttled
+  std::optional<double> quota_cpus;  // quota / period, when limited
+};
+
+struct PreemptionEvidence {
+  std::string by_cgroup;
+  uint64_t preemptions = 0;  // by that cgroup in the interval
+  uint64_t total = 0;        // by anyone
+};
+
+class EvidenceBoard {
+ public:
+  explicit EvidenceBoard(uint64_t keep_ns = 300'000'000'000, size_t max_cgroups = 4096);
+
+  // A cpu.stat read: cumulative counters, CLOCK_MONOTONIC time.
+  void add_throttle_sample(const std::string& cgroup, uint64_t now_ns, uint64_t nr_periods,
+                           uint64_t nr_throttled, std::optional<double> quota_cpus);
+  // Throttling over [start, end]: the samples bracketing it (the last at or before start, the
+  // first at or after end, or the newest when none is yet). nullopt without two samples.
+  std::optional<ThrottleEvidence> throttle_between(const std::string& cgroup, uint64_t start_ns,
+                                                   uint64_t end_ns) const;
+
+  // Preemptions of `victim`'s tasks by `by`'s since the previous call (a delta).
+  void add_preemptions(const std::string& victim, const std::string& by, uint64_t now_ns,
+                       uint64_t count);
+  // Who preempted `victim` most in [start - slack, end + slack] (deltas are stamped when read,
+  // up to a tick after they happened).
+  std::optional<PreemptionEvidence> top_preemptor(const std::string& victim, uint64_t start_ns,
+                                                  uint64_t end_ns,
+                                                  uint64_t slack_ns = 1'100'000'000) const;
+
+  // Drops samples older than keep_ns before now, and cgroups left with none.
+  void expire(uint64_t now_ns);
+  size_t cgroups() const;
+  uint64_t refused() const { return refused_; }  // samples dropped for lack of room
+
+ private:
+  struct ThrottleSample {
+    uint64_t time_ns, periods, throttled;
+    std::optional<double> quota_cpus;
+  };
+  struct PreemptionSample {
+    uint64_t time_ns;
+    std::string by;
+    uint64_t count;
+  };
+  bool room_for(const std::string& cgroup) const;
+
+  uint64_t keep_ns_;
+  size_t max_cgroups_;
+  std::map<std::string, std::deque<ThrottleSample>> throttle_;
+  std::map<std::string, std::deque<PreemptionSample>> preemptions_;
+  uint64_t refused_ = 0;
+};
+
+}  // namespace infertrace::core

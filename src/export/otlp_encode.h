@@ -1,0 +1,41 @@
+// Finished requests (core::RequestTrace) as an OTLP/HTTP trace export body: one serialised
+// ExportTraceServiceRequest (protobuf) holding a request span per trace (kind SERVER, a root:
+// the agent's own span is not known) and one INTERNAL span per stage whose parent is the
+// request span. Attributes follow the OpenTelemetry GenAI conventions where one applies
+// (gen_ai.operation.name invoke_agent / embeddings / chat / execute_tool) and carry the
+// breakdown, the counters and the verdict under infertrace.*. Pure: no I/O.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/request_trace.h"
+
+namespace infertrace::exporter {
+
+// Who sends the spans: the OTLP resource and scope.
+struct OtlpResourceInfo {
+  std::string service_name = "infertrace";
+  std::string service_version;  // the scope's version too
+  std::string host_name;
+};
+
+// service_name, this build's version and this host's name.
+OtlpResourceInfo local_resource(std::string service_name);
+
+// The serialised ExportTraceServiceRequest for `traces` (one resource, one scope). A trace whose
+// id is not 32 hex digits cannot be sent and is left out, counted in *skipped.
+std::string encode_traces(std::span<const core::RequestTrace> traces,
+                          const OtlpResourceInfo& resource, size_t* skipped = nullptr);
+
+// Building blocks, public for tests.
+// The GenAI operation of a stage ("embeddings", "chat", "execute_tool"), or nullopt.
+std::optional<std::string_view> gen_ai_operation(std::string_view stage);
+// "embeddings" / "chat" / "execute_tool" for those stages, else the stage name.
+std::string stage_span_name(std::string_view stage);
+// Lower- or upper-case hex to bytes; nullopt on an odd length or a non-hex digit.
+std::optional<std::string> hex_to_bytes(std::string_view hex);
+
+}  // namespace infertrace::exporter

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The glitch path end to end, with the real daemon and the example agent under a CPU quota on
+# tenant ta: glitches counted by cause, journaled with their verdicts and the cgroup's
+# throttling evidence; request and stage spans exported over OTLP/HTTP and decoded by the
+# OpenTelemetry project's own definitions (ids, parent links, GenAI names, verdict attributes,
+# trace ids that match the metrics' exemplars); the circuit breaker open for ta (metric, SDK
+# socket from Python) and kept over a restart; the socket owner-only and unharmed by garbage.
+source "$(dirname "$0")/lib.sh"
+require_root
+AGENT="$BUILD_DIR/examples/rag-agent"
+[ -x "$AGENT" ] || fail "no $AGENT"
+export PYTHONPATH="$SRC_DIR/sdk/python" INFERTRACE_SDK_LIB="$BUILD_DIR/sdk/libinfertrace_sdk.so"
+SOCK="$WORK/run/breaker.sock"
+
+start_otlp_receiver
+cat >"$WORK/cfg.yaml" <<EOF
+probes: {attrib: {binary: $AGENT}}
+breaker: {socket: $SOCK, state_file: $WORK/state/breaker.state, quiet_s: 300}
+journal: {path: $WORK/journal.db}
+otlp: {endpoint: "http://127.0.0.1:$RPORT/v1/traces", sample_normal: 1, budget_spans_per_s: 100000}
+EOF
+start_daemon -c "$WORK/cfg.yaml"
+
+[ "$(stat -c '%a %u' "$SOCK")" = "600 0" ] || fail "breaker socket is $(stat -c '%a %u' "$SOCK"), want 600 owned by root"
+pass "breaker socket is owner-only (0600)"
+
+"$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 8 --fault quota:ta \
+  >"$WORK/agent.log" 2>&1 || fail "agent: $(tail -5 "$WORK/agent.log")"
+sleep 2  # the journal writes about once a second
+
+ta=$(metric_value 'infertrace_glitches_total{tenant="ta",stage="generation",cause="cpu_throttled"}')
+tb=$(metric_value 'infertrace_glitches_total{tenant="tb",stage="generation",cause="cpu_throttled"}')
+[ -n "$ta" ] && [ "${ta%.*}" -gt 0 ] || fail "no cpu_throttled generation glitches for ta: $(scrape | grep glitches_total)"
+[ -z "$tb" ] || fail "tb has cpu_throttled glitches ($tb) without a quota"
+pass "quota on ta: $ta generation glitches caused by cpu_throttled, none for tb"
+
+# The journal: the same glitches with their verdicts and the cgroup's cpu.stat as evidence.
+/usr/bin/python3 - "$WORK/journal.db" <<'PY' || fail "journal check"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+rows = db.execute("SELECT evidence, trace_id, cpu_throttled_s, wall_s FROM glitches "
+                  "WHERE tenant='ta' AND stage='generation' AND cause='cpu_throttled'").fetchall()
+assert rows, "no journaled cpu_throttled glitches for ta"
+ev = [r[0] for r in rows]
+assert all("cpu_throttled" in e for e in ev), ev[:3]
+assert any("throttled in" in e and "periods" in e for e in ev), ev[:3]
+assert all(len(r[1]) == 32 for r in rows), "every glitch carries a trace id"
+assert all(0 < r[2] <= r[3] for r in rows), "throttled seconds within the stage's wall time"
+print(f"ok: {len(rows)} journaled, e.g. {ev[0]!r}")
+PY
+
+# OTLP: spans decoded with the OpenTelemetry definitions, joined to the exemplars.
+scrape -H 'Accept: application/openmetrics-text; version=1.0.0' >"$WORK/om.txt"
+for _ in $(seq 1 30); do
+  grep -q '"infertrace.glitch":true' "$WORK/spans.jsonl" 2>/dev/null && break
+  sleep 0.2
+done
+/usr/bin/python3 - "$WORK/spans.jsonl" "$WORK/om.txt" <<'PY' || fail "OTLP spans"
+import json, re, sys
+spans = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+by_id = {s["span_id"]: s for s in spans}
+requests = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "invoke_agent"]
+assert requests, "no request spans"
+assert all(s["parent_span_id"] == "" and s["kind"] == "SPAN_KIND_SERVER" for s in requests)
+stages = [s for s in spans if s not in requests]
+for s in stages:
+    parent = by_id.get(s["parent_span_id"])
+    assert parent in requests and parent["trace_id"] == s["trace_id"], s["name"]
+ops = {s["attributes"].get("gen_ai.operation.name") for s in stages}
+assert {"embeddings", "chat", "execute_tool"} <= ops, ops
+bad = [s for s in stages if s["attributes"].get("infertrace.tenant") == "ta"
+       and s["attributes"].get("gen_ai.operation.name") == "chat"
+       and s["attributes"].get("infertrace.glitch") is True]
+assert bad, "no glitching chat span for ta"
+assert all("cpu_throttled" in s["attributes"]["infertrace.verdict"] for s in bad)
+assert all(s["status"]["code"] == "STATUS_CODE_ERROR" for s in bad)
+assert bad[0]["attributes"]["infertrace.component.cpu_throttled"] > 0
+exemplars = set(re.findall(r'# \{trace_id="([0-9a-f]{32})"\}', open(sys.argv[2]).read()))
+traces = {s["trace_id"] for s in spans}
+assert exemplars & traces, "no exemplar trace id among the exported traces"
+print(f"ok: {len(requests)} request and {len(stages)} stage spans; "
+      f"{len(exemplars & traces)} exemplar trace ids joined")
+PY
+
+# The breaker: open for ta after consecutive slow generations, as the metric and the SDK say.
+[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
+  fail "breaker for ta not open: $(scrape | grep circuit_breaker)"
+[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="tb",agent="rag-agent"}')" = "0" ] ||
+  fail "breaker for tb: $(scrape | grep circuit_breaker)"
+breaker() {
+  INFERTRACE_BREAKER_SOCKET="$SOCK" /usr/bin/python3 -c '
+import sys, infertrace
+state, retry = infertrace.breaker_state(sys.argv[1], "rag-agent")
+print(state, 1 if retry > 0 else 0)' "$1"
+}
+[ "$(breaker ta)" = "open 1" ] || fail "SDK reads ta: $(breaker ta)"
+[ "$(breaker tb)" = "closed 0" ] || fail "SDK reads tb: $(breaker tb)"
+pass "breaker open for ta, closed for tb (metric and SDK socket)"
+
+# Garbage on the socket: errors, then a good client is still answered.
+/usr/bin/python3 - "$SOCK" <<'PY' || fail "garbage on the breaker socket"
+import os, socket, sys
+def talk(data, read=True):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sys.argv[1])
+    out = b""
+    try:
+        s.sendall(data)
+        while read:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+    except (socket.timeout, ConnectionResetError, BrokenPipeError):
+        pass  # the daemon closes on clients that misbehave
+    s.close()
+    return out
+assert talk(b"hello world\n\x00\xff\xfe\nstate onlyone\n").count(b"error") == 3
+assert b"error too_long" in talk(b"x" * 600)  # the limit is 512 bytes a line
+talk(b"y" * 100000)
+talk(os.urandom(4096), read=False)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"ping\n")
+assert s.recv(100) == b"ok pong\n"
+PY
+kill -0 "$DAEMON_PID" || fail "daemon died"
+pass "garbage answered with errors; the socket still serves"
+
+# A restart keeps the breaker (state file), before any new stage arrives.
+stop_daemon
+[ -s "$WORK/state/breaker.state" ] || fail "no breaker state file"
+[ ! -e "$SOCK" ] || fail "socket left behind after a clean stop"
+start_daemon -c "$WORK/cfg.yaml"
+[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
+  fail "breaker not restored: $(scrape | grep circuit_breaker)"
+[ "$(breaker ta)" = "open 1" ] || fail "SDK after restart: $(breaker ta)"
+pass "breaker state survives a daemon restart"

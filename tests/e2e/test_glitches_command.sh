@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# `infertrace glitches` lists and explains the journal's glitches: bad queries get a clear
+# message and exit 2, a missing journal exits 1 (and is not created); with a journal written by
+# a real daemon run (the example agent under a 20 ms stage SLO, so its stages glitch), the JSON
+# rows carry every field, match what the agent did, and --tenant, --stage, --since and --limit
+# filter them. The journal is read while the daemon still writes it (SQLite WAL).
+source "$(dirname "$0")/lib.sh"
+require_root
+AGENT="$BUILD_DIR/examples/rag-agent"
+[ -x "$AGENT" ] || fail "no $AGENT"
+JOURNAL="$WORK/journal.db"
+
+# expect_exit CODE PATTERN ARGS...: `infertrace glitches ARGS` exits CODE saying PATTERN on stderr.
+expect_exit() {
+  local want=$1 pattern=$2; shift 2
+  set +e
+  "$INFERTRACE" glitches "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+  local rc=$?
+  set -e
+  [ "$rc" -eq "$want" ] || fail "glitches $*: exit $rc, want $want: $(cat "$WORK/err.txt")"
+  grep -qE -- "$pattern" "$WORK/err.txt" || fail "glitches $*: stderr lacks /$pattern/: $(cat "$WORK/err.txt")"
+  [ ! -s "$WORK/out.txt" ] || fail "glitches $*: printed to stdout: $(head -3 "$WORK/out.txt")"
+  pass "glitches $*: exit $rc, '$(head -1 "$WORK/err.txt")'"
+}
+
+expect_exit 1 "no journal at $WORK/none.db" --journal "$WORK/none.db"
+[ ! -e "$WORK/none.db" ] || fail "a missing journal was created"
+printf 'journal:\n  path: %s/other.db\n' "$WORK" >"$WORK/other.yaml"
+expect_exit 1 "no journal at $WORK/other.db" --config "$WORK/other.yaml"
+[ ! -e "$WORK/other.db" ] || fail "a missing journal (from --config) was created"
+expect_exit 2 "invalid duration '5x': unknown unit 'x'" --journal "$JOURNAL" --since 5x
+expect_exit 2 "invalid duration '-1h': must not be negative" --journal "$JOURNAL" --since -1h
+expect_exit 2 "invalid duration '': empty" --journal "$JOURNAL" --since ''
+expect_exit 2 "limit must be in 1\.\.100000, got 0" --journal "$JOURNAL" --limit 0
+expect_exit 2 "limit" --journal "$JOURNAL" --limit lots
+expect_exit 2 "empty tenant name" --journal "$JOURNAL" --tenant ''
+expect_exit 2 "empty stage name" --journal "$JOURNAL" --stage ''
+echo "not a database, just text" >"$WORK/garbage.db"
+expect_exit 1 "garbage.db" --journal "$WORK/garbage.db"
+
+cat >"$WORK/daemon.yaml" <<YAML
+glitch:
+  stage_slo_ms: 20        # the agent's generation takes ~50 ms: it glitches
+probes:
+  attrib:
+    binary: $AGENT        # this agent only, whatever else runs on the host
+breaker:
+  socket: $WORK/breaker.sock
+  state_file: $WORK/breaker.state
+journal:
+  path: $JOURNAL
+YAML
+start_daemon --config "$WORK/daemon.yaml"
+"$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 6 --fault slow-peer:tb \
+  >"$WORK/agent.log" 2>&1 || fail "agent: $(tail -5 "$WORK/agent.log")"
+
+# The daemon writes the journal about once a second: read it while it runs.
+for _ in $(seq 1 50); do
+  "$INFERTRACE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json" 2>"$WORK/err.txt" || true
+  /usr/bin/python3 -c 'import json,sys; sys.exit(0 if len(json.load(open(sys.argv[1]))) > 0 else 1)' \
+    "$WORK/all.json" 2>/dev/null && break
+  sleep 0.2
+done
+[ -s "$WORK/all.json" ] || fail "glitches --json printed nothing: $(cat "$WORK/err.txt")"
+sleep 1.5  # the last batch, and nothing newer than 1 s from here on
+"$INFERTRACE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json"
+"$INFERTRACE" --log-level warn glitches --journal "$JOURNAL" --json --tenant ta >"$WORK/ta.json"
+"$INFERTRACE" glitches --journal "$JOURNAL" --json --tenant tb --stage tool >"$WORK/tb_tool.json"
+"$INFERTRACE" glitches --journal "$JOURNAL" --json --stage generation --limit 100000 >"$WORK/gen.json"
+"$INFERTRACE" glitches --journal "$JOURNAL" --json --since 1h --limit 100000 >"$WORK/hour.json"
+"$INFERTRACE" glitches --journal "$JOURNAL" --json --limit 3 >"$WORK/three.json"
+"$INFERTRACE" glitches --config "$WORK/daemon.yaml" --json --tenant nobody >"$WORK/nobody.json"
+"$INFERTRACE" glitches --journal "$JOURNAL" --tenant tb --stage tool --limit 5 >"$WORK/table.txt"
+"$INFERTRACE" glitches --journal "$JOURNAL" --tenant nobody >"$WORK/empty.txt"
+sleep 1.2
+"$INFERTRACE" glitches --journal "$JOURNAL" --json --since 1s >"$WORK/second.json"
+stop_daemon
+
+/usr/bin/python3 - "$WORK" <<'PY' || fail "journal rows do not match"
+import json, sys
+w = sys.argv[1]
+load = lambda name: json.load(open(f"{w}/{name}.json"))
+rows = load("all")
+fields = {"id", "batch", "time_ns", "time", "tenant", "agent", "stage", "wall_seconds", "components",
+          "page_cache_misses", "cause", "verdict", "evidence", "trace_id"}
+components = {"on_cpu", "runqueue", "cpu_throttled", "block_io", "network", "lock", "gpu", "sleep",
+              "unattributed"}
+stages = {"prompt", "embedding", "retrieval", "generation", "tool", "response", "request"}
+assert rows, "no rows"
+for r in rows:
+    assert set(r) == fields, sorted(set(r) ^ fields)
+    assert set(r["components"]) == components, r["components"]
+    assert r["tenant"] in ("ta", "tb"), r
+    assert r["agent"] == "rag-agent", r
+    assert r["stage"] in stages or r["stage"].startswith("cache:"), r
+    assert r["cause"], r
+    if r["stage"] in stages - {"request"}:
+        # A stage glitch (over the 20 ms SLO): its cause is one of its components, which
+        # together cover its wall time, and the evidence line starts with the stage.
+        assert r["cause"] in components or r["cause"] == "slow", r
+        if r["verdict"].startswith(("over_slo", "both")):
+            assert r["wall_seconds"] >= 0.02, r
+        assert sum(r["components"].values()) >= 0.5 * r["wall_seconds"], r
+        assert r["evidence"].startswith(r["stage"] + " "), r
+    assert len(r["trace_id"]) in (0, 32), r
+times = [r["time_ns"] for r in rows]
+assert times == sorted(times, reverse=True), "not newest first"
+tenants = {r["tenant"] for r in rows}
+assert tenants == {"ta", "tb"}, tenants
+# tb's tool calls waited 300 ms on the slow peer: those glitches are network-bound.
+tb_tool = load("tb_tool")
+assert tb_tool and all(r["tenant"] == "tb" and r["stage"] == "tool" for r in tb_tool), tb_tool[:2]
+assert sum(r["cause"] == "network" for r in tb_tool) >= 0.8 * len(tb_tool), [r["evidence"] for r in tb_tool]
+assert all(r["wall_seconds"] >= 0.25 for r in tb_tool if r["cause"] == "network"), tb_tool
+ta = load("ta")
+assert ta and all(r["tenant"] == "ta" for r in ta), "--tenant ta"
+assert len(ta) <= 100, "default limit"
+gen = load("gen")
+assert gen and all(r["stage"] == "generation" for r in gen), "--stage generation"
+assert {r["id"] for r in gen} == {r["id"] for r in rows if r["stage"] == "generation"}, "--stage lost rows"
+assert load("hour") == rows, "--since 1h"
+assert load("three") == rows[:3], "--limit 3"
+assert load("nobody") == [], "--tenant nobody"
+assert load("second") == [], "--since 1s after the agent stopped"
+print(f"ok: {len(rows)} rows; ta {len(ta)}, tb tool {len(tb_tool)}, generation {len(gen)}")
+PY
+pass "journal rows carry every field and match the agent's glitches; --tenant, --stage, --since, --limit filter"
+
+grep -q "newest first" "$WORK/table.txt" || fail "table: $(head -3 "$WORK/table.txt")"
+grep -qE '^    tool [0-9.]+ ms, [0-9]+% network' "$WORK/table.txt" || fail "table lacks evidence lines: $(cat "$WORK/table.txt")"
+[ "$(cat "$WORK/empty.txt")" = "no glitches for tenant nobody" ] || fail "empty: $(cat "$WORK/empty.txt")"
+pass "table explains each glitch: $(sed -n 3,4p "$WORK/table.txt" | tr -s ' ' | tr '\n' '|')"

@@ -1,0 +1,72 @@
+// The evidence board: throttling over a stage's interval from cpu.stat samples bracketing it,
+// the cgroup that preempted a victim most around a stage, bounds and expiry.
+#include <gtest/gtest.h>
+
+#include "core/evidence_board.h"
+
+using infertrace::core::EvidenceBoard;
+
+namespace {
+constexpr uint64_t s = 1'000'000'000;
+}
+
+TEST(EvidenceBoard, ThrottlingBetweenBracketingSamples) {
+  EvidenceBoard b;
+  // cpu.stat read once a second: 10 periods a second, throttled in 8 of them from t=3 s.
+  for (uint64_t t = 0; t <= 6; t++) {
+    const uint64_t periods = t * 10, throttled = t > 3 ? (t - 3) * 8 : 0;
+    b.add_throttle_sample("/agents/a", t * s, periods, throttled, 0.1);
+  }
+  // A stage from 3.5 s to 5.5 s: samples at 3 s and 6 s bracket it.
+  auto e = b.throttle_between("/agents/a", 3 * s + s / 2, 5 * s + s / 2);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->periods, 30u);
+  EXPECT_EQ(e->throttled, 24u);
+  ASSERT_TRUE(e->quota_cpus);
+  EXPECT_DOUBLE_EQ(*e->quota_cpus, 0.1);
+  // Before throttling began: none.
+  e = b.throttle_between("/agents/a", 0, 2 * s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->throttled, 0u);
+  // A stage that ended after the newest sample uses the newest one.
+  e = b.throttle_between("/agents/a", 5 * s, 9 * s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->periods, 10u);
+  EXPECT_EQ(e->throttled, 8u);
+  EXPECT_FALSE(b.throttle_between("/unknown", 0, s));
+}
+
+TEST(EvidenceBoard, OneSampleIsNoEvidence) {
+  EvidenceBoard b;
+  b.add_throttle_sample("/a", s, 10, 5, std::nullopt);
+  EXPECT_FALSE(b.throttle_between("/a", 0, 2 * s));
+}
+
+TEST(EvidenceBoard, TopPreemptorAroundTheStage) {
+  EvidenceBoard b;
+  b.add_preemptions("/agents/a", "/hog", 2 * s, 40);
+  b.add_preemptions("/agents/a", "/agents/b", 2 * s, 5);
+  b.add_preemptions("/agents/a", "/hog", 3 * s, 30);
+  b.add_preemptions("/agents/a", "/agents/b", 9 * s, 500);  // long after the stage
+  auto p = b.top_preemptor("/agents/a", 2 * s, 3 * s);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->by_cgroup, "/hog");
+  EXPECT_EQ(p->preemptions, 70u);
+  EXPECT_EQ(p->total, 75u);
+  EXPECT_FALSE(b.top_preemptor("/agents/b", 2 * s, 3 * s));
+  EXPECT_FALSE(b.top_preemptor("/agents/a", 20 * s, 21 * s));
+}
+
+TEST(EvidenceBoard, BoundedAndExpiring) {
+  EvidenceBoard b(10 * s, 2);
+  b.add_throttle_sample("/a", s, 1, 0, std::nullopt);
+  b.add_preemptions("/b", "/x", s, 1);
+  b.add_throttle_sample("/c", s, 1, 0, std::nullopt);  // a third cgroup: refused
+  EXPECT_EQ(b.cgroups(), 2u);
+  EXPECT_EQ(b.refused(), 1u);
+  b.add_throttle_sample("/a", 2 * s, 2, 0, std::nullopt);
+  b.expire(30 * s);
+  EXPECT_EQ(b.cgroups(), 0u);
+  b.add_throttle_sample("/c", 31 * s, 1, 0, std::nullopt);  // room again
+  EXPECT_EQ(b.cgroups(), 1u);
+}
