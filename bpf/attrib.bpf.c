@@ -16,6 +16,11 @@
  * running while its context says it is off CPU; its time is recovered from the scheduler's own
  * record of the last switch-in (sched_info.last_arrival), and counted.
  *
+ * Network peer: a sleep in a system call on one socket (read/write, send/recv, connect..., or
+ * poll/ppoll on a single descriptor, as HTTP clients with a timeout wait) notes the socket's
+ * remote address at switch-out; when the sleep ends its length is added to that peer's sum,
+ * and the span reports the peer with the largest sum. select/epoll waits name no peer.
+ *
  * Kernel anomalies: a span's run-queue wait, throttled stretch or block-I/O sleep of at least
  * anomaly_min_ns, or a major fault in a span, is stamped (end time, kind, duration) on the
  * thread's context and on its process (attrib_anomalies); quality records carry both, so user

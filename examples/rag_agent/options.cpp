@@ -124,6 +124,9 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--cgroup-root", o.cgroup_root,
                  "cgroup hierarchy with the cpu controller (default: detected, v2 preferred)");
   app.add_option("--report", o.report_path, "write a JSON summary here at the end");
+  app.add_flag("--shed-when-open", o.shed_when_open,
+               "shed new requests while the tenant's infertrace circuit breaker is open "
+               "(read through the SDK from the daemon's socket, $INFERTRACE_BREAKER_SOCKET)");
   try {
     app.parse(argc, argv);
     validate(o, tenants_flag, fault_specs);

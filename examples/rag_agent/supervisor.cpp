@@ -227,7 +227,8 @@ int run_agent(const Options& o) {
                     tool_port,
                     o.has_fault(FaultKind::ColdCache, t),
                     o.has_fault(FaultKind::SlowPeer, t),
-                    o.has_fault(FaultKind::Lock, t)};
+                    o.has_fault(FaultKind::Lock, t),
+                    o.shed_when_open};
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
     ::fcntl(fds[1], F_SETFL, 0);  // the worker writes blocking; we read non-blocking

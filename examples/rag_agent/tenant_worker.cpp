@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "breaker_gate.h"
 #include "cgroups.h"
 #include "pipeline.h"
 #include "rng.h"
@@ -159,7 +160,8 @@ nlohmann::json run_load(const TenantSpec& spec) {
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.duration));
   SplitMix arrivals(fnv1a("arrivals:" + spec.name));
-  uint64_t offered = 0, dropped = 0;
+  uint64_t offered = 0, dropped = 0, shed = 0;
+  BreakerGate gate(spec.name, spec.shed_when_open);
   const uint64_t id_base = static_cast<uint64_t>(::getpid()) << 32;
   auto next = t0;
   while (!g_stop.load()) {
@@ -167,7 +169,9 @@ nlohmann::json run_load(const TenantSpec& spec) {
     if (now >= deadline) break;
     if (next < deadline && now >= next) {
       ++offered;
-      if (!queue.push(Pending{id_base | offered, picker.pick(arrivals.uniform()), next})) ++dropped;
+      if (gate.open()) {
+        ++shed;  // the daemon saw this tenant's stages stay slow: shed load until it recovers
+      } else if (!queue.push(Pending{id_base | offered, picker.pick(arrivals.uniform()), next})) ++dropped;
       double gap = -std::log(1.0 - arrivals.uniform()) / spec.rate;
       next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap));
       continue;
@@ -193,9 +197,11 @@ nlohmann::json run_load(const TenantSpec& spec) {
             {"completed", completed},
             {"failed", c.failed.load()},
             {"dropped", dropped},
+            {"shed", shed},
             {"abandoned", abandoned}}},
           {"stages", pipeline.stats().summary()},
           {"cache", {{"hit", c.cache_hit.load()}, {"miss", c.cache_miss.load()}, {"stale", c.cache_stale.load()}}},
+          {"breaker", {{"checks", gate.checks()}, {"open_seen", gate.open_seen()}, {"unreadable", gate.unreadable()}}},
           {"tokens", c.tokens.load()},
           {"output_tokens_per_request", pipeline.config().output_tokens},
           {"index_bytes_read", pipeline.index_bytes_read()},

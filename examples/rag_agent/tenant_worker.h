@@ -18,6 +18,7 @@ struct TenantSpec {
   double duration = 10;
   int tool_port = 0;
   bool cold_cache = false, slow_peer = false, lock = false;
+  bool shed_when_open = false;
 };
 
 // Runs in the forked child; writes the JSON result to result_fd and exits. Never returns.

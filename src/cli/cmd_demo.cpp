@@ -143,6 +143,7 @@ class AgentProcess {
     status_ = status;
   }
 
+  pid_t pid() const { return pid_; }
   bool succeeded() const { return exited_ && WIFEXITED(status_) && WEXITSTATUS(status_) == 0; }
   bool stopped_by_us() const { return stop_sent_; }
   std::string describe_exit() const {
@@ -217,7 +218,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
 
   install_stop_handlers();
   std::optional<AgentProcess> process;
-  bool agent_failed = false;
+  bool agent_failed = false, overran = false;
   try {
     Collection collection(*startup, duration_ns + static_cast<uint64_t>(kOverrunSeconds * 1e9));
     collection.begin();
@@ -227,7 +228,8 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     while (process->running()) {
       if (stop_requested()) process->stop();
       if (collection.elapsed_seconds() > seconds + kOverrunSeconds) {
-        spdlog::error("demo: the agent overran --duration by {:.0f} s: stopping it", kOverrunSeconds);
+        if (!overran) spdlog::error("demo: the agent overran --duration by {:.0f} s: stopping it", kOverrunSeconds);
+        overran = true;
         process->stop();
       }
       collection.poll(100);
@@ -238,7 +240,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     }
     // Records of the last requests may still sit in the ring buffer.
     for (int i = 0; i < 5; ++i) collection.poll(100);
-    agent_failed = !process->succeeded() && !process->stopped_by_us();
+    agent_failed = overran || (!process->succeeded() && !process->stopped_by_us());
     const bool complete = process->succeeded() && !process->stopped_by_us();
     core::Diagnosis d = collection.finish(complete ? seconds : 0);
     progress.finish(fmt::format("demo ran {:.1f} s{}", d.duration_seconds,
@@ -254,6 +256,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
                    {"tenants", {"ta", "tb"}},
                    {"duration_seconds", seconds},
                    {"agent", agent.string()},
+                   {"agent_pid", process->pid()},
                    {"agent_exit", process->describe_exit()},
                    {"interrupted", process->stopped_by_us()}};
       fmt::print("{}\n", j.dump(2));

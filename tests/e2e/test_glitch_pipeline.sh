@@ -98,6 +98,17 @@ print(state, 1 if retry > 0 else 0)' "$1"
 [ "$(breaker tb)" = "closed 0" ] || fail "SDK reads tb: $(breaker tb)"
 pass "breaker open for ta, closed for tb (metric and SDK socket)"
 
+# The example agent sheds ta's load while ta's breaker is open, through the C SDK's client.
+INFERTRACE_BREAKER_SOCKET="$SOCK" "$AGENT" --tenants ta,tb --rate 10 --duration 3 --shed-when-open \
+  --report "$WORK/shed.json" >"$WORK/agent2.log" 2>&1 || fail "agent (shedding): $(tail -5 "$WORK/agent2.log")"
+/usr/bin/python3 - "$WORK/shed.json" <<'PY' || fail "load shedding: $(cat "$WORK/shed.json")"
+import json, sys
+t = json.load(open(sys.argv[1]))["tenants"]
+assert t["ta"]["requests"]["shed"] > 0 and t["ta"]["breaker"]["open_seen"] > 0, t["ta"]
+assert t["tb"]["requests"]["shed"] == 0 and t["tb"]["breaker"]["unreadable"] == 0, t["tb"]
+print(f'ok: the agent shed {t["ta"]["requests"]["shed"]} of ta\'s {t["ta"]["requests"]["offered"]} requests, none of tb\'s')
+PY
+
 # Garbage on the socket: errors, then a good client is still answered.
 /usr/bin/python3 - "$SOCK" <<'PY' || fail "garbage on the breaker socket"
 import os, socket, sys
