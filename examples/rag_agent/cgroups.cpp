@@ -173,6 +173,16 @@ void CgroupTree::set_cpu_quota(const std::string& leaf, long quota_us, long peri
   }
 }
 
+void CgroupTree::set_cpu_weight(const std::string& leaf, long v1_shares, long v2_weight) const {
+  if (mode_ == CgroupMode::V1) {
+    write_text(leaf + "/cpu.shares", std::to_string(v1_shares));
+  } else if (mode_ == CgroupMode::V2) {
+    write_text(leaf + "/cpu.weight", std::to_string(v2_weight));
+  } else {
+    throw std::runtime_error("no cgroup to set a CPU weight on");
+  }
+}
+
 CpuThrottle CgroupTree::read_throttle(const std::string& leaf) const {
   CpuThrottle t;
   if (leaf.empty()) return t;

@@ -35,6 +35,9 @@ class CgroupTree {
   std::string add_leaf(const std::string& name);
   // quota_us of CPU time per period_us (v1 cpu.cfs_quota_us, v2 cpu.max). Throws on failure.
   void set_cpu_quota(const std::string& leaf, long quota_us, long period_us) const;
+  // CPU weight relative to siblings: v1 cpu.shares (default 1024), v2 cpu.weight (default
+  // 100). Throws on failure.
+  void set_cpu_weight(const std::string& leaf, long v1_shares, long v2_weight) const;
   CpuThrottle read_throttle(const std::string& leaf) const;
   // Removes every leaf and the agent directory (killing strays first). Idempotent.
   void remove();

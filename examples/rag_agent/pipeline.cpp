@@ -54,6 +54,7 @@ RagPipeline::RagPipeline(PipelineConfig config)
       questions_(make_questions(config_.tenant)) {
   projection_.init(index_.dim(), kHidden, fnv1a("projection:" + config_.tenant),
                    1.0f / std::sqrt(static_cast<float>(kHidden)));
+  if (config_.cold_cache) index_.read_cold();
 }
 
 std::string RagPipeline::build_prompt(uint32_t question) const {

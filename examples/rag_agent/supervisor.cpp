@@ -214,7 +214,11 @@ int run_agent(const Options& o) {
     }
     if (o.has_fault(FaultKind::Hog, t)) {
       slot.pinned_cpu = victim_cpu;
-      start_hogs(children, cgroups.add_leaf("_hog-" + t), victim_cpu);
+      // A heavy neighbour, as a batch job given priority over the agent would be: ten times
+      // the default CPU weight, so the scheduler favours it on the shared CPU.
+      const std::string hog_leaf = cgroups.add_leaf("_hog-" + t);
+      if (!hog_leaf.empty()) cgroups.set_cpu_weight(hog_leaf, 10240, 1000);
+      start_hogs(children, hog_leaf, victim_cpu);
       spdlog::info("fault hog: CPU hogs compete with tenant {} on CPU {}", t, victim_cpu);
     }
     TenantSpec spec{t,

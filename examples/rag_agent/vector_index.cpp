@@ -22,7 +22,6 @@ namespace {
 
 constexpr char kMagic[8] = {'I', 'T', 'R', 'A', 'G', 'I', 'X', '1'};
 constexpr std::size_t kBlock = 4096;
-constexpr std::size_t kChunkRows = 512;  // rows per pread
 
 struct Header {
   char magic[8];
@@ -185,10 +184,10 @@ std::vector<Neighbour> VectorIndex::scan_lists(std::span<const float> query, std
                                                std::size_t k) const {
   if (query.size() != dim_) throw std::invalid_argument("query dimension does not match the index");
   std::vector<Neighbour> best;
-  std::vector<float> buf(kChunkRows * dim_);
+  std::vector<float> buf(chunk_rows_ * dim_);
   for (uint32_t list : lists) {
-    for (uint64_t row = starts_[list]; row < starts_[list + 1]; row += kChunkRows) {
-      std::size_t rows = static_cast<std::size_t>(std::min<uint64_t>(kChunkRows, starts_[list + 1] - row));
+    for (uint64_t row = starts_[list]; row < starts_[list + 1]; row += chunk_rows_) {
+      std::size_t rows = static_cast<std::size_t>(std::min<uint64_t>(chunk_rows_, starts_[list + 1] - row));
       std::size_t bytes = rows * dim_ * sizeof(float);
       full_pread(fd_, buf.data(), bytes, data_offset_ + row * dim_ * sizeof(float));
       g_bytes_read.fetch_add(bytes, std::memory_order_relaxed);
@@ -200,6 +199,11 @@ std::vector<Neighbour> VectorIndex::scan_lists(std::span<const float> query, std
 }
 
 void VectorIndex::drop_page_cache() const { ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED); }
+
+void VectorIndex::read_cold() {
+  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM);
+  chunk_rows_ = std::max<std::size_t>(1, 4096 / (dim_ * sizeof(float)));
+}
 
 uint64_t VectorIndex::bytes_read() const { return g_bytes_read.load(std::memory_order_relaxed); }
 

@@ -45,12 +45,17 @@ class VectorIndex {
                                     std::size_t k) const;
   // Drops this file's pages from the page cache (the cold-cache fault).
   void drop_page_cache() const;
+  // The cold-cache fault's read pattern: no readahead (POSIX_FADV_RANDOM) and one 4 KiB pread
+  // at a time, as an index served from a memory-mapped or paged store reads, so each list
+  // costs a disk read per page once its pages are dropped.
+  void read_cold();
   uint64_t bytes_read() const;
 
  private:
   int fd_ = -1;
   std::size_t dim_ = 0, nlist_ = 0, count_ = 0;
   uint64_t data_offset_ = 0;
+  std::size_t chunk_rows_ = 512;  // rows per pread
   std::vector<float> centroids_;  // nlist x dim: small, kept in memory like a real IVF
   std::vector<uint64_t> starts_;  // nlist + 1
 };

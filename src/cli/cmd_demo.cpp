@@ -225,6 +225,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     spdlog::info("demo: {} {} (fault {} on tenant ta)", agent.string(), fmt::join(args, " "), o.fault);
     process.emplace(agent, args);
     Progress progress(fmt::format("demo, fault {}", o.fault), seconds);
+    double next_checkpoint = 1.0;
     while (process->running()) {
       if (stop_requested()) process->stop();
       if (collection.elapsed_seconds() > seconds + kOverrunSeconds) {
@@ -235,6 +236,10 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
       collection.poll(100);
       const uint64_t g = collection.glitches();
       const double elapsed = collection.elapsed_seconds();
+      if (elapsed >= next_checkpoint) {  // the agent's cgroups go when it exits
+        collection.checkpoint();
+        next_checkpoint = elapsed + 1.0;
+      }
       progress.update(elapsed, fmt::format("{}{} glitch{}", elapsed > seconds ? "agent finishing, " : "", g,
                                            g == 1 ? "" : "es"));
     }

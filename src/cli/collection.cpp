@@ -62,11 +62,33 @@ double Collection::elapsed_seconds() const {
   return std::chrono::duration<double>(Clock::now() - start_).count();
 }
 
+void Collection::checkpoint() {
+  latest_ = core::MetricSet{};
+  set_.collect(latest_);
+  pipeline_->collect(latest_);
+}
+
+namespace {
+
+// Adds to `into` the samples of `from` it lacks (same family, same labels).
+void keep_vanished(const core::MetricSet& from, core::MetricSet& into) {
+  for (const auto& f : from.families()) {
+    for (const auto& sample : f.samples) {
+      const core::Sample* now = into.find(f.name, sample.labels);
+      if (now && now->labels.size() == sample.labels.size()) continue;
+      into.family(f.name, f.type, f.help, f.unit).samples.push_back(sample);
+    }
+  }
+}
+
+}  // namespace
+
 core::Diagnosis Collection::finish(double duration_seconds) {
   const double elapsed = elapsed_seconds();
   core::MetricSet after;
   set_.collect(after);
   pipeline_->collect(after);
+  keep_vanished(latest_, after);
   const core::AnalyzerSummary summary = pipeline_->summary();
   finished_ = true;
   pipeline_->stop();

@@ -40,6 +40,9 @@ class Collection {
   // Consumes events for up to `timeout_ms`.
   void poll(int timeout_ms) { set_.poll(timeout_ms); }
   double elapsed_seconds() const;
+  // A scrape kept for finish(): series that vanish before the end (the cgroups of a workload
+  // that exited and removed them) keep their last values. About once a second is plenty.
+  void checkpoint();
   uint64_t glitches() { return pipeline_->glitches(); }
 
   // The last scrape, then detaches everything. `duration_seconds` (> 0) replaces the measured
@@ -52,6 +55,7 @@ class Collection {
   probes::ProbeSet set_;  // declared before the pipeline: it must outlive it
   std::unique_ptr<GlitchPipeline> pipeline_;
   core::MetricSet before_;
+  core::MetricSet latest_;  // the last checkpoint()
   Clock::time_point start_{};
   bool finished_ = false;
 };

@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include "core/config_reader.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -17,119 +19,6 @@
 
 namespace infertrace::core {
 namespace {
-
-// Walks a YAML mapping, dispatching each key to a handler and rejecting unknown keys.
-// Errors name the source, the line and the full dotted key.
-class Reader {
- public:
-  explicit Reader(std::string_view source) : source_(source) {}
-
-  [[noreturn]] void fail_at(int line, const std::string& key, const std::string& what) const {
-    throw ConfigError(fmt::format("{}:{}: {}: {}", source_, line, key, what));
-  }
-
-  // A value's own line; an empty value has none worth showing (yaml-cpp places it on the
-  // next token), so its key's line.
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& key,
-                         const std::string& what) const {
-    const bool placed = !node.IsNull() && !node.Mark().is_null();
-    fail_at(placed ? node.Mark().line + 1 : key_line(key).value_or(1), key, what);
-  }
-
-  // The line of a key read so far, if the file set it.
-  std::optional<int> key_line(const std::string& key) const {
-    auto it = key_lines_.find(key);
-    if (it == key_lines_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  using Handler = std::function<void(const YAML::Node&, const std::string&)>;
-
-  void mapping(const YAML::Node& node, const std::string& path,
-               const std::map<std::string, Handler>& handlers) {
-    const std::string where = path.empty() ? "(top level)" : path;
-    if (node.IsNull()) return;
-    if (!node.IsMap()) fail(node, where, "expected a mapping");
-    std::set<std::string> seen;
-    for (const auto& kv : node) {
-      const int line = kv.first.Mark().is_null() ? key_line(path).value_or(1)
-                                                 : kv.first.Mark().line + 1;
-      if (!kv.first.IsScalar()) fail_at(line, where, "keys must be plain names");
-      const std::string name = kv.first.Scalar();
-      const std::string key = path.empty() ? name : path + "." + name;
-      auto it = handlers.find(name);
-      if (it == handlers.end()) {
-        std::string known;
-        for (const auto& [k, _] : handlers) known += (known.empty() ? "" : ", ") + k;
-        fail_at(line, key, fmt::format("unknown key (known keys here: {})", known));
-      }
-      if (!seen.insert(name).second) fail_at(line, key, "duplicate key");
-      key_lines_[key] = line;
-      it->second(kv.second, key);
-    }
-  }
-
-  bool boolean(const YAML::Node& n, const std::string& key) const {
-    bool v;
-    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
-      fail(n, key, fmt::format("expected true or false, got {}", describe(n)));
-    }
-    return v;
-  }
-
-  uint32_t positive(const YAML::Node& n, const std::string& key, uint32_t max) const {
-    const std::string text = n.IsScalar() ? n.Scalar() : "";
-    uint64_t v = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (!n.IsScalar() || ec != std::errc() || end != text.data() + text.size() || v == 0 ||
-        v > max) {
-      fail(n, key, fmt::format("expected an integer from 1 to {}, got {}", max, describe(n)));
-    }
-    return static_cast<uint32_t>(v);
-  }
-
-  double number(const YAML::Node& n, const std::string& key, double min, double max) const {
-    const std::string text = n.IsScalar() ? n.Scalar() : "";
-    double v = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (!n.IsScalar() || text.empty() || ec != std::errc() || end != text.data() + text.size() ||
-        !(v >= min && v <= max)) {
-      fail(n, key, fmt::format("expected a number from {} to {}, got {}", min, max, describe(n)));
-    }
-    return v;
-  }
-
-  // "" or an absolute path.
-  std::string path_or_empty(const YAML::Node& n, const std::string& key) const {
-    std::string v = string(n, key);
-    if (!v.empty() && v.front() != '/') fail(n, key, "expected an absolute path or \"\"");
-    return v;
-  }
-
-  std::string string(const YAML::Node& n, const std::string& key) const {
-    if (!n.IsScalar()) fail(n, key, fmt::format("expected a string, got {}", describe(n)));
-    return n.Scalar();
-  }
-
-  std::string one_of(const YAML::Node& n, const std::string& key,
-                     const std::vector<std::string>& allowed) const {
-    std::string v = string(n, key);
-    for (const auto& a : allowed) {
-      if (v == a) return v;
-    }
-    fail(n, key, fmt::format("expected one of {}, got '{}'", fmt::join(allowed, ", "), v));
-  }
-
- private:
-  static std::string describe(const YAML::Node& n) {
-    if (n.IsScalar()) return "'" + n.Scalar() + "'";
-    if (n.IsMap()) return "a mapping";
-    if (n.IsSequence()) return "a sequence";
-    return "nothing";
-  }
-  std::string source_;
-  std::map<std::string, int> key_lines_;  // dotted key -> line, for errors found later
-};
 
 constexpr size_t kMaxStageName = 32;  // bytes, as the SDK's INFERTRACE_MAX_NAME
 
@@ -296,14 +185,8 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
   auto enabled = [&](bool& field) {
     return [&r, &field](const YAML::Node& n, const std::string& k) { field = r.boolean(n, k); };
   };
-  // Milliseconds, 1 ms to one hour.
-  auto ms = [&](uint32_t& field) {
-    return [&r, &field](const YAML::Node& n, const std::string& k) {
-      field = r.positive(n, k, 3600000);
-    };
-  };
-  r.mapping(root, "",
-            {
+  std::map<std::string, Reader::Handler> top = glitch_section_handlers(r, c);
+  top.merge(std::map<std::string, Reader::Handler>{
                 {"listen",
                  [&](const YAML::Node& n, const std::string& k) {
                    c.listen = r.string(n, k);
@@ -332,159 +215,6 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                                    r.fail(v, kk, "expected an absolute path or 'auto'");
                                  }
                                }}});
-                 }},
-                {"glitch",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& g = c.glitch;
-                   r.mapping(
-                       n, k,
-                       {{"request_slo_ms", ms(g.request_slo_ms)},
-                        {"stage_slo_ms", ms(g.stage_slo_ms)},
-                        {"stage_slos_ms",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           if (v.IsNull()) return;
-                           if (!v.IsMap()) r.fail(v, kk, "expected a mapping STAGE: MILLISECONDS");
-                           for (const auto& item : v) {
-                             const std::string stage = item.first.Scalar();
-                             const std::string sk = kk + "." + stage;
-                             if (!is_stage_name(stage)) {
-                               r.fail(item.first, sk, "not a stage name (1-32 letters, digits, "
-                                                      "'_', '-', '.', ':')");
-                             }
-                             g.stage_slos_ms[stage] = r.positive(item.second, sk, 3600000);
-                           }
-                         }},
-                        {"p99_factor",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           g.p99_factor = r.number(v, kk, 1.0, 1000.0);
-                         }},
-                        {"min_samples", [&](const YAML::Node& v, const std::string& kk) {
-                           g.min_samples = r.positive(v, kk, 1000000);
-                         }}});
-                 }},
-                {"cache_breakdown",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& b = c.cache_breakdown;
-                   r.mapping(n, k,
-                             {{"window_s",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.window_s = r.positive(v, kk, 86400);
-                               }},
-                              {"min_lookups",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.min_lookups = r.positive(v, kk, 1000000);
-                               }},
-                              {"ratio", [&](const YAML::Node& v, const std::string& kk) {
-                                 b.ratio = r.number(v, kk, 0.01, 1.0);
-                               }}});
-                 }},
-                {"entropy",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& e = c.entropy;
-                   r.mapping(n, k,
-                             {{"rise",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 e.rise = r.number(v, kk, 0.01, 100.0);
-                               }},
-                              {"outputs",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 e.outputs = r.positive(v, kk, 1000);
-                               }},
-                              {"correlation_ms", ms(e.correlation_ms)}});
-                 }},
-                {"breaker",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& b = c.breaker;
-                   r.mapping(n, k,
-                             {{"slow_ms", ms(b.slow_ms)},
-                              {"trip_after",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.trip_after = r.positive(v, kk, 1000);
-                               }},
-                              {"quiet_s",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.quiet_s = r.positive(v, kk, 86400);
-                               }},
-                              {"socket",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.socket = r.path_or_empty(v, kk);
-                                 // sun_path holds 108 bytes with the NUL.
-                                 if (b.socket.size() > 107) r.fail(v, kk, "longer than 107 bytes");
-                               }},
-                              {"state_file", [&](const YAML::Node& v, const std::string& kk) {
-                                 b.state_file = r.path_or_empty(v, kk);
-                               }}});
-                 }},
-                {"journal",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& j = c.journal;
-                   r.mapping(n, k,
-                             {{"path",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 j.path = r.path_or_empty(v, kk);
-                               }},
-                              {"max_age_h",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 j.max_age_h = r.positive(v, kk, 24 * 3650);
-                               }},
-                              {"max_mb", [&](const YAML::Node& v, const std::string& kk) {
-                                 j.max_mb = r.positive(v, kk, 1024 * 1024);
-                               }}});
-                 }},
-                {"otlp",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& o = c.otlp;
-                   r.mapping(
-                       n, k,
-                       {{"endpoint",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.endpoint = r.string(v, kk);
-                           if (o.endpoint.empty()) return;
-                           try {
-                             parse_otlp_endpoint(o.endpoint);
-                           } catch (const ConfigError& e) {
-                             r.fail(v, kk, e.what());
-                           }
-                         }},
-                        {"headers",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           if (v.IsNull()) return;
-                           if (!v.IsMap()) r.fail(v, kk, "expected a mapping NAME: VALUE");
-                           for (const auto& item : v) {
-                             const std::string name = item.first.Scalar();
-                             const std::string hk = kk + "." + name;
-                             if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos) {
-                               r.fail(item.first, hk, "not an HTTP header name");
-                             }
-                             std::string value = r.string(item.second, hk);
-                             if (value.find_first_of("\r\n") != std::string::npos) {
-                               r.fail(item.second, hk, "a header value cannot hold a line break");
-                             }
-                             o.headers[name] = std::move(value);
-                           }
-                         }},
-                        {"service_name",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.service_name = r.string(v, kk);
-                           if (o.service_name.empty()) r.fail(v, kk, "must not be empty");
-                         }},
-                        {"budget_spans_per_s",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.budget_spans_per_s = r.positive(v, kk, 1000000);
-                         }},
-                        {"sample_normal",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.sample_normal = r.number(v, kk, 0.0, 1.0);
-                         }},
-                        {"queue_spans",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.queue_spans = r.positive(v, kk, 10000000);
-                         }},
-                        {"batch_spans",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.batch_spans = r.positive(v, kk, 100000);
-                         }},
-                        {"timeout_ms", ms(o.timeout_ms)}});
                  }},
                 {"probes",
                  [&](const YAML::Node& n, const std::string& k) {
@@ -566,6 +296,7 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                        });
                  }},
             });
+  r.mapping(root, "", top);
   if (c.sched.runqlen_sparse_hz > c.sched.runqlen_dense_hz) {
     // Point at the rate the file set: the sparse one if it did, else the dense one.
     const std::string sparse = "probes.sched.runqlen_sparse_hz";
@@ -575,74 +306,10 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
               fmt::format("runqlen_sparse_hz ({}) must not exceed runqlen_dense_hz ({})",
                           c.sched.runqlen_sparse_hz, c.sched.runqlen_dense_hz));
   }
-  if (c.otlp.batch_spans > c.otlp.queue_spans) {
-    const std::string key = "otlp.batch_spans";
-    r.fail_at(r.key_line(key).value_or(r.key_line("otlp.queue_spans").value_or(1)), key,
-              fmt::format("batch_spans ({}) must not exceed queue_spans ({})", c.otlp.batch_spans,
-                          c.otlp.queue_spans));
-  }
+  check_glitch_sections(r, c);
   return c;
 }
 
 bool is_stage_name(std::string_view s) { return is_free_stage_name(s); }
-
-OtlpEndpoint parse_otlp_endpoint(std::string_view text) {
-  auto bad = [&](const char* why) -> ConfigError {
-    return ConfigError(fmt::format("OTLP endpoint '{}': {}", text, why));
-  };
-  OtlpEndpoint e;
-  std::string_view rest = text;
-  if (rest.starts_with("http://")) {
-    e.scheme = "http";
-    rest.remove_prefix(7);
-  } else if (rest.starts_with("https://")) {
-    e.scheme = "https";
-    rest.remove_prefix(8);
-  } else {
-    throw bad("expected http://HOST:PORT/v1/traces (OTLP/HTTP)");
-  }
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  e.path = slash == std::string_view::npos ? "/v1/traces" : std::string(rest.substr(slash));
-  for (unsigned char ch : e.path) {
-    if (ch <= ' ' || ch == 0x7f || ch == '#') throw bad("the path holds a space or a control character");
-  }
-  if (authority.find('@') != std::string_view::npos) throw bad("credentials belong in otlp.headers");
-  std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos || close < 2) throw bad("unbalanced IPv6 brackets");
-    e.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') throw bad("expected :PORT after the IPv6 host");
-      port = after.substr(1);
-      if (port.empty()) throw bad("empty port");
-    }
-  } else {
-    const auto colon = authority.rfind(':');
-    e.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port = authority.substr(colon + 1);
-      if (port.empty()) throw bad("empty port");
-    }
-  }
-  if (e.host.empty()) throw bad("no host");
-  for (unsigned char ch : e.host) {
-    if (!std::isalnum(ch) && ch != '.' && ch != '-' && ch != '_' && ch != ':') {
-      throw bad("the host holds a character a host name cannot");
-    }
-  }
-  e.port = e.scheme == "https" ? 443 : 80;
-  if (!port.empty()) {
-    unsigned v = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
-    if (ec != std::errc() || end != port.data() + port.size() || v == 0 || v > 65535) {
-      throw bad("port must be 1-65535");
-    }
-    e.port = static_cast<uint16_t>(v);
-  }
-  return e;
-}
 
 }  // namespace infertrace::core

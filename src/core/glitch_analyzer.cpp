@@ -191,10 +191,18 @@ void GlitchAnalyzer::emit(Glitch g, AnalyzerOutput& out) {
   // Labels fold when counted (sticky top-K), so every series, "__other__" included, only
   // grows; causes are bounded by the component names and the detectors' causes.
   glitch_counts_[{glitch_tenants_.admit(g.tenant), glitch_stages_.admit(g.stage), g.cause}]++;
-  if (top_.size() < kMaxTopGlitches || slower(g, top_.back())) {
-    top_.push_back(g);
-    std::stable_sort(top_.begin(), top_.end(), slower);
-    if (top_.size() > kMaxTopGlitches) top_.pop_back();
+  GlitchKey key{g.tenant, g.stage, g.cause};
+  auto top = top_.find(key);
+  if (top == top_.end() && top_.size() < settings_.glitch.max_series) {
+    top = top_.emplace(std::move(key), std::vector<Glitch>{}).first;
+  }
+  if (top != top_.end()) {
+    auto& v = top->second;
+    if (v.size() < kTopPerCause || slower(g, v.back())) {
+      v.push_back(g);
+      std::stable_sort(v.begin(), v.end(), slower);
+      if (v.size() > kTopPerCause) v.pop_back();
+    }
   }
   out.glitches.push_back(std::move(g));
 }
@@ -271,7 +279,8 @@ AnalyzerSummary GlitchAnalyzer::summary(uint64_t now_ns) const {
     s.stages.push_back(std::move(ss));
   }
   s.caches = caches_.snapshot(now_ns);
-  s.top_glitches = top_;
+  for (const auto& [_, v] : top_) s.top_glitches.insert(s.top_glitches.end(), v.begin(), v.end());
+  std::stable_sort(s.top_glitches.begin(), s.top_glitches.end(), slower);
   s.glitches = glitches_total_;
   s.breaker_trips = breaker_.trips();
   return s;

@@ -73,14 +73,16 @@ struct AnalyzerSummary {
   std::vector<TenantSummary> tenants;  // by name
   std::vector<StageSummary> stages;    // by tenant, then stage
   std::vector<CacheBreakdownStatus> caches;
-  std::vector<Glitch> top_glitches;    // slowest first, at most max_top_glitches
+  // Slowest first: the kTopPerCause slowest of each (tenant, stage, cause), so a tenant whose
+  // glitches are all fast ones (cache breakdowns, entropy spikes) still has its examples.
+  std::vector<Glitch> top_glitches;
   uint64_t glitches = 0;
   uint64_t breaker_trips = 0;
 };
 
 class GlitchAnalyzer {
  public:
-  static constexpr size_t kMaxTopGlitches = 20;
+  static constexpr size_t kTopPerCause = 3;
 
   explicit GlitchAnalyzer(AnalyzerSettings settings);
 
@@ -138,8 +140,8 @@ class GlitchAnalyzer {
   // Summary and series, bounded by the detector's own bound on (tenant, stage) pairs.
   std::map<std::string, TenantSummary> tenants_;
   std::map<std::pair<std::string, std::string>, StageStats> stages_;
-  std::vector<Glitch> top_;  // slowest glitches, kMaxTopGlitches at most
   using GlitchKey = std::tuple<std::string, std::string, std::string>;  // tenant, stage, cause
+  std::map<GlitchKey, std::vector<Glitch>> top_;  // kTopPerCause slowest, by unfolded labels
   LabelBudget glitch_tenants_, glitch_stages_;
   std::map<GlitchKey, uint64_t> glitch_counts_;  // by folded labels
   uint64_t glitches_total_ = 0;

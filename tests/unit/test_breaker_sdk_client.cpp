@@ -23,20 +23,14 @@
 #include <vector>
 
 #include "infertrace/sdk_lib.h"
+#include "temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "breaker-client-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : infertrace::testing::TempDir {
   std::string socket() const { return (path / "breaker.sock").string(); }
 };
 

@@ -22,6 +22,7 @@
 
 #include "core/breaker_protocol.h"
 #include "export/breaker_socket.h"
+#include "temp_dir.h"
 
 namespace infertrace::exporter {
 namespace {
@@ -31,15 +32,7 @@ using namespace std::chrono_literals;
 constexpr uint64_t ms = 1'000'000;
 constexpr auto kGenerous = 10s;  // a reply or a close takes far less, even on a loaded VM
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "breaker-socket-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using infertrace::testing::TempDir;
 
 sockaddr_un address(const std::string& path) {
   sockaddr_un addr{};

@@ -11,6 +11,7 @@
 
 #include "core/circuit_breaker.h"
 #include "export/breaker_store.h"
+#include "temp_dir.h"
 
 namespace infertrace::exporter {
 namespace {
@@ -21,14 +22,7 @@ using core::CircuitBreaker;
 constexpr uint64_t ms = 1'000'000;
 constexpr uint64_t s = 1000 * ms;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "breaker-store-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : infertrace::testing::TempDir {
   std::vector<std::string> names() const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename());

@@ -234,3 +234,31 @@ TEST(GlitchAnalyzer, BreakerStreaksCountPerStageSoFastStagesInBetweenDoNotHideTh
 
 }  // namespace
 }  // namespace infertrace::core
+
+namespace infertrace::core {
+namespace {
+
+TEST(GlitchAnalyzer, SummaryKeepsTheSlowestFewOfEachCauseSoFastCausesKeepExamples) {
+  AnalyzerSettings s;
+  s.cache.min_lookups = 4;
+  GlitchAnalyzer a(s);
+  uint64_t t = 1'000 * ms;
+  for (uint64_t i = 1; i <= 10; i++, t += 10 * ms) feed(a, stage("ta", i, "tool", t, 300 * ms + i * ms));
+  CacheRecord c;
+  c.id = id("tb", 1);
+  c.cache = "rag";
+  c.result = 1;
+  for (int i = 0; i < 4; i++) {
+    c.time_ns = t + i * ms;
+    feed(a, c);
+  }
+  AnalyzerSummary sum = a.summary(t + 10 * ms);
+  EXPECT_EQ(sum.glitches, 11u);
+  ASSERT_EQ(sum.top_glitches.size(), GlitchAnalyzer::kTopPerCause + 1);
+  EXPECT_EQ(sum.top_glitches[0].check.wall_ns, 310 * ms) << "slowest first";
+  EXPECT_EQ(sum.top_glitches.back().cause, "cache_breakdown");
+  EXPECT_EQ(sum.top_glitches.back().tenant, "tb");
+}
+
+}  // namespace
+}  // namespace infertrace::core

@@ -1,6 +1,7 @@
 // The glitch journal on a real SQLite file under /tmp: round trip, filters, pruning bounds,
 // reopen, refusing corrupt or newer files, and surviving kill -9 in the middle of appends.
 #include "export/journal.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -29,14 +30,7 @@ namespace {
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kNow = 1'700'000'000 * kSecond;  // a fixed "now" for the pruning tests
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "journal-test-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : infertrace::testing::TempDir {
   std::string file(const char* name = "journal.db") const { return (path / name).string(); }
 };
 
