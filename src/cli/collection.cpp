@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace infertrace::cli {
@@ -25,8 +26,20 @@ void install_stop_handlers() {
 
 bool stop_requested() { return stop_flag.load(); }
 
+namespace {
+
+// A one-shot report is read by a person, not stored by Prometheus: label values need no top-K
+// folding, and folding would hide exactly the late-comers a diagnosis looks for (the cgroup of
+// a neighbour that started mid-collection, once the node's other pairs filled the budget).
+core::Config unfolded(core::Config config) {
+  config.top_k = std::max<uint32_t>(config.top_k, 100000);
+  return config;
+}
+
+}  // namespace
+
 Collection::Collection(const Startup& startup, uint64_t window_ns)
-    : config_(startup.config), set_(startup.features, startup.layout) {
+    : config_(unfolded(startup.config)), set_(startup.features, startup.layout) {
   PipelineOptions options;
   options.journal = false;
   options.otlp = false;

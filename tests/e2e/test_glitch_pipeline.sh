@@ -149,3 +149,18 @@ start_daemon -c "$WORK/cfg.yaml"
   fail "breaker not restored: $(scrape | grep circuit_breaker)"
 [ "$(breaker ta)" = "open 1" ] || fail "SDK after restart: $(breaker ta)"
 pass "breaker state survives a daemon restart"
+
+# SIGHUP with a tighter SLO: the analyzer takes it at once, the breaker keeps its state.
+[ -z "$(metric_value 'infertrace_glitches_total{tenant="tb",stage="generation",cause="on_cpu"}')" ] ||
+  fail "tb's generation glitched before the SLO change"
+sed -i 's/^probes:/glitch: {stage_slo_ms: 5}\nprobes:/' "$WORK/cfg.yaml"
+kill -HUP "$DAEMON_PID"
+for _ in $(seq 1 50); do grep -q "configuration reloaded" "$WORK/daemon.log" && break; sleep 0.1; done
+grep -q "configuration reloaded" "$WORK/daemon.log" || fail "no reload"
+"$AGENT" --tenants tb --rate 6 --duration 3 >"$WORK/agent3.log" 2>&1 || fail "agent 3: $(tail -5 "$WORK/agent3.log")"
+sleep 1
+n=$(scrape | awk '/^infertrace_glitches_total\{tenant="tb",stage="generation"/ { s += $2 } END { print s + 0 }')
+[ "${n%.*}" -gt 0 ] || fail "no tb generation glitches under a 5 ms SLO after SIGHUP"
+[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
+  fail "the breaker was lost on reload"
+pass "SIGHUP: a 5 ms stage SLO applies at once ($n tb generation glitches); ta's breaker still open"
