@@ -90,10 +90,11 @@ TenantSummary& GlitchAnalyzer::tenant(const std::string& name) {
 void GlitchAnalyzer::on_stage(const StageRecord& r, AnalyzerOutput& out) {
   if (r.aborted()) return;  // the thread exited mid-stage: no wall time to judge
   const bool worker = r.worker() || r.kind == kWorkerKind;
-  Pending* p = r.id.synthetic ? nullptr : pending_for(r.id.pid, r.id.request_id, r.end_ns);
-  if (p && settings_.collect_traces && p->stages.size() < settings_.max_stages_per_request) {
-    p->stages.push_back(r);
-  }
+  // A request is kept pending for its trace, or (below) once one of its stages glitched.
+  Pending* p = r.id.synthetic || !settings_.collect_traces
+                   ? nullptr
+                   : pending_for(r.id.pid, r.id.request_id, r.end_ns);
+  if (p && p->stages.size() < settings_.max_stages_per_request) p->stages.push_back(r);
   // A worker span is part of its owner's stage, which is judged when it ends.
   if (worker) return;
 
@@ -121,6 +122,7 @@ void GlitchAnalyzer::on_stage(const StageRecord& r, AnalyzerOutput& out) {
     }
   }
   if (st != stages_.end()) st->second.glitches++;
+  if (!p && !r.id.synthetic) p = pending_for(r.id.pid, r.id.request_id, r.end_ns);
   if (p) p->glitches.push_back(*g);
   emit(std::move(*g), out);
 }

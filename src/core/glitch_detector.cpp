@@ -39,16 +39,27 @@ GlitchDetector::Series* GlitchDetector::series_for(const std::string& tenant,
 }
 
 GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns,
-                                  uint64_t now_ns) const {
+                                  uint64_t now_ns) {
   GlitchCheck c;
   c.wall_ns = wall_ns;
   c.slo_ns = slo_ns;
   bool over_slo = wall_ns > slo_ns;
   bool over_p99 = false;
   // The threshold comes from the window before this sample, so it cannot vouch for itself.
-  if (s != nullptr && s->window.count(now_ns) >= config_.min_samples) {
-    c.p99_ns = s->window.quantile(now_ns, 0.99);
-    over_p99 = static_cast<double>(wall_ns) > config_.p99_factor * static_cast<double>(*c.p99_ns);
+  if (s != nullptr) {
+    const bool fresh = s->p99_at_ns != 0 && now_ns >= s->p99_at_ns &&
+                       now_ns - s->p99_at_ns < kP99RefreshNs;
+    // Until the window is trusted, look again as soon as it holds enough samples.
+    const bool newly_trusted = !s->p99_valid && s->window.count(now_ns) >= config_.min_samples;
+    if (!fresh || newly_trusted) {
+      s->p99_at_ns = now_ns ? now_ns : 1;
+      s->p99_valid = s->window.count(now_ns) >= config_.min_samples;
+      if (s->p99_valid) s->p99_ns = s->window.quantile(now_ns, 0.99);
+    }
+    if (s->p99_valid) {
+      c.p99_ns = s->p99_ns;
+      over_p99 = static_cast<double>(wall_ns) > config_.p99_factor * static_cast<double>(s->p99_ns);
+    }
   }
   if (over_slo && over_p99) c.reason = GlitchReason::both;
   else if (over_slo) c.reason = GlitchReason::over_slo;
