@@ -93,7 +93,6 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(log_level));
 
-  if (*run) return infertrace::cli::run_daemon(options);
   try {
     if (*run) return infertrace::cli::run_daemon(options);
     if (*probes) return infertrace::cli::print_probes(options, json);
