@@ -83,6 +83,7 @@ std::optional<Glitch> CacheBreakdownDetector::observe(const CacheRecord& r) {
   if (now > latest_ns_) latest_ns_ = now;
   Series* s = series_for(r.id.tenant, r.cache);
   if (s == nullptr) return std::nullopt;
+  if (s->first_ns == 0) s->first_ns = now ? now : 1;
 
   // A breakdown whose window emptied (no lookups for a whole window) is over.
   if (s->in_breakdown && counts(*s, now).lookups() == 0) s->in_breakdown = false;
@@ -105,6 +106,11 @@ std::optional<Glitch> CacheBreakdownDetector::observe(const CacheRecord& r) {
     return std::nullopt;
   }
   if (c.lookups() < settings_.min_lookups || c.ratio() < settings_.ratio) return std::nullopt;
+  // An empty cache misses until it has filled: judge only once warmup_s have passed since
+  // the first lookup, so start-up is not reported as a breakdown.
+  if (now - s->first_ns < static_cast<uint64_t>(settings_.warmup_s) * 1'000'000'000ULL) {
+    return std::nullopt;
+  }
   s->in_breakdown = true;
   s->breakdowns++;
 

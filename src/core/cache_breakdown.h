@@ -65,6 +65,7 @@ class CacheBreakdownDetector {
     std::unique_ptr<StreamingQuantile> stale_ages;
     bool in_breakdown = false;
     uint64_t breakdowns = 0;
+    uint64_t first_ns = 0;  // the first lookup: a cache warming up is not breaking down
   };
   struct Counts {
     uint64_t hits = 0, misses = 0, stales = 0;

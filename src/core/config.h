@@ -88,6 +88,7 @@ struct CacheBreakdownSettings {
   uint32_t window_s = 60;
   uint32_t min_lookups = 20;  // no verdict on fewer lookups than this in the window
   double ratio = 0.5;         // (miss + stale) / lookups at or above this is a breakdown
+  uint32_t warmup_s = 60;     // no verdict this soon after a cache's first lookup (it is filling)
   bool operator==(const CacheBreakdownSettings&) const = default;
 };
 

@@ -56,8 +56,12 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                                [&](const YAML::Node& v, const std::string& kk) {
                                  b.min_lookups = r.positive(v, kk, 1000000);
                                }},
-                              {"ratio", [&](const YAML::Node& v, const std::string& kk) {
+                              {"ratio",
+                               [&](const YAML::Node& v, const std::string& kk) {
                                  b.ratio = r.number(v, kk, 0.01, 1.0);
+                               }},
+                              {"warmup_s", [&](const YAML::Node& v, const std::string& kk) {
+                                 b.warmup_s = static_cast<uint32_t>(r.number(v, kk, 0, 86400));
                                }}});
                  }},
                 {"entropy",

@@ -26,7 +26,8 @@ CacheRecord lookup(const char* tenant, const char* cache, int result, uint64_t a
   return r;
 }
 
-CacheBreakdownSettings defaults() { return CacheBreakdownSettings{60, 20, 0.5}; }
+// No warm-up, so each test judges from its first lookup (warm-up has its own test).
+CacheBreakdownSettings defaults() { return CacheBreakdownSettings{60, 20, 0.5, 0}; }
 
 // What a stale-age quantile reports for a single-valued sample: its bucket's midpoint.
 std::string reported(uint64_t ns) {
@@ -71,6 +72,14 @@ TEST(CacheBreakdown, EntersOnceTheWindowHoldsEnoughLookupsWithTheRatio) {
   EXPECT_TRUE(snap[0].in_breakdown);
   EXPECT_EQ(snap[0].breakdowns, 1u);
   EXPECT_NEAR(snap[0].stale_age_p99_ns, 30.0 * kSecond, 30.0 * kSecond / 32);
+}
+
+TEST(CacheBreakdown, ACacheWarmingUpIsNoBreakdown) {
+  CacheBreakdownDetector d(CacheBreakdownSettings{60, 20, 0.5, 60});
+  // A fresh cache misses everything for its first minute: no verdict.
+  for (int i = 0; i < 59; ++i) EXPECT_FALSE(d.observe(lookup("t", "rag", kMiss, (i + 1) * kSecond)));
+  // Still missing once warm: a breakdown.
+  EXPECT_TRUE(d.observe(lookup("t", "rag", kMiss, 61 * kSecond)));
 }
 
 TEST(CacheBreakdown, TooFewLookupsAreNoVerdict) {
@@ -144,7 +153,7 @@ TEST(CacheBreakdown, StaleAgeQuantilesCoverOnlyStaleResults) {
 }
 
 TEST(CacheBreakdown, EvidenceWithoutStaleResultsHasNoAges) {
-  CacheBreakdownDetector d(CacheBreakdownSettings{30, 4, 0.75});
+  CacheBreakdownDetector d(CacheBreakdownSettings{30, 4, 0.75, 0});
   std::optional<Glitch> g;
   for (int i = 0; i < 4 && !g; ++i) g = d.observe(lookup("t", "vectors", kMiss, kSecond + i));
   ASSERT_TRUE(g);

@@ -241,6 +241,7 @@ namespace {
 TEST(GlitchAnalyzer, SummaryKeepsTheSlowestFewOfEachCauseSoFastCausesKeepExamples) {
   AnalyzerSettings s;
   s.cache.min_lookups = 4;
+  s.cache.warmup_s = 0;
   GlitchAnalyzer a(s);
   uint64_t t = 1'000 * ms;
   for (uint64_t i = 1; i <= 10; i++, t += 10 * ms) feed(a, stage("ta", i, "tool", t, 300 * ms + i * ms));

@@ -40,7 +40,7 @@ glitch:
   stage_slos_ms: {generation: 1500, "my.stage": 20}
   p99_factor: 3.5
   min_samples: 10
-cache_breakdown: {window_s: 30, min_lookups: 5, ratio: 0.4}
+cache_breakdown: {window_s: 30, min_lookups: 5, ratio: 0.4, warmup_s: 0}
 entropy: {rise: 0.5, outputs: 4, correlation_ms: 8}
 breaker:
   slow_ms: 300
@@ -69,6 +69,7 @@ otlp:
   EXPECT_EQ(c.cache_breakdown.window_s, 30u);
   EXPECT_EQ(c.cache_breakdown.min_lookups, 5u);
   EXPECT_DOUBLE_EQ(c.cache_breakdown.ratio, 0.4);
+  EXPECT_EQ(c.cache_breakdown.warmup_s, 0u);
   EXPECT_DOUBLE_EQ(c.entropy.rise, 0.5);
   EXPECT_EQ(c.entropy.outputs, 4u);
   EXPECT_EQ(c.entropy.correlation_ms, 8u);
