@@ -75,12 +75,6 @@ double Collection::elapsed_seconds() const {
   return std::chrono::duration<double>(Clock::now() - start_).count();
 }
 
-void Collection::checkpoint() {
-  latest_ = core::MetricSet{};
-  set_.collect(latest_);
-  pipeline_->collect(latest_);
-}
-
 namespace {
 
 // Adds to `into` the samples of `from` it lacks (same family, same labels).
@@ -95,6 +89,16 @@ void keep_vanished(const core::MetricSet& from, core::MetricSet& into) {
 }
 
 }  // namespace
+
+void Collection::checkpoint() {
+  core::MetricSet now;
+  set_.collect(now);
+  pipeline_->collect(now);
+  // Cumulative: a series that vanished before this checkpoint (a workload that already removed
+  // its cgroups) keeps the last value an earlier one saw.
+  keep_vanished(latest_, now);
+  latest_ = std::move(now);
+}
 
 core::Diagnosis Collection::finish(double duration_seconds) {
   const double elapsed = elapsed_seconds();
