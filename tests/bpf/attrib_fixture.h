@@ -85,31 +85,40 @@ class AttribTest : public ::testing::Test {
     }
   }
 
-  // Runs attrib_target (inside `cgroup` if given) to completion while the family consumes;
-  // returns what it printed.
-  std::string run_target(const std::vector<std::string>& args, TestCgroup* cgroup = nullptr,
-                         std::chrono::seconds timeout = 60s) {
-    int out[2], go[2];
-    if (pipe(out) != 0 || pipe(go) != 0) throw std::runtime_error("pipe");
+  // Starts attrib_target with `args` (inside `cgroup` if given: it execs only once moved
+  // there) and counts it as this test's; its stdout goes to `out_fd` when given.
+  pid_t spawn_target(const std::vector<std::string>& args, TestCgroup* cgroup = nullptr,
+                     int out_fd = -1) {
+    int go[2];
+    if (pipe(go) != 0) throw std::runtime_error("pipe");
     const pid_t pid = fork();
     if (pid == 0) {
-      close(out[0]);
       close(go[1]);
       char c;
       if (read(go[0], &c, 1) != 1) _exit(1);  // moved into the cgroup first
-      dup2(out[1], 1);
+      if (out_fd >= 0) dup2(out_fd, 1);
       std::vector<char*> argv{const_cast<char*>(kTarget.c_str())};
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
       execv(kTarget.c_str(), argv.data());
       _exit(127);
     }
-    close(out[1]);
     close(go[0]);
     targets.insert(pid);
     if (cgroup) cgroup->add(pid);
     if (write(go[1], "g", 1) != 1) throw std::runtime_error("write");
     close(go[1]);
+    return pid;
+  }
+
+  // Runs attrib_target (inside `cgroup` if given) to completion while the family consumes;
+  // returns what it printed.
+  std::string run_target(const std::vector<std::string>& args, TestCgroup* cgroup = nullptr,
+                         std::chrono::seconds timeout = 60s) {
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe");
+    const pid_t pid = spawn_target(args, cgroup, out[1]);
+    close(out[1]);
     fcntl(out[0], F_SETFL, O_NONBLOCK);
     std::string printed;
     int status = 0;

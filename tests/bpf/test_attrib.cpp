@@ -243,20 +243,7 @@ TEST_F(AttribTest, BadInputIsCountedAndNothingLeaks) {
 // exits; a process started later is found through its exec.
 TEST_F(AttribTest, DiscoversRunningAndNewProcessesAndReleasesExitedOnes) {
   config.attrib.binary.clear();
-  int go[2];
-  ASSERT_EQ(pipe(go), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(go[1]);
-    char c;
-    if (read(go[0], &c, 1) != 1) _exit(1);
-    execl(kTarget.c_str(), kTarget.c_str(), "cpu", "0x801", "attrib-early", "10", nullptr);
-    _exit(127);
-  }
-  close(go[0]);
-  targets.insert(pid);
-  ASSERT_EQ(write(go[1], "g", 1), 1);
-  close(go[1]);
+  const pid_t pid = spawn_target({"cpu", "0x801", "attrib-early", "10"});
   std::this_thread::sleep_for(300ms);  // exec'd and waiting for a tracer
   probe->start(ctx);
   EXPECT_TRUE(probe->attached_to(kTarget));
@@ -284,20 +271,7 @@ TEST_F(AttribTest, NarrowedToOneBinaryOrOneProcess) {
   probe->stop();
 
   config.attrib.binary.clear();
-  int go[2];
-  ASSERT_EQ(pipe(go), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(go[1]);
-    char c;
-    if (read(go[0], &c, 1) != 1) _exit(1);
-    execl(kTarget.c_str(), kTarget.c_str(), "cpu", "0x902", "attrib-pid", "5", nullptr);
-    _exit(127);
-  }
-  close(go[0]);
-  targets.insert(pid);
-  ASSERT_EQ(write(go[1], "g", 1), 1);
-  close(go[1]);
+  const pid_t pid = spawn_target({"cpu", "0x902", "attrib-pid", "5"});
   std::this_thread::sleep_for(300ms);
   config.attrib.pid = static_cast<uint32_t>(pid);
   probe->start(ctx);
