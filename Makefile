@@ -16,7 +16,7 @@ build: deps
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	$(BUILD)/infertrace run $(ARGS)
+	$(BUILD)/tailcause run $(ARGS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900

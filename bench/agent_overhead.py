@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""infertrace agent-level overhead benchmark.
+"""tailcause agent-level overhead benchmark.
 
 Measures, on the example agent and the attribution family (bench/README.md, "Agent overhead"):
   1. throughput of build/examples/rag-agent (two tenants, saturated) untraced and fully traced
@@ -68,11 +68,11 @@ class Counters:
     def __init__(self, daemon, tenants):
         m = metrics(daemon)
         mine = lambda labels: labels.get("tenant") in tenants  # noqa: E731
-        self.stages = metric_sum(m, "infertrace_stage_duration_seconds_count", mine)
-        self.all_stages = metric_sum(m, "infertrace_stage_duration_seconds_count")
-        self.lost = metric_sum(m, "infertrace_events_lost_total",
+        self.stages = metric_sum(m, "tailcause_stage_duration_seconds_count", mine)
+        self.all_stages = metric_sum(m, "tailcause_stage_duration_seconds_count")
+        self.lost = metric_sum(m, "tailcause_events_lost_total",
                                lambda labels: labels.get("source") == "attrib")
-        self.attached = metric_sum(m, "infertrace_usdt_attached_binaries")
+        self.attached = metric_sum(m, "tailcause_usdt_attached_binaries")
         self.cpu = daemon.cpu_seconds()
 
 
@@ -83,7 +83,7 @@ class Counters:
 class MappedExecutable:
     """Maps a binary executable into this process, as its own processes will.
 
-    The attrib family attaches to every binary with infertrace probes that some process maps
+    The attrib family attaches to every binary with tailcause probes that some process maps
     executable (its rescan, each second), and releases it when none does. Holding a mapping lets
     the daemon attach before the agent starts, so that a traced run is traced from its first
     request instead of from the daemon's next look at the new process."""
@@ -177,7 +177,7 @@ def throughput_phase(args, build, workdir):
                     run = AgentRun(run_agent(agent, args, workdir, f"{r}-{cond}"))
                     untraced.append(run)
                 else:
-                    daemon, ready = start_attached_daemon(os.path.join(build, "infertrace"),
+                    daemon, ready = start_attached_daemon(os.path.join(build, "tailcause"),
                                                           target)
                     attach_s.append(ready)
                     before = Counters(daemon, args.tenants)
@@ -236,7 +236,7 @@ def flood_phase(args, build):
     log(f"\n== stage records/s: attrib_target flood {args.flood_stages} stages x "
         f"{args.flood_threads} threads, {args.flood_runs} runs ==")
     held = MappedExecutable(target)
-    daemon, _ = start_attached_daemon(os.path.join(build, "infertrace"), target)
+    daemon, _ = start_attached_daemon(os.path.join(build, "tailcause"), target)
     runs = []
     try:
         for i in range(args.flood_runs):
@@ -287,9 +287,9 @@ def summary(t, flood):
         f"({loss_cpu:+.1f}% loss; paired ratio {t['pair_cpu']:.3f}; {t['added_us']:+.0f} us of the "
         f"tenants' CPU per request)")
     log(f"  daemon CPU while traced: {t['d_cpu']:.1f}% of one CPU, {t['d_per_req']:.0f} us per "
-        f"request; infertrace_stage_duration_seconds_count grew by {t['stages']:.0f} for the "
+        f"request; tailcause_stage_duration_seconds_count grew by {t['stages']:.0f} for the "
         f"{t['counted']} stages the agent counted ({t['stages'] / max(t['counted'], 1) * 100:.1f}%);"
-        f" infertrace_events_lost_total{{source=\"attrib\"}} grew by {t['lost']:.0f}")
+        f" tailcause_events_lost_total{{source=\"attrib\"}} grew by {t['lost']:.0f}")
     clean = [r for r in flood if r["lost"] == 0 and r["consumed"] >= r["emitted"]]
     best = statistics.median(r["rate"] for r in clean) if clean else 0.0
     lost = sum(r["lost"] for r in flood)
@@ -319,21 +319,21 @@ def main():
     args = p.parse_args()
     args.tenants = args.tenants.split(",")
     build = args.build_dir
-    for path in ("infertrace", "examples/rag-agent", "testprogs/attrib_target"):
+    for path in ("tailcause", "examples/rag-agent", "testprogs/attrib_target"):
         if not os.access(os.path.join(build, path), os.X_OK):
-            die(f"{build}/{path} not found; build it first (targets infertrace rag-agent "
+            die(f"{build}/{path} not found; build it first (targets tailcause rag-agent "
                 "attrib_target)")
     if os.geteuid() != 0:
-        die("run as root: infertrace loads BPF programs")
+        die("run as root: tailcause loads BPF programs")
     atexit.register(cleanup)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
 
     began = time.monotonic()
-    log(f"infertrace agent overhead benchmark: {os.cpu_count()} CPUs, kernel "
+    log(f"tailcause agent overhead benchmark: {os.cpu_count()} CPUs, kernel "
         f"{os.uname().release}, load average {os.getloadavg()[0]:.1f}")
-    with tempfile.TemporaryDirectory(prefix="infertrace-agentbench-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="tailcause-agentbench-") as workdir:
         figures = report_throughput(*throughput_phase(args, build, workdir))
     flood = flood_phase(args, build)
     summary(figures, flood)

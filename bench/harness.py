@@ -171,8 +171,8 @@ class Tracer:
 
 
 class Daemon(Tracer):
-    """One infertrace process; ready once /metrics answers (its probes are attached then)."""
-    name = "infertrace"
+    """One tailcause process; ready once /metrics answers (its probes are attached then)."""
+    name = "tailcause"
 
     def __init__(self, binary, config=None):
         self.port = free_port()
@@ -234,7 +234,7 @@ def ensure_tracefs():
 
 
 def only_families_config(enabled, directory):
-    path = os.path.join(directory, "infertrace-" + "+".join(enabled) + ".yaml")
+    path = os.path.join(directory, "tailcause-" + "+".join(enabled) + ".yaml")
     with open(path, "w") as f:
         f.write("probes:\n")
         for fam in FAMILIES:

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""infertrace node-level overhead benchmark.
+"""tailcause node-level overhead benchmark.
 
 Measures, in one run and side by side (DESIGN.md section 6):
   1. throughput loss of a context-switch-heavy load (`perf bench sched pipe`) untraced, traced by
-     infertrace and traced by a bpftrace run-queue-latency one-liner, alternating in rounds so
+     tailcause and traced by a bpftrace run-queue-latency one-liner, alternating in rounds so
      that drift on a shared machine hits every condition alike; the cost per context switch;
-  2. infertrace's resident memory after serving scrapes under load;
+  2. tailcause's resident memory after serving scrapes under load;
   3. time from process start to the first successful scrape of /metrics;
   4. scrape cost: time, size and series count of /metrics;
   5. which BPF program costs: the kernel's own run time of each tracer's programs.
@@ -68,7 +68,7 @@ def measure_round(cond, args, workdir, startups):
     """Set the condition up, let it settle, run the load once, tear it down."""
     tracer = None
     args.foreign |= tracing_programs()  # before ours are loaded: all of them are someone else's
-    if cond.kind == "infertrace":
+    if cond.kind == "tailcause":
         config = only_families_config(cond.families, workdir) if cond.families else None
         tracer = Daemon(args.binary, config)
         took = tracer.wait_ready()
@@ -90,14 +90,14 @@ def measure_round(cond, args, workdir, startups):
 
 
 def throughput_phase(args, workdir, startups):
-    conds = [Condition("untraced", "none"), Condition("infertrace", "infertrace"),
+    conds = [Condition("untraced", "none"), Condition("tailcause", "tailcause"),
              Condition("bpftrace", "bpftrace")]
     for spec in filter(None, args.split.split(",")):
         fams = spec.split("+")
         unknown = [f for f in fams if f not in FAMILIES]
         if unknown:
             die(f"--split: unknown family {unknown[0]} (known: {', '.join(FAMILIES)})")
-        conds.append(Condition(f"infertrace[{spec}]", "infertrace", fams))
+        conds.append(Condition(f"tailcause[{spec}]", "tailcause", fams))
     log(f"\n== 1. pipe throughput: perf bench sched pipe -l {args.loops}, {args.rounds} rounds "
         f"of {', '.join(c.name for c in conds)} (order rotates each round)")
     for r in range(args.rounds):
@@ -249,7 +249,7 @@ def mib(n):
 
 
 def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, series, prog):
-    base, it, bt = figures["untraced"], figures["infertrace"], figures["bpftrace"]
+    base, it, bt = figures["untraced"], figures["tailcause"], figures["bpftrace"]
     log("\n== summary ==")
     parts = [f"untraced {base['ops'] / 1000:.0f}k ops/s"]
     parts += [f"{c.name} {figures[c.name]['ops'] / 1000:.0f}k ({-figures[c.name]['loss']:+.1f}%)"
@@ -257,20 +257,20 @@ def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, 
     log("pipe throughput: " + ", ".join(parts))
     if bt["loss"] > 0.5:
         paired = f"{it['paired'] / bt['paired']:.2f}" if bt["paired"] > 0.5 else "n/a"
-        log(f"loss ratio infertrace/bpftrace: {it['loss'] / bt['loss']:.2f} (target <= 0.5); "
+        log(f"loss ratio tailcause/bpftrace: {it['loss'] / bt['loss']:.2f} (target <= 0.5); "
             f"paired per round: {paired}")
     else:
-        log(f"loss ratio infertrace/bpftrace: n/a, bpftrace's loss ({bt['loss']:.1f}%) is within "
+        log(f"loss ratio tailcause/bpftrace: n/a, bpftrace's loss ({bt['loss']:.1f}%) is within "
             f"the noise (target <= 0.5)")
     cpu_ratio = (f"{it['cpu_switch'] / bt['cpu_switch']:.2f}" if bt["cpu_switch"] > 1 else "n/a")
-    log(f"cost per context switch: infertrace {it['ns_switch']:+.0f} ns, bpftrace "
-        f"{bt['ns_switch']:+.0f} ns of wall time; in the load's CPU time infertrace "
+    log(f"cost per context switch: tailcause {it['ns_switch']:+.0f} ns, bpftrace "
+        f"{bt['ns_switch']:+.0f} ns of wall time; in the load's CPU time tailcause "
         f"{it['cpu_switch']:+.0f} ns, bpftrace {bt['cpu_switch']:+.0f} ns (ratio {cpu_ratio}); "
         f"{per_op_switches:.2f} switches per pipe op")
     if prog:
-        log(f"BPF program time per context switch (bpf_stats): infertrace "
-            f"{prog['infertrace']:.0f} ns, bpftrace {prog['bpftrace']:.0f} ns")
-    log(f"tracer's own CPU during the load: infertrace {it['own']}, bpftrace {bt['own']} "
+        log(f"BPF program time per context switch (bpf_stats): tailcause "
+            f"{prog['tailcause']:.0f} ns, bpftrace {prog['bpftrace']:.0f} ns")
+    log(f"tracer's own CPU during the load: tailcause {it['own']}, bpftrace {bt['own']} "
         f"of one CPU")
     log(f"resident memory after scrapes under load: VmRSS {mib(mem['VmRSS'])}, VmHWM "
         f"{mib(mem['VmHWM'])} (target < 30 MB); BPF maps {mib(mem['bpf_maps'])} of kernel "
@@ -283,7 +283,7 @@ def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, 
 
 def check_environment(args):
     if os.geteuid() != 0:
-        die("run as root: infertrace and bpftrace load BPF programs (try: sudo make bench)")
+        die("run as root: tailcause and bpftrace load BPF programs (try: sudo make bench)")
     if not os.access(args.binary, os.X_OK):
         die(f"{args.binary} not found; build it first (make build)")
     for tool in ("perf", "bpftrace"):
@@ -294,13 +294,13 @@ def check_environment(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("build_dir", help="build directory holding the infertrace binary")
+    p.add_argument("build_dir", help="build directory holding the tailcause binary")
     p.add_argument("--rounds", type=int, default=7, help="rounds of the alternating conditions")
     p.add_argument("--seconds", type=float, default=2.5, help="target length of one load run")
     p.add_argument("--loops", type=int, default=0, help="pipe loops per run (default: calibrated)")
     p.add_argument("--settle", type=float, default=0.5, help="pause before each load run (s)")
     p.add_argument("--split", default="sched",
-                   help="extra infertrace conditions with only these families, e.g. "
+                   help="extra tailcause conditions with only these families, e.g. "
                         "'sched,tcp+memory' ('' for none)")
     p.add_argument("--no-prog-time", action="store_true",
                    help="skip the per-program BPF time phase (it turns on "
@@ -310,7 +310,7 @@ def main():
     args = p.parse_args()
     harness.pin_cpu = args.pin
     args.foreign = set()
-    args.binary = os.path.join(args.build_dir, "infertrace")
+    args.binary = os.path.join(args.build_dir, "tailcause")
     atexit.register(cleanup)
     # Also when started in the background, where SIGINT arrives ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -319,14 +319,14 @@ def main():
     signal.signal(signal.SIGHUP, on_signal)
 
     began = time.monotonic()
-    log(f"infertrace overhead benchmark: {os.cpu_count()} CPUs, kernel {os.uname().release}, "
+    log(f"tailcause overhead benchmark: {os.cpu_count()} CPUs, kernel {os.uname().release}, "
         f"{args.binary}, load {'on CPU %d' % args.pin if args.pin is not None else 'unpinned'}, "
         f"load average {os.getloadavg()[0]:.1f}")
     args.loops = args.loops or calibrate(args.seconds)
     per_op = measure_switches(min(args.loops, 200_000))
 
     startups = []
-    with tempfile.TemporaryDirectory(prefix="infertrace-bench-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="tailcause-bench-") as workdir:
         conds = throughput_phase(args, workdir, startups)
         figures = report_throughput(conds, per_op)
         mem, scrape_times, size, series = memory_and_scrape_phase(args, workdir)

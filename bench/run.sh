@@ -7,11 +7,11 @@ build="${1:-build}"
 shift || true
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "bench: run as root: infertrace and bpftrace load BPF programs (try: sudo make bench)" >&2
+  echo "bench: run as root: tailcause and bpftrace load BPF programs (try: sudo make bench)" >&2
   exit 2
 fi
-if [ ! -x "$build/infertrace" ]; then
-  echo "bench: $build/infertrace not found; build it first (make build)" >&2
+if [ ! -x "$build/tailcause" ]; then
+  echo "bench: $build/tailcause not found; build it first (make build)" >&2
   exit 2
 fi
 for tool in perf bpftrace; do

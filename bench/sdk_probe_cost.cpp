@@ -2,11 +2,11 @@
 //
 // Untraced (the normal case) a probe is a load of its semaphore and a not-taken branch; the
 // benchmark label says "untraced" or "traced" from the semaphores at the time it ran. To
-// measure the traced cost, attach bpftrace to this binary and to libinfertrace_sdk.so and run
+// measure the traced cost, attach bpftrace to this binary and to libtailcause_sdk.so and run
 // with --wait-for-tracer=SECONDS (sdk/README.md has the script). One call per iteration, so
 // the Time column is ns per call; BM_RequestWithStage fires 4 probes per iteration.
-#include <infertrace/sdk.hpp>
-#include <infertrace/sdk_lib.h>
+#include <tailcause/sdk.hpp>
+#include <tailcause/sdk_lib.h>
 
 #include <benchmark/benchmark.h>
 
@@ -29,9 +29,9 @@ __attribute__((noinline)) void empty_call(std::uint64_t a, std::uint64_t b)
 // All probes of this binary (inlined from sdk.h) traced?
 bool binary_traced()
 {
-	return infertrace_request_begin_semaphore && infertrace_request_end_semaphore &&
-	       infertrace_stage_begin_semaphore && infertrace_stage_end_semaphore &&
-	       infertrace_token_semaphore && infertrace_cache_lookup_semaphore;
+	return tailcause_request_begin_semaphore && tailcause_request_end_semaphore &&
+	       tailcause_stage_begin_semaphore && tailcause_stage_end_semaphore &&
+	       tailcause_token_semaphore && tailcause_cache_lookup_semaphore;
 }
 
 void label(benchmark::State &state, bool traced) { state.SetLabel(traced ? "traced" : "untraced"); }
@@ -51,18 +51,18 @@ void BM_Token(benchmark::State &state)
 {
 	std::uint64_t i = 0;
 	for (auto _ : state)
-		infertrace_token(42, i++);
-	label(state, infertrace_token_semaphore != 0);
+		tailcause_token(42, i++);
+	label(state, tailcause_token_semaphore != 0);
 }
 BENCHMARK(BM_Token);
 
 void BM_RequestBegin(benchmark::State &state)
 {
-	const std::string tenant = "tenant-a", agent = "agent", trace = infertrace::new_trace_id();
+	const std::string tenant = "tenant-a", agent = "agent", trace = tailcause::new_trace_id();
 	std::uint64_t i = 0;
 	for (auto _ : state)
-		infertrace_request_begin(i++, tenant.c_str(), agent.c_str(), trace.c_str());
-	label(state, infertrace_request_begin_semaphore != 0);
+		tailcause_request_begin(i++, tenant.c_str(), agent.c_str(), trace.c_str());
+	label(state, tailcause_request_begin_semaphore != 0);
 }
 BENCHMARK(BM_RequestBegin);
 
@@ -70,11 +70,11 @@ void BM_CacheLookup(benchmark::State &state)
 {
 	std::uint64_t i = 0;
 	for (auto _ : state) {
-		infertrace::cache_lookup(42, "vectors", infertrace::CacheResult::hit,
+		tailcause::cache_lookup(42, "vectors", tailcause::CacheResult::hit,
 					 std::chrono::nanoseconds(i), i * 31);
 		++i;
 	}
-	label(state, infertrace_cache_lookup_semaphore != 0);
+	label(state, tailcause_cache_lookup_semaphore != 0);
 }
 BENCHMARK(BM_CacheLookup);
 
@@ -83,33 +83,33 @@ void BM_RequestWithStage(benchmark::State &state)
 {
 	std::uint64_t i = 0;
 	for (auto _ : state) {
-		infertrace::Request request(++i, "tenant-a", "agent");
-		infertrace::Stage stage(request, infertrace::StageKind::generation);
+		tailcause::Request request(++i, "tenant-a", "agent");
+		tailcause::Stage stage(request, tailcause::StageKind::generation);
 	}
 	label(state, binary_traced());
 }
 BENCHMARK(BM_RequestWithStage);
 
-// ---- the same probes through libinfertrace_sdk.so (what FFI / Python users call) ----------
+// ---- the same probes through libtailcause_sdk.so (what FFI / Python users call) ----------
 
-bool library_traced(unsigned bit) { return infertrace_sdk_enabled_mask() >> bit & 1; }
+bool library_traced(unsigned bit) { return tailcause_sdk_enabled_mask() >> bit & 1; }
 
 void BM_LibraryToken(benchmark::State &state)
 {
 	std::uint64_t i = 0;
 	for (auto _ : state)
-		infertrace_sdk_token(42, i++);
-	label(state, library_traced(INFERTRACE_SDK_PROBE_TOKEN));
+		tailcause_sdk_token(42, i++);
+	label(state, library_traced(TAILCAUSE_SDK_PROBE_TOKEN));
 }
 BENCHMARK(BM_LibraryToken);
 
 void BM_LibraryRequestBegin(benchmark::State &state)
 {
-	const std::string tenant = "tenant-a", agent = "agent", trace = infertrace::new_trace_id();
+	const std::string tenant = "tenant-a", agent = "agent", trace = tailcause::new_trace_id();
 	std::uint64_t i = 0;
 	for (auto _ : state)
-		infertrace_sdk_request_begin(i++, tenant.c_str(), agent.c_str(), trace.c_str());
-	label(state, library_traced(INFERTRACE_SDK_PROBE_REQUEST_BEGIN));
+		tailcause_sdk_request_begin(i++, tenant.c_str(), agent.c_str(), trace.c_str());
+	label(state, library_traced(TAILCAUSE_SDK_PROBE_REQUEST_BEGIN));
 }
 BENCHMARK(BM_LibraryRequestBegin);
 
@@ -119,8 +119,8 @@ bool wait_for_tracer(double seconds)
 {
 	const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
 	while (std::chrono::steady_clock::now() < deadline) {
-		if (binary_traced() && library_traced(INFERTRACE_SDK_PROBE_TOKEN) &&
-		    library_traced(INFERTRACE_SDK_PROBE_REQUEST_BEGIN))
+		if (binary_traced() && library_traced(TAILCAUSE_SDK_PROBE_TOKEN) &&
+		    library_traced(TAILCAUSE_SDK_PROBE_REQUEST_BEGIN))
 			return true;
 		std::this_thread::sleep_for(std::chrono::milliseconds(100));
 	}
@@ -141,8 +141,8 @@ int main(int argc, char **argv)
 	}
 	if (wait_seconds >= 0) {
 		if (!wait_for_tracer(wait_seconds)) {
-			std::fprintf(stderr, "no tracer attached to the infertrace probes of this binary "
-					     "and libinfertrace_sdk.so within %.0f s\n", wait_seconds);
+			std::fprintf(stderr, "no tracer attached to the tailcause probes of this binary "
+					     "and libtailcause_sdk.so within %.0f s\n", wait_seconds);
 			return 1;
 		}
 		std::fprintf(stderr, "tracer attached: measuring the traced cost\n");

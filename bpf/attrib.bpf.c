@@ -1,6 +1,6 @@
 /* Attribution family: joins kernel events to requests, agent stages and tenants.
  *
- * The SDK's USDT probes (sdk/include/infertrace/sdk.h) mark requests and stages. A thread in a
+ * The SDK's USDT probes (sdk/include/tailcause/sdk.h) mark requests and stages. A thread in a
  * stage (or in a context_attach..detach span for another thread's request) carries a context in
  * task storage; scheduler, page-cache and fault events on that thread add to the context's
  * components, and the stage's end sends one record with the whole breakdown to user space
@@ -321,7 +321,7 @@ int BPF_USDT(layer_end, __u64 layer, __u64 batch_size)
 {
 	struct attrib_task *c = current_context(false);
 	struct attrib_layer_key key;
-	struct infertrace_log2_hist *h;
+	struct tailcause_log2_hist *h;
 	__u64 now = bpf_ktime_get_ns();
 
 	if (!c || !c->layer_start || c->layer != layer || c->layer_batch != batch_size) {
@@ -332,7 +332,7 @@ int BPF_USDT(layer_end, __u64 layer, __u64 batch_size)
 	key.batch_size = batch_size > 0xffffffffULL ? 0xffffffffU : (__u32)batch_size;
 	h = bpf_map_lookup_elem(&attrib_layers, &key);
 	if (!h) {
-		static const struct infertrace_log2_hist zero;
+		static const struct tailcause_log2_hist zero;
 		long err = bpf_map_update_elem(&attrib_layers, &key, &zero, BPF_NOEXIST);
 
 		if (err && err != -EEXIST) {

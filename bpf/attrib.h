@@ -1,8 +1,8 @@
 /* Attribution family: the records bpf/attrib.bpf.c sends through its ring buffer and the keys of
  * its maps, shared with src/core/stage_record.cpp and src/probes/attrib_probe.cpp
  * (C, __u8/__u32/__u64/char only; every struct is a multiple of 8 bytes with no implicit padding). */
-#ifndef INFERTRACE_ATTRIB_H
-#define INFERTRACE_ATTRIB_H
+#ifndef TAILCAUSE_ATTRIB_H
+#define TAILCAUSE_ATTRIB_H
 
 #include "hist.h"
 
@@ -14,7 +14,7 @@
 #define ATTRIB_MAX_RECIPES 256    /* uprobe recipes (library + symbol -> stage) */
 #define ATTRIB_MAX_ANOMALY_PROCESSES 8192 /* processes whose last kernel anomaly is kept (LRU) */
 
-/* String limits of the SDK contract (sdk.h: INFERTRACE_MAX_TENANT, INFERTRACE_MAX_NAME), in
+/* String limits of the SDK contract (sdk.h: TAILCAUSE_MAX_TENANT, TAILCAUSE_MAX_NAME), in
  * bytes without the NUL; the fields hold one more byte and are padded to 8. */
 #define ATTRIB_MAX_TENANT 64
 #define ATTRIB_MAX_NAME 32
@@ -40,7 +40,7 @@ enum attrib_component {
  * (ATTRIB_RUNQUEUE, ATTRIB_CPU_THROTTLED, ATTRIB_BLOCK_IO), or a major page fault. */
 #define ATTRIB_ANOMALY_MAJOR_FAULT 16
 
-/* Stage kinds of the SDK (enum infertrace_stage) plus the daemon's own. */
+/* Stage kinds of the SDK (enum tailcause_stage) plus the daemon's own. */
 #define ATTRIB_STAGE_OTHER 6    /* named by the stage_begin `name` argument */
 #define ATTRIB_STAGE_KINDS 7
 #define ATTRIB_STAGE_NONE 255   /* a worker span of a request that was between stages */
@@ -90,7 +90,7 @@ struct attrib_recipe {
 #define ATTRIB_LOST_KINDS 2
 
 /* Bad input from the SDK, counted per kind (attrib_sdk_errors) and exported as
- * infertrace_sdk_errors_total{kind}; names in stage_record.cpp. */
+ * tailcause_sdk_errors_total{kind}; names in stage_record.cpp. */
 enum attrib_sdk_error {
 	ATTRIB_ERR_STAGE_END_WITHOUT_BEGIN = 0,
 	ATTRIB_ERR_STAGE_BEGIN_TWICE = 1,
@@ -174,7 +174,7 @@ struct attrib_cache_record {
 	struct attrib_record_header hdr;
 	struct attrib_identity id;
 	char cache[ATTRIB_NAME_SIZE];
-	__s64 result; /* enum infertrace_cache_result: 0 hit, 1 miss, 2 stale */
+	__s64 result; /* enum tailcause_cache_result: 0 hit, 1 miss, 2 stale */
 	__u64 age_ns;
 	__u64 key_hash;
 	__u64 time_ns; /* when the lookup was reported (CLOCK_MONOTONIC) */

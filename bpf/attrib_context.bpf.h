@@ -1,7 +1,7 @@
 /* Attribution family, BPF side: the per-thread context, the maps, counters and small helpers
  * every attrib program uses. Included once, by attrib.bpf.c. */
-#ifndef INFERTRACE_ATTRIB_CONTEXT_BPF_H
-#define INFERTRACE_ATTRIB_CONTEXT_BPF_H
+#ifndef TAILCAUSE_ATTRIB_CONTEXT_BPF_H
+#define TAILCAUSE_ATTRIB_CONTEXT_BPF_H
 
 #include "common.bpf.h"
 #include "attrib.h"
@@ -104,7 +104,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, ATTRIB_MAX_LAYERS);
 	__type(key, struct attrib_layer_key);
-	__type(value, struct infertrace_log2_hist);
+	__type(value, struct tailcause_log2_hist);
 } attrib_layers SEC(".maps");
 
 /* Finished stages, requests, cache lookups, quality samples, execs and exits, consumed by
@@ -123,9 +123,9 @@ struct {
 } attrib_sdk_errors SEC(".maps");
 
 /* Per CPU, index ATTRIB_LOST_DROPPED: events dropped (ring buffer or map full, task storage
- * refused), exported as infertrace_events_lost_total{source="attrib"}; ATTRIB_LOST_SWITCHES:
+ * refused), exported as tailcause_events_lost_total{source="attrib"}; ATTRIB_LOST_SWITCHES:
  * switch-ins the kernel did not report and that were recovered, exported as
- * infertrace_attrib_missed_switches_total. */
+ * tailcause_attrib_missed_switches_total. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ATTRIB_LOST_KINDS);
@@ -152,7 +152,7 @@ struct {
 } attrib_recipes SEC(".maps");
 
 /* Index: recipe index; per-CPU count of calls of the recipe's symbol (outermost and nested),
- * read by collect() as infertrace_recipe_calls_total. */
+ * read by collect() as tailcause_recipe_calls_total. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ATTRIB_MAX_RECIPES);

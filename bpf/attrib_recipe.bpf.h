@@ -11,8 +11,8 @@
  *             it: the call is part of that stage.
  *   gpu_sync: time inside the call is the current stage's gpu component (see add()).
  *   count:    calls are counted, nothing else (tiny calls such as kernel launches). */
-#ifndef INFERTRACE_ATTRIB_RECIPE_BPF_H
-#define INFERTRACE_ATTRIB_RECIPE_BPF_H
+#ifndef TAILCAUSE_ATTRIB_RECIPE_BPF_H
+#define TAILCAUSE_ATTRIB_RECIPE_BPF_H
 
 #include "attrib_span.bpf.h"
 

@@ -1,7 +1,7 @@
 /* Attribution family, BPF side: how a context thread's off-CPU time is classified (run queue,
  * CPU throttling, block I/O, network, lock, GPU, sleep) and how missed switch-ins are repaired. */
-#ifndef INFERTRACE_ATTRIB_SCHED_BPF_H
-#define INFERTRACE_ATTRIB_SCHED_BPF_H
+#ifndef TAILCAUSE_ATTRIB_SCHED_BPF_H
+#define TAILCAUSE_ATTRIB_SCHED_BPF_H
 
 #include <bpf/bpf_endian.h>
 

@@ -1,6 +1,6 @@
 /* Attribution family, BPF side: beginning, ending and sending spans (stages and worker spans). */
-#ifndef INFERTRACE_ATTRIB_SPAN_BPF_H
-#define INFERTRACE_ATTRIB_SPAN_BPF_H
+#ifndef TAILCAUSE_ATTRIB_SPAN_BPF_H
+#define TAILCAUSE_ATTRIB_SPAN_BPF_H
 
 #include "attrib_sched.bpf.h"
 

@@ -31,7 +31,7 @@ struct {
 } block_io SEC(".maps");
 
 /* Key: 0. Value: per-CPU count of samples dropped because a map was full; exported as
- * infertrace_events_lost_total{source="block"}. */
+ * tailcause_events_lost_total{source="block"}. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -57,11 +57,11 @@ static __always_inline __u32 op_of(struct request *rq)
 {
 	/* REQ_OP_BITS is 8 on every kernel with blk_opf_t / req_op(). */
 	switch (BPF_CORE_READ(rq, cmd_flags) & 0xff) {
-	case 0: return INFERTRACE_BLOCK_OP_READ;    /* REQ_OP_READ */
-	case 1: return INFERTRACE_BLOCK_OP_WRITE;   /* REQ_OP_WRITE */
-	case 2: return INFERTRACE_BLOCK_OP_FLUSH;   /* REQ_OP_FLUSH */
-	case 3: return INFERTRACE_BLOCK_OP_DISCARD; /* REQ_OP_DISCARD */
-	default: return INFERTRACE_BLOCK_OP_OTHER;
+	case 0: return TAILCAUSE_BLOCK_OP_READ;    /* REQ_OP_READ */
+	case 1: return TAILCAUSE_BLOCK_OP_WRITE;   /* REQ_OP_WRITE */
+	case 2: return TAILCAUSE_BLOCK_OP_FLUSH;   /* REQ_OP_FLUSH */
+	case 3: return TAILCAUSE_BLOCK_OP_DISCARD; /* REQ_OP_DISCARD */
+	default: return TAILCAUSE_BLOCK_OP_OTHER;
 	}
 }
 

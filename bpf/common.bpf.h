@@ -1,6 +1,6 @@
-/* Helpers shared by every BPF program of infertrace (BPF side only). */
-#ifndef INFERTRACE_COMMON_BPF_H
-#define INFERTRACE_COMMON_BPF_H
+/* Helpers shared by every BPF program of tailcause (BPF side only). */
+#ifndef TAILCAUSE_COMMON_BPF_H
+#define TAILCAUSE_COMMON_BPF_H
 
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -46,15 +46,15 @@ static __always_inline __u32 log2_slot(__u64 v)
 	if (v >> 4)  { v >>= 4;  r += 4; }
 	if (v >> 2)  { v >>= 2;  r += 2; }
 	if (v >> 1)  { r += 1; }
-	return r < INFERTRACE_LOG2_SLOTS ? r : INFERTRACE_LOG2_SLOTS - 1;
+	return r < TAILCAUSE_LOG2_SLOTS ? r : TAILCAUSE_LOG2_SLOTS - 1;
 }
 
 /* For maps whose values are per-CPU: no atomics needed. */
-static __always_inline void log2_hist_add(struct infertrace_log2_hist *h, __u64 v)
+static __always_inline void log2_hist_add(struct tailcause_log2_hist *h, __u64 v)
 {
 	__u32 slot = log2_slot(v);
 
-	if (slot < INFERTRACE_LOG2_SLOTS)
+	if (slot < TAILCAUSE_LOG2_SLOTS)
 		h->slots[slot]++;
 	h->sum += v;
 }

@@ -1,6 +1,6 @@
 /* In-kernel histogram layouts shared by BPF programs and user space (C, __u64 only). */
-#ifndef INFERTRACE_HIST_H
-#define INFERTRACE_HIST_H
+#ifndef TAILCAUSE_HIST_H
+#define TAILCAUSE_HIST_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h> /* user space; BPF code gets the types from vmlinux.h */
@@ -8,19 +8,19 @@
 
 /* log2 histogram: slot i counts values v with floor(log2(v)) == i (slot 0 also holds 0).
  * 40 slots cover nanoseconds up to ~18 minutes. */
-#define INFERTRACE_LOG2_SLOTS 40
+#define TAILCAUSE_LOG2_SLOTS 40
 
-struct infertrace_log2_hist {
-	__u64 slots[INFERTRACE_LOG2_SLOTS];
+struct tailcause_log2_hist {
+	__u64 slots[TAILCAUSE_LOG2_SLOTS];
 	__u64 sum; /* sum of the observed values, in the histogram's unit */
 };
 
 /* Linear histogram for small integers (run-queue length): slot v counts value v,
  * the last slot counts everything at or above it. */
-#define INFERTRACE_LINEAR_SLOTS 33
+#define TAILCAUSE_LINEAR_SLOTS 33
 
-struct infertrace_linear_hist {
-	__u64 slots[INFERTRACE_LINEAR_SLOTS];
+struct tailcause_linear_hist {
+	__u64 slots[TAILCAUSE_LINEAR_SLOTS];
 	__u64 sum;
 };
 

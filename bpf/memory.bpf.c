@@ -15,13 +15,13 @@ const volatile bool exclude_writes = true;
  * memory_events_lost. Preallocated: inserting never allocates on the fault path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, INFERTRACE_MEMORY_MAX_PROCESSES);
+	__uint(max_entries, TAILCAUSE_MEMORY_MAX_PROCESSES);
 	__type(key, struct memory_key);
 	__type(value, struct memory_value);
 } process_memory SEC(".maps");
 
 /* Key: 0. Value: per-CPU count of events dropped because process_memory was full; exported as
- * infertrace_events_lost_total{source="memory"}. */
+ * tailcause_events_lost_total{source="memory"}. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

@@ -1,16 +1,16 @@
 /* Memory family: page-cache misses and major faults per process, shared with user space. */
-#ifndef INFERTRACE_MEMORY_H
-#define INFERTRACE_MEMORY_H
+#ifndef TAILCAUSE_MEMORY_H
+#define TAILCAUSE_MEMORY_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h> /* user space; BPF code gets the types from vmlinux.h */
 #endif
 
-#define INFERTRACE_COMM_LEN 16
+#define TAILCAUSE_COMM_LEN 16
 
 /* Upper bound of `process_memory` entries; the loader lowers it on hosts with many CPUs so that
  * the preallocated per-CPU values stay within a few MiB. */
-#define INFERTRACE_MEMORY_MAX_PROCESSES 8192
+#define TAILCAUSE_MEMORY_MAX_PROCESSES 8192
 
 /* One process in one cgroup (a process that moves gets a second entry). */
 struct memory_key {
@@ -24,7 +24,7 @@ struct memory_value {
 	__u64 page_cache_misses; /* pages added to the page cache by reads and faults */
 	__u64 major_faults;
 	__u64 comm_ns;           /* when `comm` was last written (picks the freshest CPU copy) */
-	char comm[INFERTRACE_COMM_LEN]; /* the process's (group leader's) name */
+	char comm[TAILCAUSE_COMM_LEN]; /* the process's (group leader's) name */
 };
 
 #endif

@@ -1,7 +1,7 @@
 /* Page-cache helpers shared by the memory and attrib families (BPF side only): how many pages a
  * folio added to the page cache holds, and whether it was added by a write (not a miss). */
-#ifndef INFERTRACE_PAGE_CACHE_BPF_H
-#define INFERTRACE_PAGE_CACHE_BPF_H
+#ifndef TAILCAUSE_PAGE_CACHE_BPF_H
+#define TAILCAUSE_PAGE_CACHE_BPF_H
 
 #include "common.bpf.h"
 

@@ -92,7 +92,7 @@ struct {
 } sched_runqlen SEC(".maps");
 
 /* Index 0, per CPU: updates dropped because a map was full or task storage failed.
- * Exported as infertrace_events_lost_total{source="sched"}. */
+ * Exported as tailcause_events_lost_total{source="sched"}. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -385,7 +385,7 @@ static __always_inline void record_runqlen(const struct rq *rq)
 		r->ticks = 0;
 	}
 	len = rq->nr_running;
-	r->hist.slots[len < INFERTRACE_LINEAR_SLOTS ? len : INFERTRACE_LINEAR_SLOTS - 1] += 1;
+	r->hist.slots[len < TAILCAUSE_LINEAR_SLOTS ? len : TAILCAUSE_LINEAR_SLOTS - 1] += 1;
 	r->hist.sum += len;
 }
 

@@ -1,7 +1,7 @@
 /* Scheduler probe family: values shared by bpf/sched.bpf.c and src/probes/sched_probe.cpp
  * (C, __u32/__u64 only). */
-#ifndef INFERTRACE_SCHED_H
-#define INFERTRACE_SCHED_H
+#ifndef TAILCAUSE_SCHED_H
+#define TAILCAUSE_SCHED_H
 
 #include "hist.h"
 
@@ -20,7 +20,7 @@ enum sched_offcpu_state {
 
 /* Per cgroup and per CPU: everything a switch-in adds, so that one lookup serves it. */
 struct sched_cgroup_stats {
-	struct infertrace_log2_hist runq_latency; /* ns from runnable to running */
+	struct tailcause_log2_hist runq_latency; /* ns from runnable to running */
 	/* io and sleep; the RUNQUEUE slot stays 0: run-queue time is runq_latency.sum */
 	__u64 offcpu_ns[SCHED_OFFCPU_STATES];
 };
@@ -38,7 +38,7 @@ struct sched_pair_stats {
 
 /* Per CPU: the sampled run-queue length of that CPU. */
 struct sched_runqlen {
-	struct infertrace_linear_hist hist;
+	struct tailcause_linear_hist hist;
 	__u64 ticks; /* perf samples seen, to record only every stride-th one in sparse mode */
 };
 

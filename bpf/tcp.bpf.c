@@ -35,7 +35,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 struct conn_info {
 	__u64 start_ns;
-	__u8 direction;   /* INFERTRACE_TCP_ACTIVE / _PASSIVE */
+	__u8 direction;   /* TAILCAUSE_TCP_ACTIVE / _PASSIVE */
 	__u8 established; /* reached ESTABLISHED */
 	__u8 syn_counted; /* SYN_SENT -> ESTABLISHED: bytes_acked counted our SYN */
 	__u8 fin_sent;    /* went to FIN_WAIT1 or LAST_ACK, which is when TCP queues its FIN */
@@ -54,7 +54,7 @@ struct {
 	__type(value, struct conn_info);
 } tcp_conns SEC(".maps");
 
-/* Records for user space (struct infertrace_tcp_event, 72 bytes): closes, RTT samples,
+/* Records for user space (struct tailcause_tcp_event, 72 bytes): closes, RTT samples,
  * retransmits. 1 MiB holds ~13k records between two drains; when full, records are dropped
  * and counted in tcp_lost[LOST_RINGBUF]. Read by TcpProbe::consume(). */
 struct {
@@ -62,11 +62,11 @@ struct {
 	__uint(max_entries, 1 << 20);
 } tcp_events SEC(".maps");
 
-/* Dropped records and untracked connections, per CPU, by reason (INFERTRACE_TCP_LOST_*).
- * Summed by user space into infertrace_events_lost_total{source="tcp"}. */
+/* Dropped records and untracked connections, per CPU, by reason (TAILCAUSE_TCP_LOST_*).
+ * Summed by user space into tailcause_events_lost_total{source="tcp"}. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, INFERTRACE_TCP_LOST_REASONS);
+	__uint(max_entries, TAILCAUSE_TCP_LOST_REASONS);
 	__type(key, __u32);
 	__type(value, __u64);
 } tcp_lost SEC(".maps");
@@ -98,13 +98,13 @@ static __always_inline bool is_tcp(const struct sock *sk)
 }
 
 /* A zeroed record with the socket's endpoints, or NULL (counted) when the ring is full. */
-static __always_inline struct infertrace_tcp_event *new_event(const struct sock *sk, __u8 kind,
+static __always_inline struct tailcause_tcp_event *new_event(const struct sock *sk, __u8 kind,
 							    __u8 direction)
 {
-	struct infertrace_tcp_event *e = bpf_ringbuf_reserve(&tcp_events, sizeof(*e), 0);
+	struct tailcause_tcp_event *e = bpf_ringbuf_reserve(&tcp_events, sizeof(*e), 0);
 
 	if (!e) {
-		count_lost(INFERTRACE_TCP_LOST_RINGBUF);
+		count_lost(TAILCAUSE_TCP_LOST_RINGBUF);
 		return NULL;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
@@ -160,9 +160,9 @@ static __always_inline __u64 payload_received(const struct sock *sk)
 static __always_inline void emit_close(const struct sock *sk, const struct conn_info *info)
 {
 	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-	struct infertrace_tcp_event *e;
+	struct tailcause_tcp_event *e;
 
-	e = new_event(sk, INFERTRACE_TCP_EV_CLOSE, info->direction);
+	e = new_event(sk, TAILCAUSE_TCP_EV_CLOSE, info->direction);
 	if (!e)
 		return;
 	e->lifetime_ns = bpf_ktime_get_ns() - info->start_ns;
@@ -195,12 +195,12 @@ static __always_inline int on_set_state(const struct sock *sk, int oldstate, int
 	if (newstate == TCP_SYN_SENT || (newstate == TCP_SYN_RECV && oldstate != TCP_SYN_SENT)) {
 		struct conn_info fresh = {
 			.start_ns = bpf_ktime_get_ns(),
-			.direction = newstate == TCP_SYN_SENT ? INFERTRACE_TCP_ACTIVE
-							      : INFERTRACE_TCP_PASSIVE,
+			.direction = newstate == TCP_SYN_SENT ? TAILCAUSE_TCP_ACTIVE
+							      : TAILCAUSE_TCP_PASSIVE,
 		};
 
 		if (bpf_map_update_elem(&tcp_conns, &key, &fresh, BPF_ANY))
-			count_lost(INFERTRACE_TCP_LOST_CONNS);
+			count_lost(TAILCAUSE_TCP_LOST_CONNS);
 		return 0;
 	}
 
@@ -241,7 +241,7 @@ int BPF_PROG(tcp_set_state_raw, const struct sock *sk, int oldstate, int newstat
 static __always_inline int on_tcp_probe(const struct sock *sk)
 {
 	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-	struct infertrace_tcp_event *e;
+	struct tailcause_tcp_event *e;
 	struct conn_info *info;
 	__u32 zero = 0, srtt;
 	__u32 *seen;
@@ -260,7 +260,7 @@ static __always_inline int on_tcp_probe(const struct sock *sk)
 	srtt = BPF_CORE_READ(tp, srtt_us) >> 3;
 	if (!srtt)
 		return 0; /* no RTT measured yet */
-	e = new_event(sk, INFERTRACE_TCP_EV_RTT, info->direction);
+	e = new_event(sk, TAILCAUSE_TCP_EV_RTT, info->direction);
 	if (!e)
 		return 0;
 	e->srtt_us = srtt;
@@ -297,14 +297,14 @@ static __always_inline __u32 skb_segments(const struct sk_buff *skb)
  * kernel, and counts those attempts too: TCP did decide the segment was lost. */
 static __always_inline int on_retransmit(const struct sock *sk, const struct sk_buff *skb)
 {
-	struct infertrace_tcp_event *e;
+	struct tailcause_tcp_event *e;
 	struct conn_info *info;
 	__u64 key = (__u64)sk;
 
 	info = bpf_map_lookup_elem(&tcp_conns, &key);
 	if (!info)
 		return 0;
-	e = new_event(sk, INFERTRACE_TCP_EV_RETRANS, info->direction);
+	e = new_event(sk, TAILCAUSE_TCP_EV_RETRANS, info->direction);
 	if (!e)
 		return 0;
 	e->count = skb_segments(skb);

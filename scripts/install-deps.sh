@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages infertrace needs to build, run and test, skipping
+# Installs the Debian packages tailcause needs to build, run and test, skipping
 # what is already there so `make run` / `make test` stay fast on a prepared machine.
 set -euo pipefail
 pkgs=(

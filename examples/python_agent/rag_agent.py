@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""infertrace example agent in Python: the C++ rag-agent's request pipeline on the Python SDK.
+"""tailcause example agent in Python: the C++ rag-agent's request pipeline on the Python SDK.
 
 One process per tenant (forked), an open-loop request generator and worker threads in each; per
 request the stages prompt (tokenising), embedding (a numpy MLP), retrieval (IVF search over an
@@ -34,15 +34,15 @@ STAGES = ("prompt", "embedding", "retrieval", "generation", "tool", "response")
 
 def load_sdk():
     """Imports numpy, the SDK and the agent's modules (after the flags, so --help needs none)."""
-    global infertrace, ensure_index, AGENT, run_tenant
+    global tailcause, ensure_index, AGENT, run_tenant
     try:
         import numpy  # noqa: F401  (imported here for a clear message when missing)
-        import infertrace
+        import tailcause
         from rag_index import ensure_index
         from rag_tenant import AGENT, run_tenant
     except (ImportError, OSError, AttributeError) as err:  # no numpy, no library, a stale library
-        sys.exit(f"rag_agent.py: {err}; needs Debian's python3-numpy and the infertrace SDK library "
-                 "(build the infertrace_sdk target, or point INFERTRACE_SDK_LIB at libinfertrace_sdk.so)")
+        sys.exit(f"rag_agent.py: {err}; needs Debian's python3-numpy and the tailcause SDK library "
+                 "(build the tailcause_sdk target, or point TAILCAUSE_SDK_LIB at libtailcause_sdk.so)")
 
 
 FAULT_KINDS = ("quota", "hog", "cold-cache", "slow-peer", "lock")
@@ -260,7 +260,7 @@ def main(argv):
                 pass
     report = {"agent": AGENT, "duration_seconds": args.duration, "rate": args.rate,
               "concurrency": args.concurrency, "vectors": args.vectors, "dim": args.dim,
-              "interrupted": bool(stop_requests), "sdk_library": infertrace.library_path,
+              "interrupted": bool(stop_requests), "sdk_library": tailcause.library_path,
               "faults": [{"kind": k, "tenant": t} for k, t in args.faults], "tenants": results}
     print_summary(report)
     if args.report:

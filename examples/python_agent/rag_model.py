@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-import infertrace
+import tailcause
 
 HIDDEN = 128
 VOCAB = 4096
@@ -75,7 +75,7 @@ class Model:
             x = self.embeddings[prev] + context
             x = (x - x.mean()) / (x.std() + 1e-5)
             for layer, w in enumerate(self.decoder):
-                with infertrace.layer(layer, 1):
+                with tailcause.layer(layer, 1):
                     x = x + np.tanh(w @ x)
             logits = (self.output @ x) / 0.7
             probs = np.exp(logits - logits.max())
@@ -83,8 +83,8 @@ class Model:
             prev = int(rng.choice(VOCAB, p=probs))
             with kv_lock:  # the KV-cache append; the lock fault holds this lock for long stretches
                 pass
-            infertrace.token(request, i)
+            tailcause.token(request, i)
             tokens.append(prev)
         entropy = float(-(probs * np.log(probs + 1e-30)).sum())
-        infertrace.output_quality(request, entropy)
+        tailcause.output_quality(request, entropy)
         return tokens, entropy

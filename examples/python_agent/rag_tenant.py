@@ -18,7 +18,7 @@ import urllib.parse
 
 import numpy as np
 
-import infertrace
+import tailcause
 from rag_index import VectorIndex
 from rag_model import WORDS, Model, Tokenizer
 
@@ -76,7 +76,7 @@ class Tenant:
                 self.cache.move_to_end(key)
         age = time.monotonic() - entry[0] if entry else 0.0
         result = "miss" if entry is None else ("stale" if age > CACHE_TTL_S else "hit")
-        infertrace.cache_lookup(request, "retrieval", result, int(age * 1e9), key)
+        tailcause.cache_lookup(request, "retrieval", result, int(age * 1e9), key)
         with self.lock:
             self.counts["cache_" + result] += 1
         if result == "hit":
@@ -84,7 +84,7 @@ class Tenant:
         lists = self.index.closest_lists(query, NPROBE)
 
         def helper_half():
-            with infertrace.context_scope(request):
+            with tailcause.context_scope(request):
                 return self.index.scan(query, lists[1::2], TOP_K)
 
         theirs = helper.submit(helper_half)
@@ -113,12 +113,12 @@ class Tenant:
     def serve(self, helper, question_no, rng):
         question = self.questions[question_no]
         stage_no = 0
-        with infertrace.Request(self.name, AGENT, trace_id=infertrace.new_trace_id()) as request:
+        with tailcause.Request(self.name, AGENT, trace_id=tailcause.new_trace_id()) as request:
             def stage(kind, body):
                 nonlocal stage_no
                 stage_no = kind
                 t0 = time.monotonic()
-                with infertrace.Stage(request, kind):
+                with tailcause.Stage(request, kind):
                     try:
                         value = body()
                     except Exception:
@@ -131,20 +131,20 @@ class Tenant:
                 prompt = (f"System: You are a helpful assistant for tenant {self.name}. Answer using the "
                           f"retrieved passages and cite them.\nQuestion: {question}\nPlease explain the "
                           "steps with an example, in detail.")
-                tokens, key = stage(infertrace.Stage.PROMPT, lambda: (
+                tokens, key = stage(tailcause.Stage.PROMPT, lambda: (
                     self.tokenizer.encode(prompt),
                     hash(tuple(self.tokenizer.encode(question))) & ((1 << 64) - 1)))
-                emb = stage(infertrace.Stage.EMBEDDING, lambda: self.model.embed(tokens))
+                emb = stage(tailcause.Stage.EMBEDDING, lambda: self.model.embed(tokens))
 
                 def retrieval():
                     q = self.model.projection @ emb
                     return self.retrieve(request, helper, (q / (np.linalg.norm(q) + 1e-12)).astype(np.float32), key)
-                docs = stage(infertrace.Stage.RETRIEVAL, retrieval)
+                docs = stage(tailcause.Stage.RETRIEVAL, retrieval)
                 context = emb * 0.5 + 0.01 * sum(score for score, _ in docs)
-                out, entropy = stage(infertrace.Stage.GENERATION, lambda: self.model.generate(
+                out, entropy = stage(tailcause.Stage.GENERATION, lambda: self.model.generate(
                     request, context.astype(np.float32), OUTPUT_TOKENS, rng, self.kv_lock))
-                tool = stage(infertrace.Stage.TOOL, lambda: self.call_tool(question))
-                stage(infertrace.Stage.RESPONSE, lambda: json.dumps({
+                tool = stage(tailcause.Stage.TOOL, lambda: self.call_tool(question))
+                stage(tailcause.Stage.RESPONSE, lambda: json.dumps({
                     "tenant": self.name,
                     "answer": " ".join(self.tokenizer.pieces[t % len(self.tokenizer.pieces)] for t in out),
                     "citations": [row for _, row in docs], "record": tool.get("record"),

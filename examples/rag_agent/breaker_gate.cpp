@@ -1,6 +1,6 @@
 #include "breaker_gate.h"
 
-#include <infertrace/sdk_lib.h>
+#include <tailcause/sdk_lib.h>
 
 namespace rag {
 
@@ -16,7 +16,7 @@ bool BreakerGate::open() {
   next_check_ = now + kRecheck;
   ++checks_;
   uint32_t retry_ms = 0;
-  const int state = infertrace_sdk_breaker_state(tenant_.c_str(), kAgent, &retry_ms);
+  const int state = tailcause_sdk_breaker_state(tenant_.c_str(), kAgent, &retry_ms);
   if (state < 0) {
     ++unreadable_;
     open_ = false;

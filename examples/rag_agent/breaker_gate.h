@@ -1,5 +1,5 @@
-// Load shedding on infertrace's circuit breaker: asks the daemon (through the SDK's
-// infertrace_sdk_breaker_state(), over its owner-only socket) whether this tenant's breaker is
+// Load shedding on tailcause's circuit breaker: asks the daemon (through the SDK's
+// tailcause_sdk_breaker_state(), over its owner-only socket) whether this tenant's breaker is
 // open, at most every 250 ms, so the arrival loop can ask on every request. When no daemon
 // answers the agent serves normally: observability must never take the service down.
 #pragma once

@@ -76,7 +76,7 @@ void remove_stale_dirs(const std::string& root) {
   if (!d) return;
   while (dirent* e = ::readdir(d)) {
     int pid = 0;
-    if (std::sscanf(e->d_name, "infertrace-agent-%d", &pid) != 1 || pid <= 0) continue;
+    if (std::sscanf(e->d_name, "tailcause-agent-%d", &pid) != 1 || pid <= 0) continue;
     if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
     std::string dir = root + "/" + e->d_name;
     if (DIR* sub = ::opendir(dir.c_str())) {
@@ -139,7 +139,7 @@ CgroupTree::CgroupTree(const std::string& root_override) {
     remove_stale_dirs(root_);
     if (mode_ == CgroupMode::V2 && !has_word(read_text(root_ + "/cgroup.subtree_control"), "cpu"))
       write_text(root_ + "/cgroup.subtree_control", "+cpu");
-    dir_ = fmt::format("{}/infertrace-agent-{}", root_, ::getpid());
+    dir_ = fmt::format("{}/tailcause-agent-{}", root_, ::getpid());
     if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST)
       throw std::runtime_error(fmt::format("mkdir {}: {}", dir_, std::strerror(errno)));
     if (mode_ == CgroupMode::V2) write_text(dir_ + "/cgroup.subtree_control", "+cpu");

@@ -1,4 +1,4 @@
-// rag-agent: the infertrace example agent. A multi-tenant retrieval-augmented generation
+// rag-agent: the tailcause example agent. A multi-tenant retrieval-augmented generation
 // service that does real work (tokenising, matrix arithmetic, nearest-neighbour search over
 // files, a token loop, loopback HTTP) with one process and one cgroup per tenant, and faults that
 // can be injected for real. See examples/README.md.

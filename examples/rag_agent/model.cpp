@@ -2,7 +2,7 @@
 
 #include "linalg.h"
 
-#include <infertrace/sdk.h>
+#include <tailcause/sdk.h>
 
 #include <algorithm>
 #include <cctype>
@@ -169,12 +169,12 @@ Generation generate(const Weights& w, uint64_t request_id, std::span<const float
       if (!picked && acc >= pick) chosen = static_cast<uint32_t>(v), picked = true;
     }
     kv.append(x);
-    infertrace_token(request_id, i);
+    tailcause_token(request_id, i);
     out.tokens.push_back(chosen);
     out.entropy = entropy;
     prev = chosen;
   }
-  infertrace_output_quality(request_id, static_cast<uint64_t>(out.entropy * 1e6));
+  tailcause_output_quality(request_id, static_cast<uint64_t>(out.entropy * 1e6));
   return out;
 }
 

@@ -109,7 +109,7 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   Options o;
   std::string tenants_flag = "a,b";
   std::vector<std::string> fault_specs;
-  CLI::App app{"infertrace example: a multi-tenant RAG agent doing real work, with injectable faults"};
+  CLI::App app{"tailcause example: a multi-tenant RAG agent doing real work, with injectable faults"};
   app.add_option("--tenants", tenants_flag, "comma-separated tenant names, one cgroup and process each")
       ->capture_default_str();
   app.add_option("--rate", o.rate, "requests per second per tenant (open loop)")->capture_default_str();
@@ -125,8 +125,8 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
                  "cgroup hierarchy with the cpu controller (default: detected, v2 preferred)");
   app.add_option("--report", o.report_path, "write a JSON summary here at the end");
   app.add_flag("--shed-when-open", o.shed_when_open,
-               "shed new requests while the tenant's infertrace circuit breaker is open "
-               "(read through the SDK from the daemon's socket, $INFERTRACE_BREAKER_SOCKET)");
+               "shed new requests while the tenant's tailcause circuit breaker is open "
+               "(read through the SDK from the daemon's socket, $TAILCAUSE_BREAKER_SOCKET)");
   try {
     app.parse(argc, argv);
     validate(o, tenants_flag, fault_specs);

@@ -29,7 +29,7 @@ struct Options {
   std::vector<Fault> faults;
   std::string cgroup_root;     // empty: detect the hierarchy with the cpu controller
   std::string report_path;     // empty: no JSON report
-  bool shed_when_open = false; // refuse new requests while infertrace's breaker is open
+  bool shed_when_open = false; // refuse new requests while tailcause's breaker is open
 
   bool has_fault(FaultKind kind, const std::string& tenant) const;
   bool has_fault(FaultKind kind) const;

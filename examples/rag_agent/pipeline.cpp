@@ -70,12 +70,12 @@ std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t reque
                                              uint64_t key) {
   if (config_.cold_cache) index_.drop_page_cache();
   auto found = cache_.lookup(key);
-  infertrace_cache_lookup(request_id, "retrieval", found.result, found.age_ns, key);
-  if (found.result == INFERTRACE_CACHE_HIT) {
+  tailcause_cache_lookup(request_id, "retrieval", found.result, found.age_ns, key);
+  if (found.result == TAILCAUSE_CACHE_HIT) {
     ++counters_.cache_hit;
     return std::move(*found.value);
   }
-  ++(found.result == INFERTRACE_CACHE_STALE ? counters_.cache_stale : counters_.cache_miss);
+  ++(found.result == TAILCAUSE_CACHE_STALE ? counters_.cache_stale : counters_.cache_miss);
   // IVF search, the probed lists split between this thread and the helper thread.
   auto lists = index_.closest_lists(query, config_.nprobe);
   std::vector<uint32_t> mine, theirs;
@@ -114,9 +114,9 @@ std::string RagPipeline::respond(const Generation& gen, const std::vector<Neighb
 
 bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::string& trace_id, uint32_t question) {
   RequestProbe request(request_id, config_.tenant.c_str(), "rag-agent", trace_id.c_str());
-  infertrace_stage current = INFERTRACE_STAGE_PROMPT;
+  tailcause_stage current = TAILCAUSE_STAGE_PROMPT;
   // Runs one stage under its probes and records its wall time (or its error).
-  auto stage = [&](infertrace_stage s, auto&& body) {
+  auto stage = [&](tailcause_stage s, auto&& body) {
     current = s;
     StageProbe probe(request_id, s);
     auto t0 = Clock::now();
@@ -130,31 +130,31 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
     }
   };
   try {
-    auto [tokens, key] = stage(INFERTRACE_STAGE_PROMPT, [&] {
+    auto [tokens, key] = stage(TAILCAUSE_STAGE_PROMPT, [&] {
       auto t = tokenizer_.encode(build_prompt(question));
       uint64_t k = 0xcbf29ce484222325ULL;
       for (uint32_t id : tokenizer_.encode(questions_[question % questions_.size()]))
         k = (k ^ id) * 0x100000001b3ULL;
       return std::pair{std::move(t), k};
     });
-    auto embedding = stage(INFERTRACE_STAGE_EMBEDDING, [&] { return embed(weights_, tokens); });
-    auto docs = stage(INFERTRACE_STAGE_RETRIEVAL, [&] {
+    auto embedding = stage(TAILCAUSE_STAGE_EMBEDDING, [&] { return embed(weights_, tokens); });
+    auto docs = stage(TAILCAUSE_STAGE_RETRIEVAL, [&] {
       std::vector<float> query(index_.dim());
       projection_.apply(embedding, query);
       normalize(query);
       return retrieve(worker, request_id, query, key);
     });
-    auto generation = stage(INFERTRACE_STAGE_GENERATION, [&] {
+    auto generation = stage(TAILCAUSE_STAGE_GENERATION, [&] {
       std::vector<float> context = embedding;  // the retrieved passages steer the decoder
       for (const auto& d : docs)
         for (std::size_t j = 0; j < kHidden; ++j) context[j] += 0.05f * d.score * (((d.row * 31 + j) % 7) - 3.0f);
       return generate(weights_, request_id, context, config_.output_tokens, request_id, kv_);
     });
     counters_.tokens += generation.tokens.size();
-    auto tool_answer = stage(INFERTRACE_STAGE_TOOL, [&] {
+    auto tool_answer = stage(TAILCAUSE_STAGE_TOOL, [&] {
       return worker.tool.call(config_.tenant, questions_[question % questions_.size()], config_.slow_peer ? 300 : 0);
     });
-    auto answer = stage(INFERTRACE_STAGE_RESPONSE, [&] { return respond(generation, docs, tool_answer); });
+    auto answer = stage(TAILCAUSE_STAGE_RESPONSE, [&] { return respond(generation, docs, tool_answer); });
     if (answer.empty()) throw std::runtime_error("empty answer");
     ++counters_.completed;
     return true;

@@ -5,12 +5,12 @@ namespace rag {
 RetrievalCache::Lookup RetrievalCache::lookup(uint64_t key) {
   std::lock_guard lock(mu_);
   auto it = index_.find(key);
-  if (it == index_.end()) return {INFERTRACE_CACHE_MISS, 0, std::nullopt};
+  if (it == index_.end()) return {TAILCAUSE_CACHE_MISS, 0, std::nullopt};
   lru_.splice(lru_.begin(), lru_, it->second);
   auto age = Clock::now() - it->second->stored;
   auto age_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(age).count());
-  if (age > ttl_) return {INFERTRACE_CACHE_STALE, age_ns, std::nullopt};
-  return {INFERTRACE_CACHE_HIT, age_ns, it->second->value};
+  if (age > ttl_) return {TAILCAUSE_CACHE_STALE, age_ns, std::nullopt};
+  return {TAILCAUSE_CACHE_HIT, age_ns, it->second->value};
 }
 
 void RetrievalCache::store(uint64_t key, std::vector<Neighbour> value) {

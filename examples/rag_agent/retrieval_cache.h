@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <infertrace/sdk.h>
+#include <tailcause/sdk.h>
 
 #include "vector_index.h"
 
@@ -22,7 +22,7 @@ class RetrievalCache {
   RetrievalCache(std::size_t capacity, Clock::duration ttl) : capacity_(capacity), ttl_(ttl) {}
 
   struct Lookup {
-    infertrace_cache_result result;
+    tailcause_cache_result result;
     uint64_t age_ns = 0;                     // of the entry found (0 on a miss)
     std::optional<std::vector<Neighbour>> value;  // only on a hit
   };

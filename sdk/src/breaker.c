@@ -1,5 +1,5 @@
 /*
- * infertrace_sdk_breaker_state(): asks the daemon's circuit-breaker socket about one (tenant,
+ * tailcause_sdk_breaker_state(): asks the daemon's circuit-breaker socket about one (tenant,
  * agent) pair, one connection per call, bounded by a 100 ms deadline so an agent never hangs
  * on it. Protocol: src/core/breaker_protocol.h ("state TENANT AGENT\n" ->
  * "ok closed|open consecutive=N retry_after_ms=M\n").
@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "infertrace/sdk_lib.h"
+#include "tailcause/sdk_lib.h"
 
-#define INFERTRACE_SDK_EXPORT __attribute__((visibility("default")))
+#define TAILCAUSE_SDK_EXPORT __attribute__((visibility("default")))
 
 #define BREAKER_TIMEOUT_MS 100
 #define BREAKER_MAX_LINE 512 /* request and reply lines, "\n" included */
@@ -192,7 +192,7 @@ static int exchange(int fd, const char *request, size_t request_len, char *reply
 	}
 }
 
-INFERTRACE_SDK_EXPORT int infertrace_sdk_breaker_state(const char *tenant, const char *agent,
+TAILCAUSE_SDK_EXPORT int tailcause_sdk_breaker_state(const char *tenant, const char *agent,
 						       uint32_t *retry_after_ms)
 {
 	if (!tenant || !agent)
@@ -216,9 +216,9 @@ INFERTRACE_SDK_EXPORT int infertrace_sdk_breaker_state(const char *tenant, const
 		return rc;
 	request[len++] = '\n';
 
-	const char *path = secure_getenv("INFERTRACE_BREAKER_SOCKET");
+	const char *path = secure_getenv("TAILCAUSE_BREAKER_SOCKET");
 	if (!path || !*path)
-		path = INFERTRACE_SDK_BREAKER_SOCKET_DEFAULT;
+		path = TAILCAUSE_SDK_BREAKER_SOCKET_DEFAULT;
 	int fd = connect_socket(path, deadline);
 	if (fd < 0) {
 		errno = saved_errno;

@@ -1,10 +1,10 @@
-// A program that calls every infertrace probe through sdk.hpp with values derived from the
+// A program that calls every tailcause probe through sdk.hpp with values derived from the
 // iteration number, so a tracer's output can be checked against tests/sdk/check_events.py.
 // Each iteration prints the semaphores as this process sees them (the test reads them to show
 // that probes are enabled only while a tracer is attached).
 //
 //   sdk_user [--iterations N (0: until killed)] [--interval-ms M] [--base-id ID]
-#include <infertrace/sdk.hpp>
+#include <tailcause/sdk.hpp>
 
 #include <chrono>
 #include <cinttypes>
@@ -54,27 +54,27 @@ void one_request(std::uint64_t i, std::uint64_t id)
 	std::optional<std::string> trace;
 	if (i % 4 != 3)
 		trace = trace_id_for(id);
-	infertrace::Request request(id, tenant, "agent-cpp",
+	tailcause::Request request(id, tenant, "agent-cpp",
 				    trace ? std::optional<std::string_view>(*trace) : std::nullopt);
 	{
-		infertrace::Stage stage(request, infertrace::StageKind::retrieval);
-		infertrace::cache_lookup(request, "vectors", static_cast<infertrace::CacheResult>(i % 3),
+		tailcause::Stage stage(request, tailcause::StageKind::retrieval);
+		tailcause::cache_lookup(request, "vectors", static_cast<tailcause::CacheResult>(i % 3),
 					 std::chrono::nanoseconds(1000 * i + 7), id * 31);
 	}
 	{
-		infertrace::Stage stage(request, "rerank");
+		tailcause::Stage stage(request, "rerank");
 	}
 	// Generation runs on a worker thread that carries the request's context.
 	std::thread worker([&] {
-		infertrace::ContextScope context(request);
-		infertrace::Stage stage(request, infertrace::StageKind::generation);
+		tailcause::ContextScope context(request);
+		tailcause::Stage stage(request, tailcause::StageKind::generation);
 		for (std::uint64_t k = 0; k < 3; ++k) {
-			infertrace::LayerScope layer(k, 8 + i % 4);
-			infertrace::token(request, k);
+			tailcause::LayerScope layer(k, 8 + i % 4);
+			tailcause::token(request, k);
 		}
 	});
 	worker.join();
-	infertrace::output_quality(request, static_cast<double>(i % 7) * 0.125);
+	tailcause::output_quality(request, static_cast<double>(i % 7) * 0.125);
 	request.end(i % 5 == 0 ? 3 : 0);
 }
 
@@ -87,8 +87,8 @@ int main(int argc, char **argv)
 	for (std::uint64_t i = 0; o.iterations == 0 || i < o.iterations; ++i) {
 		one_request(i, o.base_id + i);
 		std::printf("iteration %" PRIu64 " sem request_begin=%u token=%u cache_lookup=%u\n", i,
-			    infertrace_request_begin_semaphore, infertrace_token_semaphore,
-			    infertrace_cache_lookup_semaphore);
+			    tailcause_request_begin_semaphore, tailcause_token_semaphore,
+			    tailcause_cache_lookup_semaphore);
 		std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
 	}
 	return 0;

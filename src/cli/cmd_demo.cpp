@@ -1,4 +1,4 @@
-// `infertrace demo --fault quota`: the first thing a newcomer runs. Attaches the probes and the
+// `tailcause demo --fault quota`: the first thing a newcomer runs. Attaches the probes and the
 // analysis like `diagnose`, runs the example agent (two tenants, ta and tb, the fault on ta) for
 // a short while with a progress indicator, then prints the diagnosis headed by one sentence:
 // which tenant and stage glitched most, and why.
@@ -22,7 +22,7 @@
 #include "cli/progress.h"
 #include "core/duration.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,7 +38,7 @@ bool executable(const fs::path& p) {
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
 }
 
-// Next to this executable (the build tree: build/infertrace, build/examples/rag-agent), then in
+// Next to this executable (the build tree: build/tailcause, build/examples/rag-agent), then in
 // PATH.
 std::optional<fs::path> find_agent(std::vector<std::string>& looked) {
   std::error_code ec;
@@ -94,7 +94,7 @@ class AgentProcess {
       ::signal(SIGTERM, SIG_DFL);
       ::signal(SIGPIPE, SIG_DFL);
       ::execv(argv[0], argv.data());
-      static const char kExecFailed[] = "infertrace demo: cannot execute the agent\n";
+      static const char kExecFailed[] = "tailcause demo: cannot execute the agent\n";
       [[maybe_unused]] auto n = ::write(STDERR_FILENO, kExecFailed, sizeof kExecFailed - 1);
       ::_exit(127);
     }
@@ -178,17 +178,17 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
   try {
     duration_ns = core::parse_duration_ns(o.duration);
   } catch (const core::DurationError& e) {
-    fmt::print(stderr, "infertrace demo: --duration: {}\n", e.what());
+    fmt::print(stderr, "tailcause demo: --duration: {}\n", e.what());
     return 2;
   }
   if (duration_ns < 1'000'000'000 || duration_ns > 3600'000'000'000) {
-    fmt::print(stderr, "infertrace demo: --duration must be between 1s and 1h, got {}\n", o.duration);
+    fmt::print(stderr, "tailcause demo: --duration must be between 1s and 1h, got {}\n", o.duration);
     return 2;
   }
   fs::path agent;
   if (!o.agent.empty()) {
     if (!executable(o.agent)) {
-      fmt::print(stderr, "infertrace demo: --agent {}: not an executable file\n", o.agent);
+      fmt::print(stderr, "tailcause demo: --agent {}: not an executable file\n", o.agent);
       return 2;
     }
     agent = fs::absolute(o.agent);
@@ -197,7 +197,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     auto found = find_agent(looked);
     if (!found) {
       fmt::print(stderr,
-                 "infertrace demo: cannot find the example agent {} (looked in {}); build it with "
+                 "tailcause demo: cannot find the example agent {} (looked in {}); build it with "
                  "`cmake --build build --target rag-agent` or pass --agent PATH\n",
                  kAgentName, fmt::join(looked, ", "));
       return 2;
@@ -251,7 +251,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     progress.finish(fmt::format("demo ran {:.1f} s{}", d.duration_seconds,
                                 process->stopped_by_us() ? " (stopped early)" : ""));
     if (agent_failed) {
-      fmt::print(stderr, "infertrace demo: the agent {}; its last output:\n{}\n", process->describe_exit(),
+      fmt::print(stderr, "tailcause demo: the agent {}; its last output:\n{}\n", process->describe_exit(),
                  process->log_tail(15));
     }
     if (o.json) {
@@ -269,10 +269,10 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
       fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));
     }
   } catch (const CollectionError& e) {
-    fmt::print(stderr, "infertrace demo: {}\n", e.what());
+    fmt::print(stderr, "tailcause demo: {}\n", e.what());
     return 2;
   }
   return agent_failed ? 1 : 0;
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

@@ -1,4 +1,4 @@
-// `infertrace diagnose --duration 30s`: collects for a while with a progress indicator, then
+// `tailcause diagnose --duration 30s`: collects for a while with a progress indicator, then
 // prints the one-shot report (tables, or JSON on stdout with --json). Ctrl-C ends the
 // collection early and still prints the report.
 #include <fmt/format.h>
@@ -10,18 +10,18 @@
 #include "core/diagnosis.h"
 #include "core/duration.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 int diagnose(const CommonOptions& options, const DiagnoseOptions& diagnose_options) {
   uint64_t duration_ns = 0;
   try {
     duration_ns = core::parse_duration_ns(diagnose_options.duration);
   } catch (const core::DurationError& e) {
-    fmt::print(stderr, "infertrace diagnose: --duration: {}\n", e.what());
+    fmt::print(stderr, "tailcause diagnose: --duration: {}\n", e.what());
     return 2;
   }
   if (duration_ns < 1'000'000'000) {
-    fmt::print(stderr, "infertrace diagnose: --duration must be at least 1s, got {}\n",
+    fmt::print(stderr, "tailcause diagnose: --duration must be at least 1s, got {}\n",
                diagnose_options.duration);
     return 2;
   }
@@ -51,10 +51,10 @@ int diagnose(const CommonOptions& options, const DiagnoseOptions& diagnose_optio
       fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));
     }
   } catch (const CollectionError& e) {
-    fmt::print(stderr, "infertrace diagnose: {}\n", e.what());
+    fmt::print(stderr, "tailcause diagnose: {}\n", e.what());
     return 2;
   }
   return 0;
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

@@ -1,4 +1,4 @@
-// `infertrace glitches`: lists the journal's glitches, newest first, each explained by its
+// `tailcause glitches`: lists the journal's glitches, newest first, each explained by its
 // verdict. Reads the journal a running daemon may be writing (SQLite WAL allows it); never
 // creates one.
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include "export/glitch_listing.h"
 #include "export/journal.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 namespace {
 
 int64_t unix_now_ns() {
@@ -42,20 +42,20 @@ int list_glitches(const GlitchesOptions& o) {
       const int64_t now = unix_now_ns();
       filter.since_ns = static_cast<int64_t>(back) >= now ? 0 : now - static_cast<int64_t>(back);
     } catch (const core::DurationError& e) {
-      fmt::print(stderr, "infertrace glitches: --since: {}\n", e.what());
+      fmt::print(stderr, "tailcause glitches: --since: {}\n", e.what());
       return 2;
     }
   }
   if (o.tenant && o.tenant->empty()) {
-    fmt::print(stderr, "infertrace glitches: --tenant: empty tenant name (omit --tenant for all tenants)\n");
+    fmt::print(stderr, "tailcause glitches: --tenant: empty tenant name (omit --tenant for all tenants)\n");
     return 2;
   }
   if (o.stage && o.stage->empty()) {
-    fmt::print(stderr, "infertrace glitches: --stage: empty stage name (omit --stage for all stages)\n");
+    fmt::print(stderr, "tailcause glitches: --stage: empty stage name (omit --stage for all stages)\n");
     return 2;
   }
   if (o.limit < 1 || o.limit > exporter::Journal::kMaxQueryLimit) {
-    fmt::print(stderr, "infertrace glitches: --limit must be in 1..{}, got {}\n",
+    fmt::print(stderr, "tailcause glitches: --limit must be in 1..{}, got {}\n",
                exporter::Journal::kMaxQueryLimit, o.limit);
     return 2;
   }
@@ -70,12 +70,12 @@ int list_glitches(const GlitchesOptions& o) {
       common.config_path = o.config_path;
       path = load_config(common).journal.path;
     } catch (const core::ConfigError& e) {
-      fmt::print(stderr, "infertrace glitches: configuration error: {}\n", e.what());
+      fmt::print(stderr, "tailcause glitches: configuration error: {}\n", e.what());
       return 2;
     }
     if (path.empty()) {
       fmt::print(stderr,
-                 "infertrace glitches: the journal is disabled (journal.path is empty in {}); "
+                 "tailcause glitches: the journal is disabled (journal.path is empty in {}); "
                  "pass --journal PATH to read one\n",
                  o.config_path.empty() ? "the defaults" : o.config_path);
       return 1;
@@ -85,7 +85,7 @@ int list_glitches(const GlitchesOptions& o) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     fmt::print(stderr,
-               "infertrace glitches: no journal at {}{} (the daemon creates it when it runs with "
+               "tailcause glitches: no journal at {}{} (the daemon creates it when it runs with "
                "journal.path set; pass --journal PATH or --config FILE to read another)\n",
                path, ec && ec != std::errc::no_such_file_or_directory ? ": " + ec.message() : "");
     return 1;
@@ -96,7 +96,7 @@ int list_glitches(const GlitchesOptions& o) {
     exporter::Journal journal(path, exporter::JournalLimits{});
     rows = journal.query(filter);
   } catch (const std::exception& e) {  // JournalError, or invalid_argument from the filter
-    fmt::print(stderr, "infertrace glitches: {}\n", e.what());
+    fmt::print(stderr, "tailcause glitches: {}\n", e.what());
     return 1;
   }
   if (o.json) {
@@ -107,4 +107,4 @@ int list_glitches(const GlitchesOptions& o) {
   return 0;
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

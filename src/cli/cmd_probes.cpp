@@ -1,4 +1,4 @@
-// `infertrace probes`: the kernel features found and whether each family loads and attaches.
+// `tailcause probes`: the kernel features found and whether each family loads and attaches.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include "cli/startup.h"
 #include "probes/probe_set.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 int print_probes(const CommonOptions& options, bool json) {
   auto startup = prepare(options);
@@ -45,4 +45,4 @@ int print_probes(const CommonOptions& options, bool json) {
   return any_failed ? 1 : 0;
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

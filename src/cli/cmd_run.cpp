@@ -1,4 +1,4 @@
-// `infertrace run`: the daemon. Probes are attached after the configuration, privileges, BTF
+// `tailcause run`: the daemon. Probes are attached after the configuration, privileges, BTF
 // and listen address have all been checked, so a bad start leaves nothing behind.
 #include <fmt/format.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include "export/http_server.h"
 #include "probes/probe_set.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 namespace {
 
 std::atomic<bool> stop_requested{false};
@@ -74,7 +74,7 @@ int run_daemon(const CommonOptions& options) {
     // Journal, breaker socket and state, OTLP: checked before any probe is loaded.
     pipeline = std::make_unique<GlitchPipeline>(config, PipelineOptions{});
   } catch (const std::exception& e) {
-    fmt::print(stderr, "infertrace: {}\n", e.what());
+    fmt::print(stderr, "tailcause: {}\n", e.what());
     return 2;
   }
   pipeline->connect(set);
@@ -96,4 +96,4 @@ int run_daemon(const CommonOptions& options) {
   return 0;
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

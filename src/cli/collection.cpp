@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <atomic>
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 namespace {
 
 std::atomic<bool> stop_flag{false};
@@ -118,4 +118,4 @@ core::Diagnosis Collection::finish(double duration_seconds) {
                                options);
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

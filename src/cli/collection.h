@@ -14,7 +14,7 @@
 #include "core/metrics.h"
 #include "probes/probe_set.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 struct CollectionError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -60,4 +60,4 @@ class Collection {
   bool finished_ = false;
 };
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

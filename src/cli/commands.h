@@ -1,11 +1,11 @@
-// Sub-commands of the infertrace executable. Each returns the process exit code.
+// Sub-commands of the tailcause executable. Each returns the process exit code.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 struct CommonOptions {
   std::string config_path;  // empty: built-in defaults
@@ -45,4 +45,4 @@ struct DemoOptions {
 };
 int run_demo(const CommonOptions& options, const DemoOptions& demo_options);
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

@@ -16,7 +16,7 @@
 #include "export/journal.h"
 #include "export/otlp_exporter.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 namespace {
 
 constexpr size_t kMaxQueuedGlitches = 10000;  // between two journal writes (about a second)
@@ -285,9 +285,9 @@ void GlitchPipeline::collect(core::MetricSet& out) {
     std::lock_guard lock(mu_);
     analyzer_->collect(out, exporter::monotonic_now_ns());
     if (journal_) {
-      out.add("infertrace_journal_glitches_written", core::MetricType::Counter,
+      out.add("tailcause_journal_glitches_written", core::MetricType::Counter,
               "Glitches written to the journal", {}, static_cast<double>(journal_written_));
-      out.add("infertrace_journal_glitches_dropped", core::MetricType::Counter,
+      out.add("tailcause_journal_glitches_dropped", core::MetricType::Counter,
               "Glitches not written to the journal (queue full or write error)", {},
               static_cast<double>(journal_dropped_));
     }
@@ -306,4 +306,4 @@ uint64_t GlitchPipeline::glitches() {
   return analyzer_->glitch_count();
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

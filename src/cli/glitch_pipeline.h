@@ -20,13 +20,13 @@
 #include "core/metrics.h"
 #include "probes/probe_set.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 class Journal;
 class OtlpExporter;
 class BreakerSocket;
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 struct PipelineOptions {
   bool journal = true;          // write glitches to journal.path (when set)
@@ -87,4 +87,4 @@ class GlitchPipeline {
   bool stopped_ = false;
 };
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

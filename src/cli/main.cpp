@@ -1,4 +1,4 @@
-// infertrace: why the slow AI-agent requests were slow, from the kernel up.
+// tailcause: why the slow AI-agent requests were slow, from the kernel up.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -6,14 +6,14 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"infertrace: kernel causes of AI-agent and LLM-inference tail latency"};
+  CLI::App app{"tailcause: kernel causes of AI-agent and LLM-inference tail latency"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("infertrace ") + INFERTRACE_VERSION_STRING);
+  app.set_version_flag("--version", std::string("tailcause ") + TAILCAUSE_VERSION_STRING);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
 
-  infertrace::cli::CommonOptions options;
+  tailcause::cli::CommonOptions options;
   auto add_common = [&](CLI::App* cmd) {
     cmd->add_option("--config,-c", options.config_path, "YAML configuration file")
         ->check(CLI::ExistingFile);
@@ -44,27 +44,27 @@ int main(int argc, char** argv) {
       "diagnose", "Collect for a while, then report tenants, stages, glitches and their causes");
   add_common(diagnose);
   add_attrib_filters(diagnose);
-  infertrace::cli::DiagnoseOptions diagnose_options;
+  tailcause::cli::DiagnoseOptions diagnose_options;
   diagnose->add_option("--duration,-d", diagnose_options.duration,
                        "How long to collect: 30s, 5m, 1h30m ... (Ctrl-C stops early)")
       ->capture_default_str();
   diagnose->add_flag("--json", diagnose_options.json, "Machine-readable output on stdout");
 
   auto* demo = app.add_subcommand(
-      "demo", "Run the example agent with a fault and show what infertrace finds");
+      "demo", "Run the example agent with a fault and show what tailcause finds");
   add_common(demo);
-  infertrace::cli::DemoOptions demo_options;
+  tailcause::cli::DemoOptions demo_options;
   demo->add_option("--fault,-f", demo_options.fault, "The fault injected on tenant ta")
       ->check(CLI::IsMember({"quota", "hog", "cold-cache", "slow-peer", "lock", "none"}))
       ->capture_default_str();
   demo->add_option("--duration,-d", demo_options.duration, "How long the agent serves requests")
       ->capture_default_str();
   demo->add_option("--agent", demo_options.agent,
-                   "The example agent (default: examples/rag-agent next to infertrace, or PATH)");
+                   "The example agent (default: examples/rag-agent next to tailcause, or PATH)");
   demo->add_flag("--json", demo_options.json, "Machine-readable output on stdout");
 
   auto* glitches = app.add_subcommand("glitches", "List the journal's glitches and explain them");
-  infertrace::cli::GlitchesOptions glitches_options;
+  tailcause::cli::GlitchesOptions glitches_options;
   std::string since, tenant, stage;
   glitches->add_option("--config,-c", glitches_options.config_path,
                        "YAML configuration file (for journal.path)")
@@ -89,16 +89,16 @@ int main(int argc, char** argv) {
   if (tenant_opt->count()) glitches_options.tenant = tenant;
   if (stage_opt->count()) glitches_options.stage = stage;
   // Logs go to stderr so that stdout stays clean for command output (probes --json).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("infertrace"));
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tailcause"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   try {
-    if (*run) return infertrace::cli::run_daemon(options);
-    if (*probes) return infertrace::cli::print_probes(options, json);
-    if (*diagnose) return infertrace::cli::diagnose(options, diagnose_options);
-    if (*demo) return infertrace::cli::run_demo(options, demo_options);
-    if (*glitches) return infertrace::cli::list_glitches(glitches_options);
+    if (*run) return tailcause::cli::run_daemon(options);
+    if (*probes) return tailcause::cli::print_probes(options, json);
+    if (*diagnose) return tailcause::cli::diagnose(options, diagnose_options);
+    if (*demo) return tailcause::cli::run_demo(options, demo_options);
+    if (*glitches) return tailcause::cli::list_glitches(glitches_options);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 namespace {
 
 constexpr auto kTerminalInterval = std::chrono::milliseconds(100);
@@ -42,7 +42,7 @@ void Progress::update(double elapsed_seconds, const std::string& status) {
     fmt::print(out_, "\r{} {} {:.0f}/{:.0f} s  {}\x1b[K", what_, bar(elapsed_seconds, total_),
                std::floor(shown), total_, status);
   } else {
-    fmt::print(out_, "infertrace: {}: {:.0f} of {:.0f} s, {}\n", what_, std::floor(shown), total_, status);
+    fmt::print(out_, "tailcause: {}: {:.0f} of {:.0f} s, {}\n", what_, std::floor(shown), total_, status);
   }
   std::fflush(out_);
 }
@@ -51,8 +51,8 @@ void Progress::finish(const std::string& summary) {
   if (finished_) return;
   finished_ = true;
   if (tty_ && drawn_) fmt::print(out_, "\r\x1b[K");
-  fmt::print(out_, "infertrace: {}\n", summary);
+  fmt::print(out_, "tailcause: {}\n", summary);
   std::fflush(out_);
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

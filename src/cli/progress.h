@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 class Progress {
  public:
@@ -34,4 +34,4 @@ class Progress {
   Clock::time_point last_draw_{};
 };
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

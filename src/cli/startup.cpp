@@ -10,7 +10,7 @@
 #include "probes/bpf_loader.h"
 #include "probes/privileges.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 core::Config load_config(const CommonOptions& options) {
   core::Config config;
@@ -36,14 +36,14 @@ std::optional<Startup> prepare(const CommonOptions& options) {
   try {
     s.config = load_config(options);
   } catch (const core::ConfigError& e) {
-    fmt::print(stderr, "infertrace: configuration error: {}\n", e.what());
+    fmt::print(stderr, "tailcause: configuration error: {}\n", e.what());
     return std::nullopt;
   }
   if (auto missing = probes::missing_capabilities(); !missing.empty()) {
     fmt::print(stderr,
-               "infertrace: missing capability {}: loading BPF programs needs CAP_BPF and "
+               "tailcause: missing capability {}: loading BPF programs needs CAP_BPF and "
                "CAP_PERFMON (or root). Run as root or grant them, e.g. "
-               "setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep build/infertrace\n",
+               "setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep build/tailcause\n",
                fmt::join(missing, ", "));
     return std::nullopt;
   }
@@ -51,7 +51,7 @@ std::optional<Startup> prepare(const CommonOptions& options) {
   s.features = probes::probe_features(s.config.btf);
   if (!s.features.btf) {
     fmt::print(stderr,
-               "infertrace: no usable BTF: {}. infertrace's CO-RE programs need type information "
+               "tailcause: no usable BTF: {}. tailcause's CO-RE programs need type information "
                "for the running kernel: use a kernel with CONFIG_DEBUG_INFO_BTF=y, or pass a BTF "
                "file for it with --btf FILE (btf: in the configuration)\n",
                s.features.list.front().detail);
@@ -60,10 +60,10 @@ std::optional<Startup> prepare(const CommonOptions& options) {
   try {
     s.layout = probes::detect_cgroup_layout(s.config.cgroup);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "infertrace: cgroups: {}\n", e.what());
+    fmt::print(stderr, "tailcause: cgroups: {}\n", e.what());
     return std::nullopt;
   }
   return s;
 }
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

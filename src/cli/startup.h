@@ -10,7 +10,7 @@
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
 
-namespace infertrace::cli {
+namespace tailcause::cli {
 
 struct Startup {
   core::Config config;
@@ -25,4 +25,4 @@ core::Config load_config(const CommonOptions& options);
 // Prints a clear message to stderr and returns nullopt when something is missing.
 std::optional<Startup> prepare(const CommonOptions& options);
 
-}  // namespace infertrace::cli
+}  // namespace tailcause::cli

@@ -6,7 +6,7 @@
 
 #include "core/stage_record.h"  // valid_utf8
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 const char* breaker_error_name(BreakerError kind) {
   switch (kind) {
@@ -264,4 +264,4 @@ std::optional<BreakerError> parse_breaker_error_reply(std::string_view line) {
   return std::nullopt;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -23,7 +23,7 @@
 
 #include "core/circuit_breaker.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 inline constexpr size_t kBreakerMaxLine = 512;
 
@@ -101,4 +101,4 @@ std::optional<BreakerListLine> parse_breaker_list_line(std::string_view line);
 // An "error KIND DETAIL" reply's kind; nullopt for any other line.
 std::optional<BreakerError> parse_breaker_error_reply(std::string_view line);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

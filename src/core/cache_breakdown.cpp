@@ -7,7 +7,7 @@
 
 #include "core/verdict.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 namespace {
 constexpr int kHit = 0, kMiss = 1, kStale = 2;
@@ -152,4 +152,4 @@ std::vector<CacheBreakdownStatus> CacheBreakdownDetector::snapshot(uint64_t now_
   return out;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -22,7 +22,7 @@
 #include "core/stage_record.h"
 #include "core/streaming_quantile.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct CacheBreakdownStatus {
   std::string tenant, cache;
@@ -87,4 +87,4 @@ class CacheBreakdownDetector {
   uint64_t latest_ns_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

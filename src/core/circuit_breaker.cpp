@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 const char* breaker_state_name(BreakerState s) {
   return s == BreakerState::open ? "open" : "closed";
@@ -225,4 +225,4 @@ bool CircuitBreaker::deserialize(const std::string& text) {
   return true;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct BreakerConfig {
   uint64_t slow_ns = 200'000'000;  // a stage slower than this counts as slow
@@ -91,4 +91,4 @@ class CircuitBreaker {
   uint64_t trips_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

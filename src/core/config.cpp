@@ -17,10 +17,10 @@
 #include <set>
 #include <vector>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
-constexpr size_t kMaxStageName = 32;  // bytes, as the SDK's INFERTRACE_MAX_NAME
+constexpr size_t kMaxStageName = 32;  // bytes, as the SDK's TAILCAUSE_MAX_NAME
 
 bool is_free_stage_name(std::string_view s) {
   if (s.empty() || s.size() > kMaxStageName) return false;
@@ -312,4 +312,4 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
 
 bool is_stage_name(std::string_view s) { return is_free_stage_name(s); }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

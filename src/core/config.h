@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct SchedConfig {
   bool enabled = true;
@@ -105,14 +105,14 @@ struct BreakerSettings {
   uint32_t slow_ms = 200;
   uint32_t trip_after = 3;
   uint32_t quiet_s = 30;
-  std::string socket = "/run/infertrace/breaker.sock";  // "": no socket
-  std::string state_file = "/var/lib/infertrace/breaker.state";  // "": not kept over restarts
+  std::string socket = "/run/tailcause/breaker.sock";  // "": no socket
+  std::string state_file = "/var/lib/tailcause/breaker.state";  // "": not kept over restarts
   bool operator==(const BreakerSettings&) const = default;
 };
 
 // The glitch journal (SQLite).
 struct JournalSettings {
-  std::string path = "/var/lib/infertrace/journal.db";  // "": no journal
+  std::string path = "/var/lib/tailcause/journal.db";  // "": no journal
   uint32_t max_age_h = 168;
   uint32_t max_mb = 256;
   bool operator==(const JournalSettings&) const = default;
@@ -122,7 +122,7 @@ struct JournalSettings {
 struct OtlpSettings {
   std::string endpoint;  // http://HOST:PORT/v1/traces; "": no export
   std::map<std::string, std::string> headers;  // sent with every export (auth tokens)
-  std::string service_name = "infertrace";
+  std::string service_name = "tailcause";
   uint32_t budget_spans_per_s = 200;  // spans exported per second at most, glitches first
   double sample_normal = 0.01;        // share of non-glitch requests exported
   uint32_t queue_spans = 8192;        // spans waiting to be sent; beyond, dropped and counted
@@ -157,7 +157,7 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Parses and validates YAML text; `source` names it in errors ("/etc/infertrace.yaml").
+// Parses and validates YAML text; `source` names it in errors ("/etc/tailcause.yaml").
 // Keys that are absent keep their defaults. Throws ConfigError.
 Config parse_config(std::string_view yaml_text, std::string_view source);
 
@@ -189,4 +189,4 @@ OtlpEndpoint parse_otlp_endpoint(std::string_view text);
 // '_', '-', '.', ':'.
 bool is_stage_name(std::string_view s);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

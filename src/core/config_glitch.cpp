@@ -5,7 +5,7 @@
 #include "core/config.h"
 #include "core/config_reader.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
   // Milliseconds, 1 ms to one hour.
@@ -243,4 +243,4 @@ OtlpEndpoint parse_otlp_endpoint(std::string_view text) {
   return e;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

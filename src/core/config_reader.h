@@ -18,7 +18,7 @@
 
 #include "core/config.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // Walks a YAML mapping, dispatching each key to a handler and rejecting unknown keys.
 // Errors name the source, the line and the full dotted key.
@@ -139,4 +139,4 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
 // Checks across their keys, once the whole file is read.
 void check_glitch_sections(Reader& r, const Config& c);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <limits>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr std::string_view kSpace = " \t\r\n";
@@ -136,4 +136,4 @@ CpuBandwidthStats CpuStatContinuity::update(uint64_t id, const CpuBandwidthStats
   return total;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

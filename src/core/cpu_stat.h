@@ -10,7 +10,7 @@
 #include <optional>
 #include <string_view>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // The bandwidth counters of one cgroup, in nanoseconds and periods.
 struct CpuBandwidthStats {
@@ -80,4 +80,4 @@ class CpuStatContinuity {
   CpuBandwidthStats carried_;  // added to every raw reading
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <utility>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 // A family's samples by label set. A label set seen twice in one scrape keeps its first sample.
@@ -72,11 +72,11 @@ std::map<Labels, HistogramDelta> histogram_delta(const MetricSet& before, const 
 }
 
 std::vector<ThrottledCgroup> throttled_cgroups(const MetricSet& before, const MetricSet& after) {
-  const auto seconds = counter_delta(before, after, "infertrace_cpu_throttled_seconds");
-  const auto throttled = counter_delta(before, after, "infertrace_cpu_throttled_periods");
-  const auto periods = counter_delta(before, after, "infertrace_cpu_periods");
-  const auto quota = samples_of(after, "infertrace_cpu_quota_seconds");
-  const auto period = samples_of(after, "infertrace_cpu_period_seconds");
+  const auto seconds = counter_delta(before, after, "tailcause_cpu_throttled_seconds");
+  const auto throttled = counter_delta(before, after, "tailcause_cpu_throttled_periods");
+  const auto periods = counter_delta(before, after, "tailcause_cpu_periods");
+  const auto quota = samples_of(after, "tailcause_cpu_quota_seconds");
+  const auto period = samples_of(after, "tailcause_cpu_period_seconds");
   std::vector<ThrottledCgroup> out;
   auto get = [](const std::map<Labels, double>& m, const Labels& k) {
     auto it = m.find(k);
@@ -106,8 +106,8 @@ std::vector<ThrottledCgroup> throttled_cgroups(const MetricSet& before, const Me
 }
 
 std::vector<NoisyNeighbour> noisy_neighbours(const MetricSet& before, const MetricSet& after) {
-  const auto seconds = counter_delta(before, after, "infertrace_cgroup_preempted_seconds");
-  const auto count = counter_delta(before, after, "infertrace_cgroup_preemptions");
+  const auto seconds = counter_delta(before, after, "tailcause_cgroup_preempted_seconds");
+  const auto count = counter_delta(before, after, "tailcause_cgroup_preemptions");
   std::vector<NoisyNeighbour> out;
   for (const auto& [k, s] : seconds) {
     NoisyNeighbour n;
@@ -126,8 +126,8 @@ std::vector<NoisyNeighbour> noisy_neighbours(const MetricSet& before, const Metr
 }
 
 std::vector<TcpPeer> tcp_peers(const MetricSet& before, const MetricSet& after) {
-  const auto durations = histogram_delta(before, after, "infertrace_tcp_connection_duration_seconds");
-  const auto rtts = histogram_delta(before, after, "infertrace_tcp_rtt_seconds");
+  const auto durations = histogram_delta(before, after, "tailcause_tcp_connection_duration_seconds");
+  const auto rtts = histogram_delta(before, after, "tailcause_tcp_rtt_seconds");
   std::map<Labels, TcpPeer> by_pair;
   for (const auto& [k, d] : durations) {
     if (!d.count) continue;
@@ -160,8 +160,8 @@ std::vector<TcpPeer> tcp_peers(const MetricSet& before, const MetricSet& after) 
 std::vector<CauseCount> cause_counts(const AnalyzerSummary& summary, const MetricSet& before,
                                      const MetricSet& after) {
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts;
-  if (has_family(after, "infertrace_glitches")) {
-    for (const auto& [k, v] : counter_delta(before, after, "infertrace_glitches")) {
+  if (has_family(after, "tailcause_glitches")) {
+    for (const auto& [k, v] : counter_delta(before, after, "tailcause_glitches")) {
       const auto n = static_cast<uint64_t>(v + 0.5);
       if (n) counts[{label(k, "tenant"), label(k, "stage"), label(k, "cause")}] += n;
     }
@@ -286,4 +286,4 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
   return d;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

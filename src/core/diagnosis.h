@@ -1,4 +1,4 @@
-// `infertrace diagnose`: a one-shot report from what the glitch analyzer saw during the
+// `tailcause diagnose`: a one-shot report from what the glitch analyzer saw during the
 // collection and from the probe families' metrics at its start and its end (their deltas give
 // throttled cgroups, noisy neighbours and the slowest TCP peers). Pure: no I/O.
 #pragma once
@@ -13,7 +13,7 @@
 #include "core/glitch_analyzer.h"
 #include "core/metrics.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct DiagnosisOptions {
   size_t max_glitches = 10;  // rows of the top-glitches table
@@ -90,7 +90,7 @@ struct Diagnosis {
 };
 
 // `before` and `after` are scrapes of the probe families (and of the glitch pipeline: its
-// infertrace_glitches series give the cause counts; without them the top glitches do) taken at
+// tailcause_glitches series give the cause counts; without them the top glitches do) taken at
 // the start and at the end of a collection lasting `duration_seconds`.
 Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& before,
                           const MetricSet& after, double duration_seconds,
@@ -105,4 +105,4 @@ std::string render_diagnosis_text(const Diagnosis& d);
 nlohmann::json diagnosis_json(const Diagnosis& d);
 nlohmann::json glitch_json(const Glitch& g);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -8,7 +8,7 @@
 #include "core/diagnosis.h"
 #include "core/verdict.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 using Row = std::vector<std::string>;
@@ -85,7 +85,7 @@ std::string diagnosis_headline(const Diagnosis& d) {
 
 std::string render_diagnosis_text(const Diagnosis& d) {
   std::string out = fmt::format(
-      "infertrace diagnose: {:.0f} s, {} tenant{}, {} request{}, {} glitch{}, {} breaker trip{}\n",
+      "tailcause diagnose: {:.0f} s, {} tenant{}, {} request{}, {} glitch{}, {} breaker trip{}\n",
       d.duration_seconds, d.tenants.size(), d.tenants.size() == 1 ? "" : "s", d.requests,
       d.requests == 1 ? "" : "s", d.glitches, d.glitches == 1 ? "" : "es", d.breaker_trips,
       d.breaker_trips == 1 ? "" : "s");
@@ -281,4 +281,4 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
   return out;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

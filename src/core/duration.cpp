@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 // Longest spellings first, so "ms" is not read as "m" followed by "s".
@@ -64,4 +64,4 @@ uint64_t parse_duration_ns(std::string_view text) {
   return total;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string_view>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct DurationError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -21,4 +21,4 @@ inline constexpr uint64_t kMaxDurationNs = static_cast<uint64_t>(INT64_MAX);
 // was wrong: empty, negative, a number without a unit, an unknown unit, or too large.
 uint64_t parse_duration_ns(std::string_view text);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

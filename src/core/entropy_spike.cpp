@@ -7,7 +7,7 @@
 
 #include "core/verdict.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 namespace {
 
@@ -165,4 +165,4 @@ Glitch EntropySpikeDetector::spike_glitch(const QualityRecord& r, const Request&
   return g;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

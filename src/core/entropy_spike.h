@@ -27,7 +27,7 @@
 #include "core/glitch_detector.h"
 #include "core/stage_record.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 class EntropySpikeDetector {
  public:
@@ -75,4 +75,4 @@ class EntropySpikeDetector {
   uint64_t spikes_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 EvidenceBoard::EvidenceBoard(uint64_t keep_ns, size_t max_cgroups)
     : keep_ns_(keep_ns), max_cgroups_(max_cgroups) {}
@@ -94,4 +94,4 @@ size_t EvidenceBoard::cgroups() const {
   return n;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

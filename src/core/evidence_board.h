@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct ThrottleEvidence {
   uint64_t periods = 0;    // enforcement periods with runnable tasks in the interval
@@ -72,4 +72,4 @@ class EvidenceBoard {
   uint64_t refused_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <variant>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
@@ -221,7 +221,7 @@ void GlitchAnalyzer::tick(uint64_t now_ns) {
 void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
   for (const auto& [key, n] : glitch_counts_) {
     const auto& [tenant, stage, cause] = key;
-    out.add("infertrace_glitches", MetricType::Counter,
+    out.add("tailcause_glitches", MetricType::Counter,
             "Requests and stages slower than their SLO or far above their recent P99, cache "
             "breakdowns and output-entropy spikes, by the cause their verdict names",
             {{"tenant", tenant}, {"stage", stage}, {"cause", cause}}, static_cast<double>(n));
@@ -234,31 +234,31 @@ void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
     v = std::max(v, e.state == BreakerState::open ? 1.0 : 0.0);
   }
   for (const auto& [key, v] : open) {
-    out.add("infertrace_circuit_breaker_open", MetricType::Gauge,
+    out.add("tailcause_circuit_breaker_open", MetricType::Gauge,
             "Whether the circuit breaker of a tenant and agent is open (1): it trips after "
             "consecutive slow stages and closes after a quiet period",
             {{"tenant", key.first}, {"agent", key.second}}, v);
   }
-  out.add("infertrace_circuit_breaker_trips", MetricType::Counter,
+  out.add("tailcause_circuit_breaker_trips", MetricType::Counter,
           "Times a circuit breaker opened", {}, static_cast<double>(breaker_.trips()));
 
   for (const auto& c : caches_.snapshot(now_ns)) {
     const Labels l{{"tenant", c.tenant}, {"cache", c.cache}};
-    out.add("infertrace_cache_breakdown_ratio", MetricType::Gauge,
+    out.add("tailcause_cache_breakdown_ratio", MetricType::Gauge,
             "Share of a cache's lookups that missed or returned stale results over the "
             "breakdown window",
             l, c.ratio);
-    out.add("infertrace_cache_breakdowns", MetricType::Counter,
+    out.add("tailcause_cache_breakdowns", MetricType::Counter,
             "Times a tenant's cache entered breakdown", l, static_cast<double>(c.breakdowns));
     for (auto [q, v] : {std::pair{"0.95", c.stale_age_p95_ns}, std::pair{"0.99", c.stale_age_p99_ns}}) {
       Labels ql = l;
       ql.emplace_back("quantile", q);
-      out.add("infertrace_cache_stale_age_seconds", MetricType::Gauge,
+      out.add("tailcause_cache_stale_age_seconds", MetricType::Gauge,
               "Age of the stale results a cache returned over the breakdown window, by quantile",
               ql, static_cast<double>(v) * 1e-9, "seconds");
     }
   }
-  out.add("infertrace_glitch_requests_dropped", MetricType::Counter,
+  out.add("tailcause_glitch_requests_dropped", MetricType::Counter,
           "Requests whose stages were not kept for trace export (too many pending, or never "
           "ended)",
           {}, static_cast<double>(dropped_requests_));
@@ -288,4 +288,4 @@ AnalyzerSummary GlitchAnalyzer::summary(uint64_t now_ns) const {
   return s;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

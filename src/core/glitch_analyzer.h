@@ -3,7 +3,7 @@
 // glitches (SLO or recent P99), the circuit breaker per tenant and agent, vector-cache
 // breakdown, output-entropy spikes — asks the rest of the daemon for evidence only when a stage
 // glitched, groups stages under their request for trace export, and keeps the glitch series
-// and a summary for `infertrace diagnose`. Single-threaded (the caller locks); pure: no I/O.
+// and a summary for `tailcause diagnose`. Single-threaded (the caller locks); pure: no I/O.
 #pragma once
 
 #include <array>
@@ -28,7 +28,7 @@
 #include "core/stage_record.h"
 #include "core/streaming_quantile.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct AnalyzerSettings {
   GlitchConfig glitch;
@@ -55,7 +55,7 @@ struct AnalyzerOutput {
   std::vector<RequestTrace> traces;  // only with collect_traces
 };
 
-// For `infertrace diagnose`: what the analyzer saw since it started.
+// For `tailcause diagnose`: what the analyzer saw since it started.
 struct StageSummary {
   std::string tenant, stage;
   uint64_t count = 0;
@@ -147,4 +147,4 @@ class GlitchAnalyzer {
   uint64_t glitches_total_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 const char* glitch_reason_name(GlitchReason r) {
   switch (r) {
@@ -126,4 +126,4 @@ const StreamingQuantile* GlitchDetector::window(const std::string& tenant,
   return it == series_.end() ? nullptr : &it->second.window;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

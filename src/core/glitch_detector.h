@@ -16,7 +16,7 @@
 #include "core/streaming_quantile.h"
 #include "core/verdict.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct GlitchConfig {
   uint64_t request_slo_ns = 800'000'000;
@@ -96,4 +96,4 @@ class GlitchDetector {
   uint64_t untracked_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 void add_slots(std::span<uint64_t> into, std::span<const uint64_t> from) {
   const size_t n = std::min(into.size(), from.size());
@@ -38,4 +38,4 @@ HistogramData linear_to_buckets(std::span<const uint64_t> slots, uint64_t sum) {
   return h;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -7,7 +7,7 @@
 
 #include "core/metrics.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // Slot-wise sum, used to merge per-CPU copies or folded series.
 void add_slots(std::span<uint64_t> into, std::span<const uint64_t> from);
@@ -22,4 +22,4 @@ HistogramData log2_to_buckets(std::span<const uint64_t> slots, uint64_t sum, dou
 // only reaches +Inf. Buckets le = 0, 1, ..., slots.size() - 2.
 HistogramData linear_to_buckets(std::span<const uint64_t> slots, uint64_t sum);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -1,6 +1,6 @@
 #include "core/label_budget.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 const std::string& LabelBudget::admit(const std::string& value) {
   // A value spelled like the fold label is exported as the fold itself, without a slot.
@@ -19,4 +19,4 @@ void LabelBudget::forget(const std::string& value) {
   folded_.erase(value);
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

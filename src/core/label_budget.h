@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 inline constexpr const char* kOtherLabel = "__other__";
 
@@ -78,4 +78,4 @@ class FoldedSeries {
   bool other_seen_ = false;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 MetricFamily& MetricSet::family(const std::string& name, MetricType type,
                                 const std::string& help, const std::string& unit) {
@@ -48,4 +48,4 @@ const Sample* MetricSet::find(const std::string& name, const Labels& want) const
   return nullptr;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

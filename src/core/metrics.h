@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
@@ -70,4 +70,4 @@ class MetricSet {
   std::vector<MetricFamily> families_;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -1,6 +1,6 @@
 #include "core/request_trace.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 const Glitch* RequestTrace::stage_glitch(size_t index) const {
   if (index >= stages.size()) return nullptr;
@@ -14,4 +14,4 @@ const Glitch* RequestTrace::stage_glitch(size_t index) const {
   return nullptr;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -10,7 +10,7 @@
 #include "core/glitch_detector.h"
 #include "core/stage_record.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct RequestTrace {
   RequestRecord request;
@@ -28,4 +28,4 @@ struct RequestTrace {
   size_t span_count() const { return 1 + stages.size(); }
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 // ::ffff:a.b.c.d
@@ -51,4 +51,4 @@ ServicePair service_pair(TcpDirection direction, const IpAddress& local_address,
                       active ? std::optional<uint16_t>(remote_port) : std::nullopt)};
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 enum class AddressFamily { IPv4, IPv6 };
 
@@ -44,4 +44,4 @@ ServicePair service_pair(TcpDirection direction, const IpAddress& local_address,
                          uint16_t local_port, const IpAddress& remote_address,
                          uint16_t remote_port);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -6,7 +6,7 @@
 
 #include "core/histogram_conversion.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr char kSeparator = '\x1f';  // cannot occur in a number
@@ -154,24 +154,24 @@ void StageAggregator::collect_stages(MetricSet& out) const {
     const auto& [tenant, agent, stage] = key;
     const Labels l{{"tenant", tenant}, {"agent", agent}, {"stage", stage}};
     if (s.duration.count() > 0) {
-      out.add_histogram("infertrace_stage_duration_seconds",
+      out.add_histogram("tailcause_stage_duration_seconds",
                         "Wall time of agent stages, per tenant, agent and stage", l,
                         s.duration.render(kDurationFirst, kDurationLast));
     }
     for (size_t c = 0; c < kComponents; ++c) {
       Labels lc = l;
       lc.emplace_back("component", kComponentNames[c]);
-      out.add("infertrace_stage_time_seconds", MetricType::Counter,
+      out.add("tailcause_stage_time_seconds", MetricType::Counter,
               "Stage wall time split into its kernel causes (the components add up to the "
               "stage time; helper-thread time of a stage counts too)",
               std::move(lc), s.component_ns[c] * 1e-9, "seconds");
     }
-    out.add("infertrace_stage_page_cache_misses", MetricType::Counter,
+    out.add("tailcause_stage_page_cache_misses", MetricType::Counter,
             "Pages the page cache had to read in for a stage", l,
             static_cast<double>(s.page_cache_misses));
-    out.add("infertrace_stage_major_faults", MetricType::Counter,
+    out.add("tailcause_stage_major_faults", MetricType::Counter,
             "Major page faults taken during a stage", l, static_cast<double>(s.major_faults));
-    out.add("infertrace_stage_read_bytes", MetricType::Counter,
+    out.add("tailcause_stage_read_bytes", MetricType::Counter,
             "Bytes read through read(2), pread64(2), readv(2) and the like during a stage", l,
             static_cast<double>(s.bytes_read), "bytes");
   }
@@ -181,7 +181,7 @@ void StageAggregator::collect_requests(MetricSet& out) const {
   for (const auto& [key, s] : request_series_) {
     const Labels l{{"tenant", key.first}, {"agent", key.second}};
     if (s.duration.count() > 0) {
-      out.add_histogram("infertrace_request_duration_seconds",
+      out.add_histogram("tailcause_request_duration_seconds",
                         "Wall time of agent requests, per tenant and agent", l,
                         s.duration.render(kDurationFirst, kDurationLast));
     }
@@ -189,17 +189,17 @@ void StageAggregator::collect_requests(MetricSet& out) const {
       for (const auto& [status, n] : {std::pair{"ok", s.ok}, std::pair{"error", s.error}}) {
         Labels ls = l;
         ls.emplace_back("status", status);
-        out.add("infertrace_requests", MetricType::Counter, "Agent requests that ended, by outcome",
+        out.add("tailcause_requests", MetricType::Counter, "Agent requests that ended, by outcome",
                 std::move(ls), static_cast<double>(n));
       }
     }
     if (s.ttft.count() > 0) {
-      out.add_histogram("infertrace_time_to_first_token_seconds",
+      out.add_histogram("tailcause_time_to_first_token_seconds",
                         "Time from request start to its first output token", l,
                         s.ttft.render(kDurationFirst, kDurationLast));
     }
     if (s.tpot.count() > 0) {
-      out.add_histogram("infertrace_time_per_output_token_seconds",
+      out.add_histogram("tailcause_time_per_output_token_seconds",
                         "Mean time between output tokens after the first, per request", l,
                         s.tpot.render(kTokenFirst, kTokenLast));
     }
@@ -214,7 +214,7 @@ void StageAggregator::collect_requests(MetricSet& out) const {
       }
       h.count = entropy_count;
       h.sum = s.entropy_sum;
-      out.add_histogram("infertrace_output_entropy",
+      out.add_histogram("tailcause_output_entropy",
                         "Entropy of inference output distributions, as the model reports it", l,
                         std::move(h), "");
     }
@@ -227,12 +227,12 @@ void StageAggregator::collect_caches(MetricSet& out) const {
     for (int r = 0; r < 3; ++r) {
       Labels lr = l;
       lr.emplace_back("result", kCacheResults[r]);
-      out.add("infertrace_cache_lookups", MetricType::Counter,
+      out.add("tailcause_cache_lookups", MetricType::Counter,
               "Application cache lookups, by result (hit, miss, stale)", std::move(lr),
               static_cast<double>(s.results[r]));
     }
     if (s.hit_age.count() > 0) {
-      out.add_histogram("infertrace_cache_hit_age_seconds",
+      out.add_histogram("tailcause_cache_hit_age_seconds",
                         "Age of the entries cache hits returned (how stale a hit was)", l,
                         s.hit_age.render(kAgeFirst, kAgeLast));
     }
@@ -244,7 +244,7 @@ void StageAggregator::collect_layers(MetricSet& out) const {
     const auto sep = key.find(kSeparator);
     const std::string layer = sep == std::string::npos ? key : key.substr(0, sep);
     const std::string batch = sep == std::string::npos ? key : key.substr(sep + 1);
-    out.add_histogram("infertrace_layer_duration_seconds",
+    out.add_histogram("tailcause_layer_duration_seconds",
                       "Time of one model layer over one batch, by layer and batch size",
                       {{"layer", layer}, {"batch_size", batch}},
                       log2_to_buckets(t.slots, t.sum_ns, 1e-9, kLayerFirst, kLayerLast));
@@ -259,10 +259,10 @@ void StageAggregator::collect_errors(MetricSet& out) const {
   for (const auto& [kind, n] : kernel_errors_) totals[kind] += n;
   for (const auto& [kind, n] : user_errors_) totals[kind] += n;
   for (const auto& [kind, n] : totals) {
-    out.add("infertrace_sdk_errors", MetricType::Counter,
+    out.add("tailcause_sdk_errors", MetricType::Counter,
             "Bad input from the SDK probes (out-of-order calls, bad strings), by kind",
             {{"kind", kind}}, static_cast<double>(n));
   }
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

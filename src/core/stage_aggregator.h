@@ -1,4 +1,4 @@
-// Aggregates decoded attribution records into the series infertrace exports: per tenant, agent
+// Aggregates decoded attribution records into the series tailcause exports: per tenant, agent
 // and stage duration histograms (with trace-id exemplars) and component counters; per request
 // duration, outcome, time to first token and per output token; cache lookups and hit ages;
 // output entropy; layer x batch timing; SDK input errors. Labels are bounded: tenants, agents,
@@ -18,7 +18,7 @@
 #include "core/metrics.h"
 #include "core/stage_record.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // A log2 histogram of nanoseconds that remembers, per slot, the latest exemplar.
 class ExemplarHistogram {
@@ -116,4 +116,4 @@ class StageAggregator {
   uint64_t stage_records_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

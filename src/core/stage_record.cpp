@@ -8,7 +8,7 @@
 #include "bpf/attrib.h"
 #include "core/service_pair.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr std::array<const char*, ATTRIB_KERNEL_ERRORS> kKernelErrors = {
@@ -309,4 +309,4 @@ std::optional<std::string> normalize_trace_id(std::string_view text) {
   return out;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <variant>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // Where a stage's wall time went; they add up to the wall time.
 enum class Component : uint8_t {
@@ -32,7 +32,7 @@ inline constexpr const char* kErrorInvalidUtf8 = "invalid_utf8";
 inline constexpr const char* kErrorBadTraceId = "bad_trace_id";
 inline constexpr const char* kErrorRequestNotEnded = "request_not_ended";  // process exited first
 
-// Name of a kernel-side bad-input kind (enum attrib_sdk_error), for infertrace_sdk_errors_total.
+// Name of a kernel-side bad-input kind (enum attrib_sdk_error), for tailcause_sdk_errors_total.
 const char* kernel_error_name(size_t kind);
 size_t kernel_error_kinds();
 
@@ -58,7 +58,7 @@ struct StageRecord {
   uint32_t tid = 0;
   uint64_t cgroup_id = 0;
   std::string stage;  // label-ready stage name
-  uint32_t kind = 0;  // enum infertrace_stage, or 255 for a worker span between stages
+  uint32_t kind = 0;  // enum tailcause_stage, or 255 for a worker span between stages
   uint32_t flags = 0;  // ATTRIB_SPAN_*
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC
   uint64_t end_ns = 0;
@@ -157,4 +157,4 @@ std::optional<std::string> peer_label(uint32_t family, const std::array<uint8_t,
 // 32 hex digits, not all zero, lower-cased; nullopt otherwise.
 std::optional<std::string> normalize_trace_id(std::string_view text);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 namespace {
 constexpr uint64_t kSub = 1u << LogLinearHistogram::kSubBits;
@@ -91,4 +91,4 @@ uint64_t StreamingQuantile::quantile(uint64_t now_ns, double q) const {
   return LogLinearHistogram::midpoint(LogLinearHistogram::kBuckets - 1);
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

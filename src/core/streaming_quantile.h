@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // One interval's counts. Values are non-negative integers (nanoseconds); values below 16 are
 // exact, values above 2^48 (78 hours) are clamped into the last bucket.
@@ -61,4 +61,4 @@ class StreamingQuantile {
   std::vector<Slice> slices_;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -1,7 +1,7 @@
 #include "core/trace_ids.h"
 
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 // SplitMix64: a fast, well-mixed 64-bit hash step (ids must look random, not be secret).
@@ -45,4 +45,4 @@ std::string derive_span_id(const std::string& trace_id, uint64_t what, uint32_t 
   return std::string(out, sizeof out);
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // 32 lower-case hex digits, never all zero.
 std::string derive_trace_id(uint32_t pid, uint64_t request_id, uint64_t salt);
@@ -15,4 +15,4 @@ std::string derive_trace_id(uint32_t pid, uint64_t request_id, uint64_t salt);
 // else a stage's start time and thread) within the trace.
 std::string derive_span_id(const std::string& trace_id, uint64_t what, uint32_t tid);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 // FNV-1a, then a SplitMix64 finaliser: agent-supplied ids need not be random in every bit.
@@ -60,4 +60,4 @@ SampleResult TraceSampler::decide(std::string_view trace_id, bool glitch, size_t
   return SampleResult::keep;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

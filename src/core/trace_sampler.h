@@ -11,7 +11,7 @@
 #include <optional>
 #include <string_view>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 struct SamplerConfig {
   uint32_t budget_spans_per_s = 200;  // bucket refill rate; the bucket holds one second of it
@@ -53,4 +53,4 @@ class TraceSampler {
   uint64_t kept_spans_ = 0, unsampled_spans_ = 0, over_budget_spans_ = 0;
 };
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

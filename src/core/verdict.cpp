@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 void ComponentProfile::add(const StageRecord& r) {
   uint64_t wall = r.wall_ns();
@@ -112,4 +112,4 @@ Verdict explain(const StageRecord& r, const ComponentProfile* normal, const Evid
   return v;
 }
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

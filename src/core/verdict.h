@@ -14,7 +14,7 @@
 
 #include "core/stage_record.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 
 // The normal shape of a (tenant, stage): mean wall time and mean fraction of it per component
 // over non-glitch stages. The mean is cumulative until `horizon` samples, then exponentially
@@ -75,4 +75,4 @@ std::string format_duration(uint64_t ns);
 // 1240 -> "1,240".
 std::string format_count(uint64_t n);
 
-}  // namespace infertrace::core
+}  // namespace tailcause::core

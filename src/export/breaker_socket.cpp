@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -96,7 +96,7 @@ void BreakerSocket::bind_socket() {
     int err = probe_socket(path_);
     if (err == 0) {
       throw BreakerSocketError(fmt::format(
-          "breaker socket {}: another process (an infertrace daemon?) already answers there; "
+          "breaker socket {}: another process (an tailcause daemon?) already answers there; "
           "stop it or set breaker.socket to another path", path_));
     }
     if (err != ECONNREFUSED) {
@@ -366,28 +366,28 @@ void BreakerSocket::collect(core::MetricSet& set) const {
     return static_cast<double>(v.load(std::memory_order_relaxed));
   };
   const char* requests_help = "Requests answered on the circuit-breaker socket, by result";
-  set.add("infertrace_breaker_socket_requests", MetricType::Counter, requests_help,
+  set.add("tailcause_breaker_socket_requests", MetricType::Counter, requests_help,
           {{"result", "ok"}}, load(requests_ok_));
-  set.add("infertrace_breaker_socket_requests", MetricType::Counter, requests_help,
+  set.add("tailcause_breaker_socket_requests", MetricType::Counter, requests_help,
           {{"result", "error"}}, load(requests_error_));
   for (size_t k = 0; k < core::kBreakerErrorKinds; k++) {
     const auto kind = static_cast<core::BreakerError>(k);
     if (kind == core::BreakerError::busy) continue;  // refusals are counted below
-    set.add("infertrace_breaker_socket_errors", MetricType::Counter,
+    set.add("tailcause_breaker_socket_errors", MetricType::Counter,
             "Requests on the circuit-breaker socket answered with an error, by kind",
             {{"kind", core::breaker_error_name(kind)}}, load(errors_[k]));
   }
-  set.add("infertrace_breaker_socket_clients_refused", MetricType::Counter,
+  set.add("tailcause_breaker_socket_clients_refused", MetricType::Counter,
           "Clients of the circuit-breaker socket refused (error busy): too many connected", {},
           load(refused_));
   static constexpr const char* kReasons[] = {"idle", "errors", "too_long", "slow_reader"};
   for (size_t r = 0; r < std::size(kReasons); r++) {
-    set.add("infertrace_breaker_socket_clients_closed", MetricType::Counter,
+    set.add("tailcause_breaker_socket_clients_closed", MetricType::Counter,
             "Clients the circuit-breaker socket closed, by reason", {{"reason", kReasons[r]}},
             load(closed_[r]));
   }
-  set.add("infertrace_breaker_socket_clients", MetricType::Gauge,
+  set.add("tailcause_breaker_socket_clients", MetricType::Gauge,
           "Clients connected to the circuit-breaker socket", {}, load(connected_));
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

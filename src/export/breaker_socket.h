@@ -1,5 +1,5 @@
 // The circuit-breaker socket: a local Unix stream socket, owner-only (0600), where agents (the
-// SDK's infertrace_sdk_breaker_state(), Python's infertrace.breaker_state()) read their
+// SDK's tailcause_sdk_breaker_state(), Python's tailcause.breaker_state()) read their
 // breaker's state to shed or slow their load. Line protocol: core/breaker_protocol.h.
 //
 // One thread polls the listening socket and at most `max_clients` clients (more are told
@@ -27,7 +27,7 @@
 #include "core/breaker_protocol.h"
 #include "core/metrics.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 struct BreakerSocketError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -63,8 +63,8 @@ class BreakerSocket {
 
   const std::string& path() const { return path_; }
 
-  // infertrace_breaker_socket_requests_total{result}, _errors_total{kind},
-  // _clients_refused_total, _clients_closed_total{reason}, infertrace_breaker_socket_clients.
+  // tailcause_breaker_socket_requests_total{result}, _errors_total{kind},
+  // _clients_refused_total, _clients_closed_total{reason}, tailcause_breaker_socket_clients.
   void collect(core::MetricSet& set) const;
 
  private:
@@ -97,4 +97,4 @@ class BreakerSocket {
   std::atomic<uint64_t> connected_{0};
 };
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

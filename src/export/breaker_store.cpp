@@ -16,13 +16,13 @@
 
 #include <fmt/format.h>
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kMagic = "infertrace-breaker-state";
+constexpr const char* kMagic = "tailcause-breaker-state";
 constexpr const char* kVersion = "v1";
 constexpr size_t kMaxFileBytes = 16 << 20;  // 4096 pairs take well under 2 MiB
 
@@ -184,4 +184,4 @@ bool load_breaker_state(core::CircuitBreaker& breaker, const std::string& path, 
   return true;
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -1,6 +1,6 @@
 // Keeps the circuit breakers over a daemon restart: a small text file, written atomically.
 //
-//   infertrace-breaker-state v1 boot_id=<boot id> monotonic_ns=<time of the save>
+//   tailcause-breaker-state v1 boot_id=<boot id> monotonic_ns=<time of the save>
 //   <core::CircuitBreaker::serialize()>
 //
 // Breaker times are CLOCK_MONOTONIC, which restarts with the kernel: a file from another boot
@@ -14,7 +14,7 @@
 
 #include "core/circuit_breaker.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 struct BreakerStoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -37,4 +37,4 @@ void save_breaker_state(const core::CircuitBreaker& breaker, const std::string& 
 bool load_breaker_state(core::CircuitBreaker& breaker, const std::string& path, uint64_t now_ns,
                         const std::string& boot_id = current_boot_id());
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 using core::MetricType;
@@ -277,4 +277,4 @@ Format negotiate(std::string_view accept) {
   return om.specificity > 0 && om.q > 0 && om_wins ? Format::OpenMetrics : Format::PrometheusText;
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -7,7 +7,7 @@
 
 #include "core/metrics.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 enum class Format { PrometheusText, OpenMetrics };
 
@@ -19,4 +19,4 @@ std::string_view content_type(Format format);
 // OpenMetrics when the Accept header asks for application/openmetrics-text, else text.
 Format negotiate(std::string_view accept_header);
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -7,7 +7,7 @@
 
 #include "core/verdict.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 // The components in core::kComponentNames order, with their journal values.
@@ -84,4 +84,4 @@ nlohmann::json glitch_rows_json(const std::vector<GlitchRow>& rows) {
   return out;
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

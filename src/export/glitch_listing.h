@@ -1,4 +1,4 @@
-// `infertrace glitches`: journal rows as a table people read (newest first, each explained by
+// `tailcause glitches`: journal rows as a table people read (newest first, each explained by
 // its verdict's evidence line) or as JSON for machines. Pure: no I/O.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "export/journal.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 // "2024-05-01T14:03:07.412+02:00" in the process's local time zone (TZ).
 std::string format_local_time(int64_t unix_ns);
@@ -22,4 +22,4 @@ std::string render_glitch_table(const std::vector<GlitchRow>& rows, const std::s
 // One object per row with every GlitchRow field; components as an object of seconds.
 nlohmann::json glitch_rows_json(const std::vector<GlitchRow>& rows);
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

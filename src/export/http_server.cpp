@@ -11,7 +11,7 @@
 
 #include "export/exposition.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 // httplib reports a failed bind without a reason; one plain bind() names it (EADDRINUSE...).
@@ -39,7 +39,7 @@ std::string bind_error(const core::ListenAddress& a) {
 }
 
 constexpr const char* kIndex =
-    "<!doctype html><title>infertrace</title><h1>infertrace</h1>"
+    "<!doctype html><title>tailcause</title><h1>tailcause</h1>"
     "<p>Kernel causes of AI-agent tail latency.</p><p><a href=\"/metrics\">/metrics</a></p>\n";
 
 }  // namespace
@@ -95,4 +95,4 @@ void HttpServer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

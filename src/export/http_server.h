@@ -14,7 +14,7 @@ namespace httplib {
 class Server;
 }
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 class HttpServer {
  public:
@@ -37,4 +37,4 @@ class HttpServer {
   int port_ = 0;
 };
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

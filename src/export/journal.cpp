@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 // Schema v1. A column per component keeps queries like "sum of runqueue by tenant" plain SQL.
@@ -301,4 +301,4 @@ int64_t Journal::live_bytes() const {
          scalar("PRAGMA page_size");
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

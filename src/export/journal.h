@@ -14,7 +14,7 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 struct JournalError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -94,4 +94,4 @@ class Journal {
   sqlite3_stmt* next_batch_ = nullptr;
 };
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -9,7 +9,7 @@
 #include "otlp/trace_service.pb.h"
 #include "core/trace_ids.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 namespace pb_common = opentelemetry::proto::common::v1;
@@ -46,24 +46,24 @@ uint64_t unix_ns(uint64_t mono_ns, int64_t offset_ns) {
 }
 
 void set_identity(Attributes* a, const core::Identity& id) {
-  set_str(a, "infertrace.tenant", id.tenant);
-  set_str(a, "infertrace.agent", id.agent);
-  set_int(a, "infertrace.request_id", static_cast<int64_t>(id.request_id));
-  set_int(a, "infertrace.pid", id.pid);
+  set_str(a, "tailcause.tenant", id.tenant);
+  set_str(a, "tailcause.agent", id.agent);
+  set_int(a, "tailcause.request_id", static_cast<int64_t>(id.request_id));
+  set_int(a, "tailcause.pid", id.pid);
 }
 
 // The glitch's attributes and an ERROR status whose message is the verdict's evidence.
 void set_glitch(pb_trace::Span* span, const core::Glitch* g) {
   auto* a = span->mutable_attributes();
-  set_bool(a, "infertrace.glitch", g != nullptr);
+  set_bool(a, "tailcause.glitch", g != nullptr);
   if (!g) return;
-  set_str(a, "infertrace.glitch.cause", g->cause);
-  set_str(a, "infertrace.glitch.reason", core::glitch_reason_name(g->check.reason));
-  set_double(a, "infertrace.glitch.slo_seconds", static_cast<double>(g->check.slo_ns) * 1e-9);
+  set_str(a, "tailcause.glitch.cause", g->cause);
+  set_str(a, "tailcause.glitch.reason", core::glitch_reason_name(g->check.reason));
+  set_double(a, "tailcause.glitch.slo_seconds", static_cast<double>(g->check.slo_ns) * 1e-9);
   if (g->check.p99_ns) {
-    set_double(a, "infertrace.glitch.p99_seconds", static_cast<double>(*g->check.p99_ns) * 1e-9);
+    set_double(a, "tailcause.glitch.p99_seconds", static_cast<double>(*g->check.p99_ns) * 1e-9);
   }
-  set_str(a, "infertrace.verdict", g->verdict.evidence);
+  set_str(a, "tailcause.verdict", g->verdict.evidence);
   span->mutable_status()->set_code(pb_trace::Status::STATUS_CODE_ERROR);
   span->mutable_status()->set_message(g->verdict.evidence);
 }
@@ -90,12 +90,12 @@ void add_request_span(const core::RequestTrace& t, const std::string& trace_id,
   set_str(a, "gen_ai.agent.name", r.id.agent);
   if (r.tokens > 0) set_int(a, "gen_ai.usage.output_tokens", static_cast<int64_t>(r.tokens));
   set_identity(a, r.id);
-  set_int(a, "infertrace.status", r.status);
-  set_bool(a, "infertrace.trace_id_from_agent", t.trace_id_from_agent);
-  set_int(a, "infertrace.glitches", static_cast<int64_t>(t.glitches.size()));
-  if (auto ttft = r.time_to_first_token()) set_double(a, "infertrace.time_to_first_token", *ttft);
+  set_int(a, "tailcause.status", r.status);
+  set_bool(a, "tailcause.trace_id_from_agent", t.trace_id_from_agent);
+  set_int(a, "tailcause.glitches", static_cast<int64_t>(t.glitches.size()));
+  if (auto ttft = r.time_to_first_token()) set_double(a, "tailcause.time_to_first_token", *ttft);
   if (r.first_token_ns) {  // without token times the per-token figure means nothing
-    if (auto tpot = r.time_per_output_token()) set_double(a, "infertrace.time_per_output_token", *tpot);
+    if (auto tpot = r.time_per_output_token()) set_double(a, "tailcause.time_per_output_token", *tpot);
   }
 
   const core::Glitch* g = request_glitch(t);
@@ -105,10 +105,10 @@ void add_request_span(const core::RequestTrace& t, const std::string& trace_id,
     auto* ev = span->add_events();
     ev->set_name("glitch");
     ev->set_time_unix_nano(unix_ns(each.end_ns, t.unix_offset_ns));
-    set_str(ev->mutable_attributes(), "infertrace.glitch.cause", each.cause);
-    set_str(ev->mutable_attributes(), "infertrace.glitch.reason",
+    set_str(ev->mutable_attributes(), "tailcause.glitch.cause", each.cause);
+    set_str(ev->mutable_attributes(), "tailcause.glitch.reason",
             core::glitch_reason_name(each.check.reason));
-    set_str(ev->mutable_attributes(), "infertrace.verdict", each.verdict.evidence);
+    set_str(ev->mutable_attributes(), "tailcause.verdict", each.verdict.evidence);
   }
   if (!g && r.status != 0) {
     span->mutable_status()->set_code(pb_trace::Status::STATUS_CODE_ERROR);
@@ -131,18 +131,18 @@ void add_stage_span(const core::RequestTrace& t, size_t index, const std::string
   auto* a = span->mutable_attributes();
   if (auto op = gen_ai_operation(s.stage)) set_str(a, "gen_ai.operation.name", *op);
   set_identity(a, s.id);
-  set_str(a, "infertrace.stage", s.stage);
-  set_int(a, "infertrace.tid", s.tid);
-  if (s.worker()) set_bool(a, "infertrace.worker", true);
-  if (s.aborted()) set_bool(a, "infertrace.aborted", true);
+  set_str(a, "tailcause.stage", s.stage);
+  set_int(a, "tailcause.tid", s.tid);
+  if (s.worker()) set_bool(a, "tailcause.worker", true);
+  if (s.aborted()) set_bool(a, "tailcause.aborted", true);
   for (size_t c = 0; c < core::kComponents; ++c) {
     if (s.component_ns[c] == 0) continue;
-    set_double(a, std::string("infertrace.component.") + core::kComponentNames[c],
+    set_double(a, std::string("tailcause.component.") + core::kComponentNames[c],
                static_cast<double>(s.component_ns[c]) * 1e-9);
   }
-  set_int(a, "infertrace.page_cache_misses", static_cast<int64_t>(s.page_cache_misses));
-  set_int(a, "infertrace.major_faults", static_cast<int64_t>(s.major_faults));
-  set_int(a, "infertrace.bytes_read", static_cast<int64_t>(s.bytes_read));
+  set_int(a, "tailcause.page_cache_misses", static_cast<int64_t>(s.page_cache_misses));
+  set_int(a, "tailcause.major_faults", static_cast<int64_t>(s.major_faults));
+  set_int(a, "tailcause.bytes_read", static_cast<int64_t>(s.bytes_read));
   set_glitch(span, t.stage_glitch(index));
 }
 
@@ -151,7 +151,7 @@ void add_stage_span(const core::RequestTrace& t, size_t index, const std::string
 OtlpResourceInfo local_resource(std::string service_name) {
   OtlpResourceInfo info;
   info.service_name = std::move(service_name);
-  info.service_version = INFERTRACE_VERSION_STRING;
+  info.service_version = TAILCAUSE_VERSION_STRING;
   std::array<char, 256> host{};
   if (gethostname(host.data(), host.size() - 1) == 0) info.host_name = host.data();
   return info;
@@ -194,7 +194,7 @@ std::string encode_traces(std::span<const core::RequestTrace> traces,
   if (!resource.service_version.empty()) set_str(res_attrs, "service.version", resource.service_version);
   if (!resource.host_name.empty()) set_str(res_attrs, "host.name", resource.host_name);
   auto* scope = rs->add_scope_spans();
-  scope->mutable_scope()->set_name("infertrace");
+  scope->mutable_scope()->set_name("tailcause");
   scope->mutable_scope()->set_version(resource.service_version);
 
   size_t bad = 0;
@@ -214,4 +214,4 @@ std::string encode_traces(std::span<const core::RequestTrace> traces,
   return req.SerializeAsString();
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

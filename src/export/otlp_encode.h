@@ -3,7 +3,7 @@
 // the agent's own span is not known) and one INTERNAL span per stage whose parent is the
 // request span. Attributes follow the OpenTelemetry GenAI conventions where one applies
 // (gen_ai.operation.name invoke_agent / embeddings / chat / execute_tool) and carry the
-// breakdown, the counters and the verdict under infertrace.*. Pure: no I/O.
+// breakdown, the counters and the verdict under tailcause.*. Pure: no I/O.
 #pragma once
 
 #include <optional>
@@ -13,11 +13,11 @@
 
 #include "core/request_trace.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 // Who sends the spans: the OTLP resource and scope.
 struct OtlpResourceInfo {
-  std::string service_name = "infertrace";
+  std::string service_name = "tailcause";
   std::string service_version;  // the scope's version too
   std::string host_name;
 };
@@ -38,4 +38,4 @@ std::string stage_span_name(std::string_view stage);
 // Lower- or upper-case hex to bytes; nullopt on an odd length or a non-hex digit.
 std::optional<std::string> hex_to_bytes(std::string_view hex);
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -11,14 +11,14 @@
 
 #include "otlp/trace_service.pb.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-// Upper bounds of infertrace_otlp_export_seconds (one POST attempt).
+// Upper bounds of tailcause_otlp_export_seconds (one POST attempt).
 constexpr std::array<double, 11> kSecondsBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                    0.5,   1,    2.5,   5,    10};
 constexpr std::array<const char*, static_cast<size_t>(DropReason::count_)> kDropNames = {
@@ -95,7 +95,7 @@ OtlpExporter::OtlpExporter(const core::OtlpSettings& settings, OtlpTuning tuning
   client_->set_keep_alive(true);
   httplib::Headers headers;
   for (const auto& [name, value] : settings_.headers) headers.emplace(name, value);
-  headers.emplace("User-Agent", std::string("infertrace/") + INFERTRACE_VERSION_STRING);
+  headers.emplace("User-Agent", std::string("tailcause/") + TAILCAUSE_VERSION_STRING);
   client_->set_default_headers(std::move(headers));
   if (settings_.batch_spans == 0) settings_.batch_spans = 1;
   worker_ = std::thread([this] { run(); });
@@ -289,19 +289,19 @@ OtlpExporter::Stats OtlpExporter::stats() const {
 void OtlpExporter::collect(core::MetricSet& out) const {
   const Stats s = stats();
   using core::MetricType;
-  out.add("infertrace_otlp_spans_exported", MetricType::Counter,
+  out.add("tailcause_otlp_spans_exported", MetricType::Counter,
           "Spans the OTLP collector accepted.", {}, static_cast<double>(s.exported));
   for (const auto& [reason, n] : s.dropped) {
     if (reason == "invalid" && n == 0) continue;  // a bug elsewhere if ever non-zero
-    out.add("infertrace_otlp_spans_dropped", MetricType::Counter,
+    out.add("tailcause_otlp_spans_dropped", MetricType::Counter,
             "Spans not exported, by reason: queue_full, budget (over otlp.budget_spans_per_s), "
             "rejected (by the collector), shutdown, retries_exhausted.",
             {{"reason", reason}}, static_cast<double>(n));
   }
-  out.add("infertrace_otlp_spans_unsampled", MetricType::Counter,
+  out.add("tailcause_otlp_spans_unsampled", MetricType::Counter,
           "Spans of normal requests left out by otlp.sample_normal (by design, not a loss).", {},
           static_cast<double>(s.unsampled));
-  auto& errors = out.family("infertrace_otlp_export_errors", MetricType::Counter,
+  auto& errors = out.family("tailcause_otlp_export_errors", MetricType::Counter,
                             "Failed OTLP export attempts, by kind: connection or http_<status>.");
   for (const auto& [kind, n] : s.errors) {
     core::Sample sample;
@@ -309,7 +309,7 @@ void OtlpExporter::collect(core::MetricSet& out) const {
     sample.value = static_cast<double>(n);
     errors.samples.push_back(std::move(sample));
   }
-  out.add("infertrace_otlp_queue_spans", MetricType::Gauge,
+  out.add("tailcause_otlp_queue_spans", MetricType::Gauge,
           "Spans waiting to be exported (queued and in flight).", {},
           static_cast<double>(s.queued_spans + s.in_flight_spans));
 
@@ -324,8 +324,8 @@ void OtlpExporter::collect(core::MetricSet& out) const {
     h.count = cumulative + seconds_buckets_.back();
     h.sum = seconds_sum_;
   }
-  out.add_histogram("infertrace_otlp_export_seconds", "Duration of OTLP export attempts (POSTs).",
+  out.add_histogram("tailcause_otlp_export_seconds", "Duration of OTLP export attempts (POSTs).",
                     {}, std::move(h));
 }
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

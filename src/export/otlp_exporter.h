@@ -31,7 +31,7 @@ namespace httplib {
 class ClientImpl;
 }
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 
 struct OtlpError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -68,7 +68,7 @@ class OtlpExporter {
   // drops the rest (reason shutdown) and joins the worker. Idempotent.
   void stop();
 
-  // infertrace_otlp_spans_exported_total, _spans_dropped_total{reason},
+  // tailcause_otlp_spans_exported_total, _spans_dropped_total{reason},
   // _spans_unsampled_total, _export_errors_total{kind}, _queue_spans, _export_seconds.
   void collect(core::MetricSet& out) const;
 
@@ -121,4 +121,4 @@ class OtlpExporter {
 std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
                                                            std::chrono::system_clock::time_point now);
 
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

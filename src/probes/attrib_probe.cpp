@@ -22,7 +22,7 @@
 #include "probes/cgroup_names.h"
 #include "attrib.skel.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -92,9 +92,9 @@ void AttribProbe::start(const ProbeContext& ctx) {
                              nullptr);
     if (!ring_) check(errno ? -errno : -ENOMEM, kFamily, "open ring buffer");
     if (!only_binary_.empty()) {
-      MappedBinary b{{}, only_binary_, infertrace_probes_in(only_binary_), {}};
+      MappedBinary b{{}, only_binary_, tailcause_probes_in(only_binary_), {}};
       if (b.probes.empty()) {
-        throw ProbeError("attrib: " + only_binary_ + " carries no infertrace USDT probes");
+        throw ProbeError("attrib: " + only_binary_ + " carries no tailcause USDT probes");
       }
       attach_all_probes(b, only_pid_ ? only_pid_ : -1);
       if (attached_.empty()) throw ProbeError("attrib: cannot attach to " + only_binary_);
@@ -103,7 +103,7 @@ void AttribProbe::start(const ProbeContext& ctx) {
     }
     rescan_recipes();
     last_gc_ = Clock::now();
-    spdlog::info("attrib: attached ({} binar{} with infertrace probes{})", attached_.size(),
+    spdlog::info("attrib: attached ({} binar{} with tailcause probes{})", attached_.size(),
                  attached_.size() == 1 ? "y" : "ies",
                  only_pid_ ? fmt::format(", process {} only", only_pid_) : std::string());
   } catch (...) {
@@ -320,7 +320,7 @@ void AttribProbe::sync_attachments(const std::map<BinaryId, MappedBinary>& found
   for (const auto& id : gone) release(id);
 }
 
-// Attaches every infertrace probe the binary carries. pid -1: all processes that map it
+// Attaches every tailcause probe the binary carries. pid -1: all processes that map it
 // (the kernel keeps each process's semaphore up to date, also in processes started later).
 void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
   Attachment a{binary.path, {}};
@@ -419,7 +419,7 @@ void AttribProbe::collect(core::MetricSet& out) {
   const int layer_fd = bpf_map__fd(skel_->maps.attrib_layers);
   for (const auto& key : map_keys<attrib_layer_key>(layer_fd, ATTRIB_MAX_LAYERS)) {
     core::LayerTotals& t = layers[{key.layer, key.batch_size}];
-    for (const auto& h : percpu_values<infertrace_log2_hist>(layer_fd, &key)) {
+    for (const auto& h : percpu_values<tailcause_log2_hist>(layer_fd, &key)) {
       for (size_t i = 0; i < t.slots.size(); ++i) t.slots[i] += h.slots[i];
       t.sum_ns += h.sum;
     }
@@ -427,22 +427,22 @@ void AttribProbe::collect(core::MetricSet& out) {
   aggregator_->set_layers(layers);
   aggregator_->collect(out);
 
-  out.add("infertrace_events_lost", core::MetricType::Counter,
+  out.add("tailcause_events_lost", core::MetricType::Counter,
           "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
           static_cast<double>(events_lost()));
-  out.add("infertrace_attrib_missed_switches", core::MetricType::Counter,
+  out.add("tailcause_attrib_missed_switches", core::MetricType::Counter,
           "Context switches of stage threads the kernel did not report to the attribution "
           "probes (recovered from the scheduler's own records)",
           {}, static_cast<double>(missed_switches()));
   for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
     const core::Recipe& r = recipes_.recipes()[i];
-    out.add("infertrace_recipe_calls", core::MetricType::Counter,
+    out.add("tailcause_recipe_calls", core::MetricType::Counter,
             "Calls of the symbols uprobe recipes name (all threads, nested calls included)",
             {{"library", r.library}, {"symbol", r.symbol}},
             static_cast<double>(recipe_calls(i)));
   }
-  out.add("infertrace_usdt_attached_binaries", core::MetricType::Gauge,
-          "Executables and libraries whose infertrace USDT probes are attached", {},
+  out.add("tailcause_usdt_attached_binaries", core::MetricType::Gauge,
+          "Executables and libraries whose tailcause USDT probes are attached", {},
           static_cast<double>(attached_.size()));
 }
 
@@ -462,4 +462,4 @@ uint64_t AttribProbe::folded_label_values() const {
 
 std::unique_ptr<ProbeFamily> make_attrib_probe() { return std::make_unique<AttribProbe>(); }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

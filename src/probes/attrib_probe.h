@@ -24,7 +24,7 @@ struct attrib_bpf;
 struct bpf_link;
 struct ring_buffer;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 class AttribProbe final : public ProbeFamily {
  public:
@@ -109,4 +109,4 @@ class AttribProbe final : public ProbeFamily {
 
 std::unique_ptr<ProbeFamily> make_attrib_probe();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

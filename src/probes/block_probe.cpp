@@ -19,7 +19,7 @@
 #include "bpf/block.h"
 #include "block.skel.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 using core::MetricType;
@@ -28,12 +28,12 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kFamily = "block";
 constexpr size_t kMaxKeys = 1024;  // max_entries of block_io
 constexpr auto kGcInterval = std::chrono::seconds(60);
-constexpr const char* kOps[INFERTRACE_BLOCK_OPS] = {"read", "write", "flush", "discard", "other"};
+constexpr const char* kOps[TAILCAUSE_BLOCK_OPS] = {"read", "write", "flush", "discard", "other"};
 
 static_assert(sizeof(block_value) % 8 == 0, "per-CPU values are read as 8-byte aligned copies");
 
 struct OpIo {
-  std::array<uint64_t, INFERTRACE_LOG2_SLOTS> slots{};
+  std::array<uint64_t, TAILCAUSE_LOG2_SLOTS> slots{};
   uint64_t sum_ns = 0;
   uint64_t bytes = 0;
   bool seen = false;  // the kernel has an entry for this op: export it, even at zero
@@ -41,7 +41,7 @@ struct OpIo {
 
 // One disk's totals over all CPUs, foldable into "__other__".
 struct DeviceIo {
-  std::array<OpIo, INFERTRACE_BLOCK_OPS> ops{};
+  std::array<OpIo, TAILCAUSE_BLOCK_OPS> ops{};
   DeviceIo& operator+=(const DeviceIo& o) {
     for (size_t i = 0; i < ops.size(); ++i) {
       core::add_slots(ops[i].slots, o.ops[i].slots);
@@ -142,7 +142,7 @@ void BlockProbe::collect(core::MetricSet& out) {
   std::map<std::string, DeviceIo> current;
   std::vector<block_value> values(possible_cpus());
   for (const block_key& key : map_keys<block_key>(fd, kMaxKeys)) {
-    if (key.op >= INFERTRACE_BLOCK_OPS) continue;
+    if (key.op >= TAILCAUSE_BLOCK_OPS) continue;
     if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
     OpIo& op = current[device_label({key.major, key.minor})].ops[key.op];
     op.seen = true;
@@ -153,14 +153,14 @@ void BlockProbe::collect(core::MetricSet& out) {
     }
   }
   for (const auto& [device, io] : series_->devices.fold(current)) {
-    for (int i = 0; i < INFERTRACE_BLOCK_OPS; ++i) {
+    for (int i = 0; i < TAILCAUSE_BLOCK_OPS; ++i) {
       const OpIo& op = io.ops[i];
       if (!op.seen) continue;
       const core::Labels labels{{"device", device}, {"op", kOps[i]}};
-      out.add_histogram("infertrace_block_io_latency_seconds",
+      out.add_histogram("tailcause_block_io_latency_seconds",
                         "Block request latency from issue to the driver until completion",
                         labels, core::log2_to_buckets(op.slots, op.sum_ns, 1e-9, 9, 34));
-      out.add("infertrace_block_io_bytes", MetricType::Counter,
+      out.add("tailcause_block_io_bytes", MetricType::Counter,
               "Bytes transferred by completed block requests", labels,
               static_cast<double>(op.bytes), "bytes");
     }
@@ -186,4 +186,4 @@ void BlockProbe::forget_removed_devices() {
 
 std::unique_ptr<ProbeFamily> make_block_probe() { return std::make_unique<BlockProbe>(); }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -14,7 +14,7 @@
 
 struct block_bpf;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 // The kernel name of the disk major:minor from /sys/dev/block/MAJ:MIN/uevent (DEVNAME), or
 // empty when the device is unknown.
@@ -47,4 +47,4 @@ class BlockProbe final : public ProbeFamily {
 
 std::unique_ptr<ProbeFamily> make_block_probe();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -7,7 +7,7 @@
 #include <deque>
 #include <mutex>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 std::mutex log_mu;
@@ -85,7 +85,7 @@ uint64_t percpu_sum(int fd, uint32_t key) {
 }
 
 void add_events_lost(core::MetricSet& out, const char* source, uint64_t lost) {
-  out.add("infertrace_events_lost", core::MetricType::Counter,
+  out.add("tailcause_events_lost", core::MetricType::Counter,
           "Events dropped because a BPF map or ring buffer was full", {{"source", source}},
           static_cast<double>(lost));
 }
@@ -100,4 +100,4 @@ std::vector<const bpf_program*> loaded_programs(const bpf_object* obj) {
   return out;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -13,7 +13,7 @@
 #include "probes/features.h"
 #include "probes/probe_family.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 // Routes libbpf's own messages to the log (debug level) and keeps the last ones, so a load
 // failure can say what the verifier said. Idempotent.
@@ -59,10 +59,10 @@ std::vector<V> percpu_values(int fd, const void* key) {
 // Sum over CPUs of a per-CPU __u64 counter (e.g. a family's lost-events slot).
 uint64_t percpu_sum(int fd, uint32_t key);
 
-// Appends infertrace_events_lost_total{source} (map full, ring buffer full).
+// Appends tailcause_events_lost_total{source} (map full, ring buffer full).
 void add_events_lost(core::MetricSet& out, const char* source, uint64_t lost);
 
 // The programs of an object that are loaded (autoload on), for the run-time self-metrics.
 std::vector<const bpf_program*> loaded_programs(const bpf_object* obj);
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

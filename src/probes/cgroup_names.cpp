@@ -11,7 +11,7 @@
 
 namespace fs = std::filesystem;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 bool is_cgroup2(const std::string& path) {
@@ -133,4 +133,4 @@ std::string CgroupNames::directory(const std::string& name) const {
   return name == "/" ? layout_.root : layout_.root + name;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

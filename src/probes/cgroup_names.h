@@ -14,7 +14,7 @@
 
 #include "core/config.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 struct CgroupLayout {
   // v1: the v1 cpu controller's hierarchy (hybrid hosts); v2: the unified hierarchy.
@@ -51,4 +51,4 @@ class CgroupNames {
   std::chrono::steady_clock::time_point last_scan_{};
 };
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -7,7 +7,7 @@
 #include "probes/tcp_probe.h"
 #include "probes/throttle_probe.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 // Settings every family depends on: label budget, cgroup layout, BTF.
@@ -47,4 +47,4 @@ const std::vector<FamilyEntry>& known_families() {
   return families;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -1,4 +1,4 @@
-// The node-level probe families infertrace knows, and which part of the configuration each
+// The node-level probe families tailcause knows, and which part of the configuration each
 // one depends on (so a reload restarts only the families whose settings changed).
 #pragma once
 
@@ -8,7 +8,7 @@
 #include "core/config.h"
 #include "probes/probe_family.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 struct FamilyEntry {
   const char* name;
@@ -20,4 +20,4 @@ struct FamilyEntry {
 
 const std::vector<FamilyEntry>& known_families();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

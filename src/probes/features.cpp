@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 constexpr const char* kKernelBtf = "/sys/kernel/btf/vmlinux";
@@ -196,4 +196,4 @@ Features probe_features(const std::string& btf_path) {
   return out;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 struct Feature {
   std::string name;
@@ -24,10 +24,10 @@ struct Features {
   bool runqueues_ksym = false;  // per-CPU `runqueues` in BTF (run-queue length)
   bool kprobes = false;         // optional paths only
   bool fentry = false;          // optional paths only
-  std::vector<Feature> list;    // everything above, for `infertrace probes`
+  std::vector<Feature> list;    // everything above, for `tailcause probes`
 };
 
 // `btf_path` empty means the running kernel's /sys/kernel/btf/vmlinux.
 Features probe_features(const std::string& btf_path);
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -21,7 +21,7 @@
 #include "bpf/memory.h"
 #include "memory.skel.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 using core::MetricType;
@@ -111,7 +111,7 @@ void MemoryProbe::start(const ProbeContext& ctx) {
 
     const size_t per_entry = sizeof(memory_value) * static_cast<size_t>(possible_cpus());
     max_processes_ = static_cast<uint32_t>(std::clamp<size_t>(
-        kMapBudgetBytes / per_entry, kMinProcesses, INFERTRACE_MEMORY_MAX_PROCESSES));
+        kMapBudgetBytes / per_entry, kMinProcesses, TAILCAUSE_MEMORY_MAX_PROCESSES));
     check(bpf_map__set_max_entries(skel_->maps.process_memory, max_processes_), kFamily,
           "size process_memory map");
 
@@ -277,11 +277,11 @@ void MemoryProbe::collect(core::MetricSet& out) {
   }
   const bool faults = counts_major_faults();
   for (const auto& [cgroup, c] : series_->cgroups.fold(by_cgroup)) {
-    out.add("infertrace_page_cache_misses", MetricType::Counter,
+    out.add("tailcause_page_cache_misses", MetricType::Counter,
             "Pages the page cache had to add for reads and page faults, per cgroup",
             {{"cgroup", cgroup}}, static_cast<double>(c.page_cache_misses));
     if (faults) {
-      out.add("infertrace_major_faults", MetricType::Counter,
+      out.add("tailcause_major_faults", MetricType::Counter,
               "Page faults that waited for I/O, per cgroup", {{"cgroup", cgroup}},
               static_cast<double>(c.major_faults));
     }
@@ -290,11 +290,11 @@ void MemoryProbe::collect(core::MetricSet& out) {
     const auto it = labels.find(pk);
     const core::Labels l{{"cgroup", it != labels.end() ? it->second.first : core::kOtherLabel},
                          {"process", it != labels.end() ? it->second.second : core::kOtherLabel}};
-    out.add("infertrace_process_page_cache_misses", MetricType::Counter,
+    out.add("tailcause_process_page_cache_misses", MetricType::Counter,
             "Pages the page cache had to add for reads and page faults, per process name",
             l, static_cast<double>(c.page_cache_misses));
     if (faults) {
-      out.add("infertrace_process_major_faults", MetricType::Counter,
+      out.add("tailcause_process_major_faults", MetricType::Counter,
               "Page faults that waited for I/O, per process name", l,
               static_cast<double>(c.major_faults));
     }
@@ -355,4 +355,4 @@ void MemoryProbe::forget_removed_cgroups() {
 
 std::unique_ptr<ProbeFamily> make_memory_probe() { return std::make_unique<MemoryProbe>(); }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

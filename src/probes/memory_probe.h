@@ -17,7 +17,7 @@
 struct memory_bpf;
 struct bpf_link;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 struct MemoryCounts {
   uint64_t page_cache_misses = 0;
@@ -77,4 +77,4 @@ class MemoryProbe final : public ProbeFamily {
 
 std::unique_ptr<ProbeFamily> make_memory_probe();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 #ifndef CAP_PERFMON
@@ -32,4 +32,4 @@ std::vector<std::string> missing_capabilities() {
   return missing;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

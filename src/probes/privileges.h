@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 // Names of missing capabilities ("CAP_BPF", "CAP_PERFMON"), empty when all are present.
 // CAP_SYS_ADMIN stands in for both, as it does on kernels before 5.8.
 std::vector<std::string> missing_capabilities();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -18,7 +18,7 @@
 
 struct bpf_program;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 class ProbeError : public std::runtime_error {
  public:
@@ -73,4 +73,4 @@ class ProbeFamily {
   virtual uint64_t folded_label_values() const { return 0; }
 };
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

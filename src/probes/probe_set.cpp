@@ -14,7 +14,7 @@
 
 #include "probes/families.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 using core::MetricType;
 
@@ -181,7 +181,7 @@ void ProbeSet::collect(core::MetricSet& out) {
     if (r.family) r.family->collect(out);
   }
   for (const auto& r : families_) {
-    out.add("infertrace_probe_attached", MetricType::Gauge,
+    out.add("tailcause_probe_attached", MetricType::Gauge,
             "Whether a probe family is loaded and attached (1) or not (0).",
             {{"probe", r.status.name}}, r.status.attached ? 1 : 0);
   }
@@ -195,10 +195,10 @@ void ProbeSet::collect(core::MetricSet& out) {
       __u32 len = sizeof info;
       if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.run_cnt == 0) continue;
       const core::Labels labels{{"probe", r.status.name}, {"program", bpf_program__name(prog)}};
-      out.add("infertrace_bpf_program_run_seconds", MetricType::Counter,
+      out.add("tailcause_bpf_program_run_seconds", MetricType::Counter,
               "Time the kernel spent running a BPF program (needs bpf_stats).", labels,
               static_cast<double>(info.run_time_ns) * 1e-9, "seconds");
-      out.add("infertrace_bpf_program_runs", MetricType::Counter,
+      out.add("tailcause_bpf_program_runs", MetricType::Counter,
               "Times the kernel ran a BPF program (needs bpf_stats).", labels,
               static_cast<double>(info.run_cnt));
     }
@@ -207,7 +207,7 @@ void ProbeSet::collect(core::MetricSet& out) {
   for (const auto& r : families_) {
     if (r.family) folded += r.family->folded_label_values();
   }
-  out.add("infertrace_label_values_folded", MetricType::Gauge,
+  out.add("tailcause_label_values_folded", MetricType::Gauge,
           "Distinct label values folded into __other__ by the top-K cardinality bound.", {},
           static_cast<double>(folded));
   static const std::string kernel = [] {
@@ -215,8 +215,8 @@ void ProbeSet::collect(core::MetricSet& out) {
     uname(&u);
     return std::string(u.release);
   }();
-  out.add("infertrace_build_info", MetricType::Gauge, "Build and host information.",
-          {{"version", INFERTRACE_VERSION_STRING},
+  out.add("tailcause_build_info", MetricType::Gauge, "Build and host information.",
+          {{"version", TAILCAUSE_VERSION_STRING},
            {"libbpf", fmt::format("{}.{}", libbpf_major_version(), libbpf_minor_version())},
            {"kernel", kernel},
            {"cgroup", layout_.version == CgroupLayout::Version::V1 ? "v1" : "v2"},
@@ -231,4 +231,4 @@ std::vector<FamilyStatus> ProbeSet::status() const {
   return out;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -17,7 +17,7 @@
 #include "probes/features.h"
 #include "probes/probe_family.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 struct FamilyStatus {
   std::string name;
@@ -33,7 +33,7 @@ class ProbeSet {
   ~ProbeSet();
 
   // Starts, restarts or stops families to match `config`. Never throws for a family that
-  // fails: it is reported in status() and as infertrace_probe_attached 0.
+  // fails: it is reported in status() and as tailcause_probe_attached 0.
   void apply(const core::Config& config);
   void stop_all();
 
@@ -78,4 +78,4 @@ class ProbeSet {
   std::chrono::steady_clock::time_point last_tick_{};
 };
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 std::vector<pid_t> process_ids(pid_t only_pid) {
@@ -166,4 +166,4 @@ bool RecipeAttacher::attached(const std::string& path, const std::string& symbol
   return false;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

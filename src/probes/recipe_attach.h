@@ -19,7 +19,7 @@
 struct bpf_link;
 struct bpf_program;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 // Does `library` (a recipe's path or file-name glob) name the file at `path`?
 bool recipe_matches(const std::string& library, const std::string& path);
@@ -64,4 +64,4 @@ class RecipeAttacher {
   std::set<std::string> reported_;
 };
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -16,7 +16,7 @@
 struct sched_bpf;
 struct bpf_link;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 class SchedProbe final : public ProbeFamily {
  public:
@@ -79,4 +79,4 @@ class SchedProbe final : public ProbeFamily {
 
 std::unique_ptr<ProbeFamily> make_sched_probe();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

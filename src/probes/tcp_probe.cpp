@@ -19,7 +19,7 @@
 #include "bpf/tcp.h"
 #include "tcp.skel.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 using core::MetricType;
@@ -31,14 +31,14 @@ constexpr int kAfInet = 2, kAfInet6 = 10;  // the kernel's family numbers in the
 constexpr size_t kDurationFirst = 5, kDurationLast = 34;  // 64 us .. ~9.5 h
 constexpr size_t kRttFirst = 1, kRttLast = 22;            // 4 us .. ~8.4 s
 
-static_assert(sizeof(infertrace_tcp_event) == 72, "the record layout is shared with BPF");
+static_assert(sizeof(tailcause_tcp_event) == 72, "the record layout is shared with BPF");
 
-using Slots = std::array<uint64_t, INFERTRACE_LOG2_SLOTS>;
+using Slots = std::array<uint64_t, TAILCAUSE_LOG2_SLOTS>;
 
 // The same slot as log2_slot() in bpf/common.bpf.h.
 size_t log2_slot(uint64_t v) {
   const size_t s = v <= 1 ? 0 : static_cast<size_t>(std::bit_width(v) - 1);
-  return std::min<size_t>(s, INFERTRACE_LOG2_SLOTS - 1);
+  return std::min<size_t>(s, TAILCAUSE_LOG2_SLOTS - 1);
 }
 
 struct Log2Hist {
@@ -131,31 +131,31 @@ void TcpProbe::consume() {
 void TcpProbe::tick(const ProbeContext&) { consume(); }
 
 int TcpProbe::on_record(void* self, void* data, size_t size) {
-  if (size < sizeof(infertrace_tcp_event)) return 0;
-  infertrace_tcp_event e;
+  if (size < sizeof(tailcause_tcp_event)) return 0;
+  tailcause_tcp_event e;
   std::memcpy(&e, data, sizeof e);
   static_cast<TcpProbe*>(self)->handle(e);
   return 0;
 }
 
-void TcpProbe::handle(const infertrace_tcp_event& e) {
+void TcpProbe::handle(const tailcause_tcp_event& e) {
   if (e.family != kAfInet && e.family != kAfInet6) return;
-  const auto direction = e.direction == INFERTRACE_TCP_ACTIVE ? core::TcpDirection::Active
+  const auto direction = e.direction == TAILCAUSE_TCP_ACTIVE ? core::TcpDirection::Active
                                                               : core::TcpDirection::Passive;
   PairTotals& t =
       pairs_->at(core::service_pair(direction, address(e.family, e.local_addr), e.local_port,
                                     address(e.family, e.remote_addr), e.remote_port));
   switch (e.kind) {
-    case INFERTRACE_TCP_EV_CLOSE:
+    case TAILCAUSE_TCP_EV_CLOSE:
       t.duration_us.observe(e.lifetime_ns / 1000);
       t.sent_bytes += e.bytes_sent;
       t.received_bytes += e.bytes_received;
       if (e.srtt_us) t.rtt_us.observe(e.srtt_us);
       break;
-    case INFERTRACE_TCP_EV_RTT:
+    case TAILCAUSE_TCP_EV_RTT:
       t.rtt_us.observe(e.srtt_us);
       break;
-    case INFERTRACE_TCP_EV_RETRANS:
+    case TAILCAUSE_TCP_EV_RETRANS:
       t.retransmits += e.count;
       break;
     default:
@@ -168,29 +168,29 @@ void TcpProbe::collect(core::MetricSet& out) {
   consume();
   for (const auto& [pair, t] : pairs_->totals) {
     const core::Labels labels = {{"local", pair.local}, {"remote", pair.remote}};
-    out.add_histogram("infertrace_tcp_connection_duration_seconds",
+    out.add_histogram("tailcause_tcp_connection_duration_seconds",
                       "Lifetime of closed TCP connections, from connect or accept to close",
                       labels,
                       core::log2_to_buckets(t.duration_us.slots, t.duration_us.sum, 1e-6,
                                             kDurationFirst, kDurationLast));
-    out.add_histogram("infertrace_tcp_rtt_seconds",
+    out.add_histogram("tailcause_tcp_rtt_seconds",
                       "Smoothed TCP round-trip time: one sample per closed connection plus "
                       "samples of received traffic",
                       labels,
                       core::log2_to_buckets(t.rtt_us.slots, t.rtt_us.sum, 1e-6, kRttFirst,
                                             kRttLast));
-    out.add("infertrace_tcp_sent_bytes", MetricType::Counter,
+    out.add("tailcause_tcp_sent_bytes", MetricType::Counter,
             "Payload bytes sent and acknowledged on closed TCP connections", labels,
             static_cast<double>(t.sent_bytes), "bytes");
-    out.add("infertrace_tcp_received_bytes", MetricType::Counter,
+    out.add("tailcause_tcp_received_bytes", MetricType::Counter,
             "Payload bytes received on closed TCP connections", labels,
             static_cast<double>(t.received_bytes), "bytes");
-    out.add("infertrace_tcp_retransmits", MetricType::Counter, "TCP segments retransmitted",
+    out.add("tailcause_tcp_retransmits", MetricType::Counter, "TCP segments retransmitted",
             labels, static_cast<double>(t.retransmits));
   }
 
   uint64_t lost = 0;
-  for (uint32_t reason = 0; reason < INFERTRACE_TCP_LOST_REASONS; ++reason) {
+  for (uint32_t reason = 0; reason < TAILCAUSE_TCP_LOST_REASONS; ++reason) {
     lost += percpu_sum(bpf_map__fd(skel_->maps.tcp_lost), reason);
   }
   add_events_lost(out, kFamily, lost);
@@ -204,4 +204,4 @@ uint64_t TcpProbe::folded_label_values() const { return pairs_ ? pairs_->budget.
 
 std::unique_ptr<ProbeFamily> make_tcp_probe() { return std::make_unique<TcpProbe>(); }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -12,9 +12,9 @@
 
 struct tcp_bpf;
 struct ring_buffer;
-struct infertrace_tcp_event;
+struct tailcause_tcp_event;
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 class TcpProbe final : public ProbeFamily {
  public:
@@ -38,7 +38,7 @@ class TcpProbe final : public ProbeFamily {
   struct Pairs;  // label budget and per-pair totals, reset on each start()
 
   static int on_record(void* self, void* data, size_t size);
-  void handle(const infertrace_tcp_event& e);
+  void handle(const tailcause_tcp_event& e);
 
   tcp_bpf* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
@@ -47,4 +47,4 @@ class TcpProbe final : public ProbeFamily {
 
 std::unique_ptr<ProbeFamily> make_tcp_probe();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

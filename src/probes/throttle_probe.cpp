@@ -10,19 +10,19 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 constexpr double kNsPerSecond = 1e9;
 constexpr double kUsPerSecond = 1e6;
 
 // Counter families are named without `_total`; the renderers add it.
-constexpr const char* kThrottledSeconds = "infertrace_cpu_throttled_seconds";
-constexpr const char* kThrottledPeriods = "infertrace_cpu_throttled_periods";
-constexpr const char* kPeriods = "infertrace_cpu_periods";
-constexpr const char* kQuota = "infertrace_cpu_quota_seconds";
-constexpr const char* kPeriod = "infertrace_cpu_period_seconds";
-constexpr const char* kWeight = "infertrace_cpu_weight";
+constexpr const char* kThrottledSeconds = "tailcause_cpu_throttled_seconds";
+constexpr const char* kThrottledPeriods = "tailcause_cpu_throttled_periods";
+constexpr const char* kPeriods = "tailcause_cpu_periods";
+constexpr const char* kQuota = "tailcause_cpu_quota_seconds";
+constexpr const char* kPeriod = "tailcause_cpu_period_seconds";
+constexpr const char* kWeight = "tailcause_cpu_weight";
 
 // A cgroup file's whole content; nullopt when it is absent (controller off, cgroup removed).
 std::optional<std::string> read_small_file(const std::string& path) {
@@ -238,4 +238,4 @@ void ThrottleProbe::collect(core::MetricSet& out) {
 
 std::unique_ptr<ProbeFamily> make_throttle_probe() { return std::make_unique<ThrottleProbe>(); }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

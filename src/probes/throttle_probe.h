@@ -4,11 +4,11 @@
 //
 // Series (cgroup = CgroupNames name, top-K by throttled time, the rest folded into
 // "__other__"; counters stay monotonic when cgroups vanish or are re-created):
-//   infertrace_cpu_throttled_seconds_total, infertrace_cpu_throttled_periods_total,
-//   infertrace_cpu_periods_total    cgroups whose cpu.stat carries bandwidth data
-//   infertrace_cpu_quota_seconds    CPU time allowed per period; absent when unlimited
-//   infertrace_cpu_period_seconds   the enforcement period
-//   infertrace_cpu_weight           cpu.weight, or v1 cpu.shares on the v2 scale
+//   tailcause_cpu_throttled_seconds_total, tailcause_cpu_throttled_periods_total,
+//   tailcause_cpu_periods_total    cgroups whose cpu.stat carries bandwidth data
+//   tailcause_cpu_quota_seconds    CPU time allowed per period; absent when unlimited
+//   tailcause_cpu_period_seconds   the enforcement period
+//   tailcause_cpu_weight           cpu.weight, or v1 cpu.shares on the v2 scale
 // Also sets NodeSignals::cgroup_throttling on every read: whether any cgroup's nr_throttled
 // grew since the previous read.
 #pragma once
@@ -26,7 +26,7 @@
 #include "core/label_budget.h"
 #include "probes/probe_family.h"
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 class ThrottleProbe : public ProbeFamily {
  public:
@@ -70,4 +70,4 @@ class ThrottleProbe : public ProbeFamily {
 
 std::unique_ptr<ProbeFamily> make_throttle_probe();
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

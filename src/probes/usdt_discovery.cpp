@@ -14,7 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 namespace {
 
 constexpr uint32_t kNtStapsdt = 3;  // note type of SystemTap SDT notes
@@ -69,7 +69,7 @@ std::vector<pid_t> all_pids() {
   return pids;
 }
 
-std::set<std::string> infertrace_probes_in(const std::string& path) {
+std::set<std::string> tailcause_probes_in(const std::string& path) {
   std::set<std::string> probes;
   ElfFile f(path);
   if (!f.elf || elf_kind(f.elf) != ELF_K_ELF) return probes;
@@ -130,9 +130,9 @@ const UsdtDiscovery::Cached* UsdtDiscovery::examine(pid_t pid, const MapsEntry& 
     }
     return &it->second;
   }
-  Cached c{mtime_ns(st), path, infertrace_probes_in(path)};
+  Cached c{mtime_ns(st), path, tailcause_probes_in(path)};
   if (!c.probes.empty()) {
-    spdlog::debug("attrib: {} carries {} infertrace probe(s)", path, c.probes.size());
+    spdlog::debug("attrib: {} carries {} tailcause probe(s)", path, c.probes.size());
   }
   return &(cache_[entry.id] = std::move(c));
 }
@@ -172,4 +172,4 @@ std::map<BinaryId, MappedBinary> UsdtDiscovery::scan_all() {
   return found;
 }
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

@@ -1,5 +1,5 @@
-// Finds the executables and shared libraries that carry infertrace USDT probes: the ELF note
-// section .note.stapsdt with provider "infertrace", in the files running processes map.
+// Finds the executables and shared libraries that carry tailcause USDT probes: the ELF note
+// section .note.stapsdt with provider "tailcause", in the files running processes map.
 // Results per file are cached by (device, inode, mtime), so rescanning /proc is cheap.
 #pragma once
 
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-namespace infertrace::probes {
+namespace tailcause::probes {
 
 // Every process id under /proc (processes come and go while it is read: callers cope).
 std::vector<pid_t> all_pids();
 
-inline constexpr const char* kUsdtProvider = "infertrace";
+inline constexpr const char* kUsdtProvider = "tailcause";
 
 // A file as the kernel knows it (from /proc/<pid>/maps).
 struct BinaryId {
@@ -30,13 +30,13 @@ struct BinaryId {
 struct MappedBinary {
   BinaryId id;
   std::string path;  // a path to the same file from the daemon's mount namespace
-  std::set<std::string> probes;  // infertrace probe names it carries
+  std::set<std::string> probes;  // tailcause probe names it carries
   std::set<pid_t> pids;          // processes mapping it (in this scan)
 };
 
-// The infertrace probe names in an ELF file's .note.stapsdt; empty when it has none, is not
+// The tailcause probe names in an ELF file's .note.stapsdt; empty when it has none, is not
 // ELF, or cannot be read.
-std::set<std::string> infertrace_probes_in(const std::string& path);
+std::set<std::string> tailcause_probes_in(const std::string& path);
 
 // One line of /proc/<pid>/maps that maps a file executable: its id and path.
 struct MapsEntry {
@@ -47,7 +47,7 @@ std::optional<MapsEntry> parse_maps_line(const std::string& line);
 
 class UsdtDiscovery {
  public:
-  // Binaries with infertrace probes that `pid` maps (empty if it exited).
+  // Binaries with tailcause probes that `pid` maps (empty if it exited).
   std::vector<MappedBinary> scan_process(pid_t pid);
   // The same for every process.
   std::map<BinaryId, MappedBinary> scan_all();
@@ -67,4 +67,4 @@ class UsdtDiscovery {
   std::map<BinaryId, Cached> cache_;
 };
 
-}  // namespace infertrace::probes
+}  // namespace tailcause::probes

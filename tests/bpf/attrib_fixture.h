@@ -27,13 +27,13 @@
 #include "probes/attrib_probe.h"
 #include "support.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 
 using namespace std::chrono_literals;
 using core::Component;
 using core::StageRecord;
 
-inline const std::string kTarget = std::string(INFERTRACE_BUILD_DIR) + "/testprogs/attrib_target";
+inline const std::string kTarget = std::string(TAILCAUSE_BUILD_DIR) + "/testprogs/attrib_target";
 
 inline double seconds(uint64_t ns) { return ns * 1e-9; }
 
@@ -189,4 +189,4 @@ class AttribTest : public ::testing::Test {
   std::set<uint32_t> targets;  // pids of the target processes this test started
 };
 
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

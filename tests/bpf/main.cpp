@@ -25,7 +25,7 @@ class SkipIsFailureAsRoot : public ::testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  infertrace::probes::install_libbpf_logger();
+  tailcause::probes::install_libbpf_logger();
   auto* listener = new SkipIsFailureAsRoot;
   ::testing::UnitTest::GetInstance()->listeners().Append(listener);
   int rc = RUN_ALL_TESTS();

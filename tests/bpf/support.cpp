@@ -10,7 +10,7 @@
 
 namespace fs = std::filesystem;
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
 void write_file(const std::string& path, const std::string& value) {
@@ -33,7 +33,7 @@ const probes::Features& host_features() {
 }
 
 TestCgroup::TestCgroup(const std::string& leaf) {
-  const std::string parent = "/infertrace-test-" + std::to_string(getpid());
+  const std::string parent = "/tailcause-test-" + std::to_string(getpid());
   name_ = parent + "/" + leaf;
   dir_ = host_layout().root + name_;
   fs::create_directories(dir_);
@@ -115,9 +115,9 @@ std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::stri
 }
 
 std::string disk_scratch_dir() {
-  const std::string dir = std::string(INFERTRACE_BUILD_DIR) + "/test-scratch";
+  const std::string dir = std::string(TAILCAUSE_BUILD_DIR) + "/test-scratch";
   fs::create_directories(dir);
   return dir;
 }
 
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

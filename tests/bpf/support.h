@@ -14,7 +14,7 @@
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 
 // Skips without root; the test main turns a skip into a failure when running as root.
 #define REQUIRE_ROOT()                                              \
@@ -26,7 +26,7 @@ namespace infertrace::testing {
 const probes::CgroupLayout& host_layout();
 const probes::Features& host_features();
 
-// A real cgroup below <root>/infertrace-test-<pid>/, removed (members killed) when destroyed.
+// A real cgroup below <root>/tailcause-test-<pid>/, removed (members killed) when destroyed.
 class TestCgroup {
  public:
   explicit TestCgroup(const std::string& leaf);
@@ -60,4 +60,4 @@ std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::stri
 // Directory for test files on a real disk (not tmpfs), so the page cache matters.
 std::string disk_scratch_dir();
 
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

@@ -2,7 +2,7 @@
 // real cgroup quotas, a really dropped page cache, a real slow loopback peer, real contention.
 #include "attrib_fixture.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
 // (1) A CPU-bound stage in a cgroup limited to 10% of a CPU waits mostly for quota.
@@ -23,10 +23,10 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
   EXPECT_LT(part(free, Component::cpu_throttled), free.wall_ns() / 10) << describe(free);
 
   const auto m = scrape();
-  EXPECT_GT(value(m, "infertrace_stage_time_seconds",
+  EXPECT_GT(value(m, "tailcause_stage_time_seconds",
                   {{"tenant", "attrib-quota"}, {"stage", "generation"}, {"component", "cpu_throttled"}}),
             0.5);
-  const core::Sample* h = find_sample(m, "infertrace_stage_duration_seconds",
+  const core::Sample* h = find_sample(m, "tailcause_stage_duration_seconds",
                                       {{"tenant", "attrib-quota"}, {"stage", "generation"}});
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->histogram.count, 1u);
@@ -37,7 +37,7 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
   EXPECT_TRUE(exemplar) << "the stage's trace id is an exemplar of its bucket";
   const std::string text = exporter::render(m, exporter::Format::OpenMetrics);
   EXPECT_NE(text.find("# {trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"}"), std::string::npos);
-  EXPECT_NE(text.find("infertrace_stage_time_seconds_total{tenant=\"attrib-quota\",agent=\"attrib-test\","
+  EXPECT_NE(text.find("tailcause_stage_time_seconds_total{tenant=\"attrib-quota\",agent=\"attrib-test\","
                       "stage=\"generation\",component=\"cpu_throttled\"}"),
             std::string::npos);
 }
@@ -69,7 +69,7 @@ TEST_F(AttribTest, ColdPageCacheShowsBlockIoAndMisses) {
   EXPECT_LT(part(warm, Component::block_io) * 5, part(cold, Component::block_io) + 1)
       << describe(warm);
   const auto m = scrape();
-  EXPECT_GT(value(m, "infertrace_stage_page_cache_misses",
+  EXPECT_GT(value(m, "tailcause_stage_page_cache_misses",
                   {{"tenant", "attrib-cold"}, {"stage", "retrieval"}}),
             10000);
 }
@@ -113,10 +113,10 @@ TEST_F(AttribTest, HandOffToWorkerKeepsAttribution) {
   EXPECT_EQ(owners[0].largest(), Component::lock) << describe(owners[0]);
 
   const auto m = scrape();
-  const double on_cpu = value(m, "infertrace_stage_time_seconds",
+  const double on_cpu = value(m, "tailcause_stage_time_seconds",
                               {{"tenant", "attrib-hand"}, {"stage", "embedding"}, {"component", "on_cpu"}});
   EXPECT_GE(on_cpu, seconds(part(w, Component::on_cpu)));
-  const core::Sample* h = find_sample(m, "infertrace_stage_duration_seconds",
+  const core::Sample* h = find_sample(m, "tailcause_stage_duration_seconds",
                                       {{"tenant", "attrib-hand"}, {"stage", "embedding"}});
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->histogram.count, 1u) << "a worker span is not a stage of its own";
@@ -149,9 +149,9 @@ TEST_F(AttribTest, TwoTenantsNeverMix) {
   std::cout << "[ figures  ] switch-ins the kernel did not report, recovered: "
             << probe->missed_switches() << "\n";
   const auto m = scrape();
-  EXPECT_EQ(value(m, "infertrace_requests", {{"tenant", "attrib-a"}, {"status", "ok"}}), 30);
-  EXPECT_EQ(value(m, "infertrace_requests", {{"tenant", "attrib-b"}, {"status", "ok"}}), 30);
-  EXPECT_EQ(find_sample(m, "infertrace_stage_duration_seconds",
+  EXPECT_EQ(value(m, "tailcause_requests", {{"tenant", "attrib-a"}, {"status", "ok"}}), 30);
+  EXPECT_EQ(value(m, "tailcause_requests", {{"tenant", "attrib-b"}, {"status", "ok"}}), 30);
+  EXPECT_EQ(find_sample(m, "tailcause_stage_duration_seconds",
                         {{"tenant", "attrib-a"}, {"stage", "tool"}}),
             nullptr);
 }
@@ -171,27 +171,27 @@ TEST_F(AttribTest, InferenceSignalsReachTheirSeries) {
 
   const auto m = scrape();
   const core::Labels who{{"tenant", "attrib-llm"}, {"agent", "attrib-llm"}};
-  for (const char* name : {"infertrace_time_to_first_token_seconds",
-                           "infertrace_time_per_output_token_seconds",
-                           "infertrace_request_duration_seconds", "infertrace_output_entropy"}) {
+  for (const char* name : {"tailcause_time_to_first_token_seconds",
+                           "tailcause_time_per_output_token_seconds",
+                           "tailcause_request_duration_seconds", "tailcause_output_entropy"}) {
     const core::Sample* h = find_sample(m, name, who);
     ASSERT_NE(h, nullptr) << name;
     EXPECT_EQ(h->histogram.count, 1u) << name;
   }
-  EXPECT_NEAR(find_sample(m, "infertrace_output_entropy", who)->histogram.sum, 1.25, 1e-9);
+  EXPECT_NEAR(find_sample(m, "tailcause_output_entropy", who)->histogram.sum, 1.25, 1e-9);
   for (const char* result : {"hit", "miss", "stale"}) {
-    EXPECT_EQ(value(m, "infertrace_cache_lookups",
+    EXPECT_EQ(value(m, "tailcause_cache_lookups",
                     {{"tenant", "attrib-llm"}, {"cache", "vectors"}, {"result", result}}),
               1)
         << result;
   }
   const core::Sample* age =
-      find_sample(m, "infertrace_cache_hit_age_seconds", {{"tenant", "attrib-llm"}, {"cache", "vectors"}});
+      find_sample(m, "tailcause_cache_hit_age_seconds", {{"tenant", "attrib-llm"}, {"cache", "vectors"}});
   ASSERT_NE(age, nullptr);
   EXPECT_EQ(age->histogram.count, 2u);
   EXPECT_NEAR(age->histogram.sum, 92.0, 1e-6);
   for (const char* layer : {"0", "1"}) {
-    const core::Sample* h = find_sample(m, "infertrace_layer_duration_seconds",
+    const core::Sample* h = find_sample(m, "tailcause_layer_duration_seconds",
                                         {{"layer", layer}, {"batch_size", "4"}});
     ASSERT_NE(h, nullptr) << layer;
     EXPECT_GE(h->histogram.count, 10u) << layer;  // other processes may add their own
@@ -221,22 +221,22 @@ TEST_F(AttribTest, BadInputIsCountedAndNothingLeaks) {
         "tenant_too_long", "name_too_long", "request_begin_twice", "request_end_without_begin",
         "stage_mismatch", "detach_without_attach", "bad_cache_result", "layer_end_without_begin",
         "bad_trace_id", "invalid_utf8", "exit_mid_stage", "request_not_ended"}) {
-    EXPECT_GE(value(m, "infertrace_sdk_errors", {{"kind", kind}}), 1) << kind;
+    EXPECT_GE(value(m, "tailcause_sdk_errors", {{"kind", kind}}), 1) << kind;
   }
-  EXPECT_GE(value(m, "infertrace_sdk_errors", {{"kind", "exit_mid_stage"}}), 2);
+  EXPECT_GE(value(m, "tailcause_sdk_errors", {{"kind", "exit_mid_stage"}}), 2);
   // Bad strings become bounded labels.
-  EXPECT_NE(find_sample(m, "infertrace_stage_duration_seconds", {{"tenant", std::string(64, 't')}}),
+  EXPECT_NE(find_sample(m, "tailcause_stage_duration_seconds", {{"tenant", std::string(64, 't')}}),
             nullptr);
-  EXPECT_NE(find_sample(m, "infertrace_stage_duration_seconds", {{"tenant", core::kInvalidLabel}}),
+  EXPECT_NE(find_sample(m, "tailcause_stage_duration_seconds", {{"tenant", core::kInvalidLabel}}),
             nullptr);
-  EXPECT_NE(find_sample(m, "infertrace_stage_duration_seconds",
+  EXPECT_NE(find_sample(m, "tailcause_stage_duration_seconds",
                         {{"tenant", core::kUnknownLabel}, {"stage", "embedding"}}),
             nullptr);
   // Both threads of the exited process sent their stage, flagged.
   int aborted = 0;
   for (const auto& s : stages_of(0x701)) aborted += s.aborted();
   EXPECT_EQ(aborted, 2);
-  EXPECT_EQ(value(m, "infertrace_events_lost", {{"source", "attrib"}}), 0);
+  EXPECT_EQ(value(m, "tailcause_events_lost", {{"source", "attrib"}}), 0);
 }
 
 // Discovery: a process that already runs is found at start; the binary is released after it
@@ -288,7 +288,7 @@ TEST_F(AttribTest, NarrowedToOneBinaryOrOneProcess) {
   EXPECT_EQ(probe->attached_binaries(), 0u);
 
   config.attrib.pid = 0;
-  config.attrib.binary = "/bin/true";  // carries no infertrace probes
+  config.attrib.binary = "/bin/true";  // carries no tailcause probes
   EXPECT_THROW(probe->start(ctx), probes::ProbeError);
 }
 
@@ -372,11 +372,11 @@ TEST_F(AttribTest, FloodOfStagesIsConsumedWithoutLoss) {
   EXPECT_EQ(probe->events_lost(), 0u);
   EXPECT_GE(records, 2 * kStages);
   const auto m = scrape();
-  const core::Sample* h = find_sample(m, "infertrace_stage_duration_seconds",
+  const core::Sample* h = find_sample(m, "tailcause_stage_duration_seconds",
                                       {{"tenant", "attrib-flood"}, {"stage", "generation"}});
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->histogram.count, 3 * kStages);
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

@@ -5,7 +5,7 @@
 
 #include "core/entropy_spike.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
@@ -175,4 +175,4 @@ TEST_F(AttribAnomalyTest, CacheRecordsCarryTheirTime) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

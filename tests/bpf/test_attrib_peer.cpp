@@ -7,7 +7,7 @@
 
 #include "core/verdict.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
 // The number after "key=" in the target's output, or -1.
@@ -156,4 +156,4 @@ TEST_F(AttribTest, PeerLookupCostFigures) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

@@ -16,11 +16,11 @@
 #include "probes/block_probe.h"
 #include "support.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
-constexpr const char* kLatency = "infertrace_block_io_latency_seconds";
-constexpr const char* kBytes = "infertrace_block_io_bytes";
+constexpr const char* kLatency = "tailcause_block_io_latency_seconds";
+constexpr const char* kBytes = "tailcause_block_io_bytes";
 constexpr size_t kFileBytes = 8u << 20;
 constexpr size_t kChunk = 1u << 20;
 
@@ -201,7 +201,7 @@ TEST_F(BlockTest, WrittenAndSyncedFileIsTimedAsWrites) {
 
   core::MetricSet m;
   probe.collect(m);
-  EXPECT_NE(find_sample(m, "infertrace_events_lost", {{"source", "block"}}), nullptr);
+  EXPECT_NE(find_sample(m, "tailcause_events_lost", {{"source", "block"}}), nullptr);
 }
 
 TEST_F(BlockTest, RawTracepointFlavourTimesRequestsToo) {
@@ -234,4 +234,4 @@ TEST(BlockDeviceName, NamesDisksAsTheKernelDoes) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

@@ -13,13 +13,13 @@
 #include "probes/memory_probe.h"
 #include "support.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
-constexpr const char* kMisses = "infertrace_page_cache_misses";
-constexpr const char* kFaults = "infertrace_major_faults";
-constexpr const char* kProcessMisses = "infertrace_process_page_cache_misses";
-constexpr const char* kProcessFaults = "infertrace_process_major_faults";
+constexpr const char* kMisses = "tailcause_page_cache_misses";
+constexpr const char* kFaults = "tailcause_major_faults";
+constexpr const char* kProcessMisses = "tailcause_process_page_cache_misses";
+constexpr const char* kProcessFaults = "tailcause_process_major_faults";
 constexpr size_t kFileBytes = 8u << 20;
 constexpr size_t kChunk = 64u << 10;
 
@@ -171,7 +171,7 @@ TEST_F(MemoryTest, ReadsOfDroppedFileMissWritesDoNot) {
   EXPECT_LT(value(m, kProcessMisses, {{"cgroup", writer.name()}, {"process", "memio-writer"}}),
             pages() * 0.05);
 
-  EXPECT_NE(find_sample(m, "infertrace_events_lost", {{"source", "memory"}}), nullptr);
+  EXPECT_NE(find_sample(m, "tailcause_events_lost", {{"source", "memory"}}), nullptr);
 }
 
 TEST_F(MemoryTest, MappedReadsOfDroppedFileAreMajorFaults) {
@@ -284,4 +284,4 @@ TEST_F(MemoryTest, ExitedProcessesLeaveTheMapButKeepTheirCounts) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

@@ -6,11 +6,11 @@
 
 #include "attrib_fixture.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
-const std::string kUser = std::string(INFERTRACE_BUILD_DIR) + "/testprogs/recipe_user";
-const std::string kLib = std::string(INFERTRACE_BUILD_DIR) + "/testprogs/librecipe_target.so";
+const std::string kUser = std::string(TAILCAUSE_BUILD_DIR) + "/testprogs/recipe_user";
+const std::string kLib = std::string(TAILCAUSE_BUILD_DIR) + "/testprogs/librecipe_target.so";
 
 class RecipeTest : public AttribTest {
  protected:
@@ -140,10 +140,10 @@ TEST_F(RecipeTest, CallsBecomeStagesWithoutTheSdk) {
   EXPECT_EQ(probe->recipe_calls(2), 18u);
   EXPECT_EQ(probe->recipe_calls(3), 3u);
   const auto m = scrape();
-  EXPECT_EQ(value(m, "infertrace_recipe_calls",
+  EXPECT_EQ(value(m, "tailcause_recipe_calls",
                   {{"library", "librecipe_target.so*"}, {"symbol", "llama_decode"}}),
             3);
-  EXPECT_GT(value(m, "infertrace_stage_time_seconds",
+  EXPECT_GT(value(m, "tailcause_stage_time_seconds",
                   {{"tenant", cgroup.name()}, {"stage", "generation"}, {"component", "gpu"}}),
             0.1);
   // Process churn: nobody maps the library any more, so its uprobes are released.
@@ -171,4 +171,4 @@ TEST_F(RecipeTest, SpansJoinTheThreadsSdkRequest) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

@@ -11,16 +11,16 @@
 #include "probes/sched_probe.h"
 #include "support.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kLatency = "infertrace_runqueue_latency_seconds";
-constexpr const char* kOffcpu = "infertrace_offcpu_seconds";
-constexpr const char* kPreemptions = "infertrace_cgroup_preemptions";
-constexpr const char* kPreempted = "infertrace_cgroup_preempted_seconds";
-constexpr const char* kRunqlen = "infertrace_runqueue_length";
+constexpr const char* kLatency = "tailcause_runqueue_latency_seconds";
+constexpr const char* kOffcpu = "tailcause_offcpu_seconds";
+constexpr const char* kPreemptions = "tailcause_cgroup_preemptions";
+constexpr const char* kPreempted = "tailcause_cgroup_preempted_seconds";
+constexpr const char* kRunqlen = "tailcause_runqueue_length";
 
 void sleep_loop() {
   const timespec ms{0, 1000000};
@@ -113,7 +113,7 @@ TEST_F(SchedTest, TwoHogsOnOneCpuPreemptEachOther) {
   ASSERT_NE(h, nullptr);
   ASSERT_FALSE(h->histogram.buckets.empty());
   EXPECT_LE(h->histogram.buckets.back().second, h->histogram.count);
-  EXPECT_NE(find_sample(m, "infertrace_events_lost", {{"source", "sched"}}), nullptr);
+  EXPECT_NE(find_sample(m, "tailcause_events_lost", {{"source", "sched"}}), nullptr);
 }
 
 TEST_F(SchedTest, ThrottledCgroupWaitsInRunQueue) {
@@ -288,4 +288,4 @@ TEST_F(SchedTest, StopThenStartAgainReattaches) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

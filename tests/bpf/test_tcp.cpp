@@ -26,16 +26,16 @@
 #include "probes/tcp_probe.h"
 #include "support.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kDuration = "infertrace_tcp_connection_duration_seconds";
-constexpr const char* kRtt = "infertrace_tcp_rtt_seconds";
-constexpr const char* kSent = "infertrace_tcp_sent_bytes";
-constexpr const char* kReceived = "infertrace_tcp_received_bytes";
-constexpr const char* kRetransmits = "infertrace_tcp_retransmits";
+constexpr const char* kDuration = "tailcause_tcp_connection_duration_seconds";
+constexpr const char* kRtt = "tailcause_tcp_rtt_seconds";
+constexpr const char* kSent = "tailcause_tcp_sent_bytes";
+constexpr const char* kReceived = "tailcause_tcp_received_bytes";
+constexpr const char* kRetransmits = "tailcause_tcp_retransmits";
 
 // A file descriptor closed when it goes out of scope.
 class Fd {
@@ -339,7 +339,7 @@ TEST_F(TcpTest, LoopbackExchangesCountPerServicePair) {
   ASSERT_GE(probe->event_fd(), 0);
   expect_exact_exchanges(kV4, 20, Exchange{});
 
-  EXPECT_EQ(value(scrape(), "infertrace_events_lost", {{"source", "tcp"}}), 0);
+  EXPECT_EQ(value(scrape(), "tailcause_events_lost", {{"source", "tcp"}}), 0);
 }
 
 // The server closes first: its socket is handed to TIME_WAIT before the client's FIN arrives,
@@ -472,4 +472,4 @@ TEST_F(TcpTest, RefusesToStartWithoutRingBuffer) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

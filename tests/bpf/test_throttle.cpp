@@ -16,18 +16,18 @@
 #include "probes/throttle_probe.h"
 #include "support.h"
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 namespace {
 
 using namespace std::chrono_literals;
 using core::MetricSet;
 
-constexpr const char* kThrottledSeconds = "infertrace_cpu_throttled_seconds";
-constexpr const char* kThrottledPeriods = "infertrace_cpu_throttled_periods";
-constexpr const char* kPeriods = "infertrace_cpu_periods";
-constexpr const char* kQuota = "infertrace_cpu_quota_seconds";
-constexpr const char* kPeriod = "infertrace_cpu_period_seconds";
-constexpr const char* kWeight = "infertrace_cpu_weight";
+constexpr const char* kThrottledSeconds = "tailcause_cpu_throttled_seconds";
+constexpr const char* kThrottledPeriods = "tailcause_cpu_throttled_periods";
+constexpr const char* kPeriods = "tailcause_cpu_periods";
+constexpr const char* kQuota = "tailcause_cpu_quota_seconds";
+constexpr const char* kPeriod = "tailcause_cpu_period_seconds";
+constexpr const char* kWeight = "tailcause_cpu_weight";
 const char* const kCounters[] = {kThrottledSeconds, kThrottledPeriods, kPeriods};
 
 // The value of `family`{cgroup=name}, or nullopt when there is no such series.
@@ -252,4 +252,4 @@ TEST(Throttle, StartRefusesAHierarchyWithoutCpuController) {
 }
 
 }  // namespace
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

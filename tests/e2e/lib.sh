@@ -1,8 +1,8 @@
 # Shared helpers for the end-to-end tests: start the real daemon, scrape it, clean up.
-# Sourced by tests/e2e/test_*.sh; ctest sets INFERTRACE, BUILD_DIR and SRC_DIR.
+# Sourced by tests/e2e/test_*.sh; ctest sets TAILCAUSE, BUILD_DIR and SRC_DIR.
 set -euo pipefail
-: "${INFERTRACE:?run through ctest (make test)}"
-WORK=$(mktemp -d /tmp/infertrace-e2e.XXXXXX)
+: "${TAILCAUSE:?run through ctest (make test)}"
+WORK=$(mktemp -d /tmp/tailcause-e2e.XXXXXX)
 DAEMON_PID=""
 RECEIVER_PID=""
 cleanup() {
@@ -26,11 +26,11 @@ require_root() {
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_daemon ARGS...: runs `infertrace run ARGS` in the background, logs to $WORK/daemon.log,
+# start_daemon ARGS...: runs `tailcause run ARGS` in the background, logs to $WORK/daemon.log,
 # and waits until /metrics answers (sets PORT if --listen is not among ARGS).
 start_daemon() {
   PORT=${PORT:-$(free_port)}
-  "$INFERTRACE" run --listen "127.0.0.1:$PORT" "$@" >"$WORK/daemon.log" 2>&1 &
+  "$TAILCAUSE" run --listen "127.0.0.1:$PORT" "$@" >"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
   for _ in $(seq 1 100); do
     if curl -sf "http://127.0.0.1:$PORT/metrics" -o /dev/null; then return 0; fi
@@ -51,7 +51,7 @@ scrape() { curl -sf "http://127.0.0.1:$PORT/metrics" "$@"; }
 # metric_value 'name{labels}' -> prints the value of the exactly matching series, or nothing.
 metric_value() { scrape | awk -v s="$1" '$1 == s { print $2 }'; }
 
-# infertrace's BPF program ids as "name id" lines (bpftool's JSON, read with Debian's python3).
+# tailcause's BPF program ids as "name id" lines (bpftool's JSON, read with Debian's python3).
 bpf_prog_ids() {
   bpftool prog show -j | /usr/bin/python3 -c '
 import json, sys
@@ -86,7 +86,7 @@ start_otlp_receiver() {
     [ -n "${CI:-}" ] && fail "node and npm are needed (scripts/install-deps.sh installs them)"
     echo "SKIP: node/npm not installed (scripts/install-deps.sh)"; exit 77
   fi
-  local stamp="$dir/node_modules/.infertrace-lock"
+  local stamp="$dir/node_modules/.tailcause-lock"
   local want
   want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) $(node --version)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

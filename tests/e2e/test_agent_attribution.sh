@@ -17,7 +17,7 @@ import re, sys
 tenant, stage = sys.argv[1], sys.argv[2]
 rows = {}
 for line in sys.stdin:
-    m = re.match(r"infertrace_stage_time_seconds_total\{(.*)\} (\S+)$", line)
+    m = re.match(r"tailcause_stage_time_seconds_total\{(.*)\} (\S+)$", line)
     if not m: continue
     labels = dict(re.findall(r"(\w+)=\"([^\"]*)\"", m.group(1)))
     if labels.get("tenant") == tenant and labels.get("stage") == stage:
@@ -46,7 +46,7 @@ pass "agent's USDT probes discovered and attached without configuration"
 
 breakdown ta generation >"$WORK/ta_gen.txt"
 breakdown tb generation >"$WORK/tb_gen.txt"
-[ -s "$WORK/ta_gen.txt" ] && [ -s "$WORK/tb_gen.txt" ] || fail "no generation breakdown: $(scrape | grep -c infertrace_stage_time)"
+[ -s "$WORK/ta_gen.txt" ] && [ -s "$WORK/tb_gen.txt" ] || fail "no generation breakdown: $(scrape | grep -c tailcause_stage_time)"
 [ "$(head -1 "$WORK/ta_gen.txt" | cut -d' ' -f1)" = "cpu_throttled" ] || fail "ta generation: $(tr '\n' ' ' <"$WORK/ta_gen.txt")"
 [ "$(head -1 "$WORK/tb_gen.txt" | cut -d' ' -f1)" != "cpu_throttled" ] || fail "tb generation: $(tr '\n' ' ' <"$WORK/tb_gen.txt")"
 pass "quota on ta: ta generation led by $(head -1 "$WORK/ta_gen.txt"), tb by $(head -1 "$WORK/tb_gen.txt")"
@@ -61,11 +61,11 @@ import re, sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode()
 parts, walls = {}, {}
 for line in text.splitlines():
-    m = re.match(r"(infertrace_stage_time_seconds_total|infertrace_stage_duration_seconds_sum)\{(.*)\} (\S+)$", line)
+    m = re.match(r"(tailcause_stage_time_seconds_total|tailcause_stage_duration_seconds_sum)\{(.*)\} (\S+)$", line)
     if not m: continue
     l = dict(re.findall(r"(\w+)=\"([^\"]*)\"", m.group(2)))
     key = (l["tenant"], l["agent"], l["stage"])
-    if m.group(1).startswith("infertrace_stage_time"):
+    if m.group(1).startswith("tailcause_stage_time"):
         parts[key] = parts.get(key, 0) + float(m.group(3))
     else:
         walls[key] = float(m.group(3))
@@ -80,8 +80,8 @@ pass "components cover every stage's wall time"
 
 "$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 6 --fault cold-cache:ta \
   --report "$WORK/report2.json" >"$WORK/agent2.log" 2>&1 || fail "agent run 2: $(tail -5 "$WORK/agent2.log")"
-misses_a=$(stage_value infertrace_stage_page_cache_misses_total ta retrieval)
-misses_b=$(stage_value infertrace_stage_page_cache_misses_total tb retrieval)
+misses_a=$(stage_value tailcause_stage_page_cache_misses_total ta retrieval)
+misses_b=$(stage_value tailcause_stage_page_cache_misses_total tb retrieval)
 io_a=$(breakdown ta retrieval | awk '$1 == "block_io" { print $2 }')
 io_b=$(breakdown tb retrieval | awk '$1 == "block_io" { print $2 }')
 /usr/bin/python3 -c "import sys; a,b,ia,ib=map(float,sys.argv[1:]); sys.exit(0 if a > 100 and a > 10*max(b,1) and ia > 5*max(ib,1e-3) else 1)" \

@@ -29,26 +29,26 @@ expect_error() {
 PORT=$(free_port)
 printf 'listen: 127.0.0.1:%s\nprobes:\n  sched:\n    enabled: true\n    frobnicate: 3\n' "$PORT" >"$WORK/unknown.yaml"
 expect_error "unknown key" "unknown.yaml:5: probes.sched.frobnicate: unknown key" \
-  "$INFERTRACE" run --config "$WORK/unknown.yaml"
+  "$TAILCAUSE" run --config "$WORK/unknown.yaml"
 
 printf 'top_k: lots\n' >"$WORK/type.yaml"
 expect_error "wrong type" "type.yaml:1: top_k: expected an integer" \
-  "$INFERTRACE" run --config "$WORK/type.yaml"
+  "$TAILCAUSE" run --config "$WORK/type.yaml"
 
 printf 'probes:\n  tcp:\n    enabled: perhaps\n' >"$WORK/bool.yaml"
 expect_error "wrong boolean" "bool.yaml:3: probes.tcp.enabled: expected true or false" \
-  "$INFERTRACE" run --config "$WORK/bool.yaml"
+  "$TAILCAUSE" run --config "$WORK/bool.yaml"
 
 printf 'probes: [sched\n' >"$WORK/syntax.yaml"
 expect_error "YAML syntax" "syntax.yaml:[0-9]+: invalid YAML" \
-  "$INFERTRACE" run --config "$WORK/syntax.yaml"
+  "$TAILCAUSE" run --config "$WORK/syntax.yaml"
 
 expect_error "missing config file" "does not exist|not.*file" \
-  "$INFERTRACE" run --config "$WORK/none.yaml"
+  "$TAILCAUSE" run --config "$WORK/none.yaml"
 
-expect_error "bad listen flag" "listen address 'nope'" "$INFERTRACE" run --listen nope
+expect_error "bad listen flag" "listen address 'nope'" "$TAILCAUSE" run --listen nope
 
-expect_error "unknown flag" "frobnicate" "$INFERTRACE" run --frobnicate
+expect_error "unknown flag" "frobnicate" "$TAILCAUSE" run --frobnicate
 
 # A listen address already in use: refused before any probe is loaded.
 /usr/bin/python3 -c "
@@ -57,20 +57,20 @@ s = socket.socket(); s.bind(('127.0.0.1', $PORT)); s.listen(1); time.sleep(30)" 
 HOLDER=$!
 sleep 0.5
 expect_error "listen address in use" "cannot listen on 127.0.0.1:$PORT: Address already in use" \
-  "$INFERTRACE" run --listen "127.0.0.1:$PORT"
+  "$TAILCAUSE" run --listen "127.0.0.1:$PORT"
 kill $HOLDER; wait $HOLDER 2>/dev/null || true
 
 # Without the capabilities: named, before anything is loaded.
 expect_error "missing privileges" "missing capability CAP_BPF, CAP_PERFMON" \
   setpriv --bounding-set=-bpf,-perfmon,-sys_admin --inh-caps=-bpf,-perfmon,-sys_admin \
-  "$INFERTRACE" run --listen "127.0.0.1:$PORT"
+  "$TAILCAUSE" run --listen "127.0.0.1:$PORT"
 
 # Missing or broken BTF: a clear message naming the file and what to do.
 expect_error "missing BTF" "no usable BTF: /nonexistent/vmlinux does not exist.*--btf" \
-  "$INFERTRACE" run --listen "127.0.0.1:$PORT" --btf /nonexistent/vmlinux
+  "$TAILCAUSE" run --listen "127.0.0.1:$PORT" --btf /nonexistent/vmlinux
 head -c 4096 /dev/urandom >"$WORK/garbage.btf"
 expect_error "corrupt BTF" "no usable BTF: .*garbage.btf is not valid BTF" \
-  "$INFERTRACE" run --listen "127.0.0.1:$PORT" --btf "$WORK/garbage.btf"
+  "$TAILCAUSE" run --listen "127.0.0.1:$PORT" --btf "$WORK/garbage.btf"
 
 # The port is free again: nothing kept it.
 /usr/bin/python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', $PORT))" || fail "port still bound"

@@ -8,26 +8,26 @@ start_daemon
 held_prog_ids "$DAEMON_PID" >"$WORK/progs.ours"
 [ -s "$WORK/progs.ours" ] || fail "no BPF programs loaded"
 for p in sched throttle tcp memory block attrib; do
-  [ "$(metric_value "infertrace_probe_attached{probe=\"$p\"}")" = "1" ] || fail "probe $p not attached"
+  [ "$(metric_value "tailcause_probe_attached{probe=\"$p\"}")" = "1" ] || fail "probe $p not attached"
 done
 pass "all six families attached"
 
-wait_for_series '^infertrace_runqueue_latency_seconds_bucket\{'
-wait_for_series '^infertrace_runqueue_length_bucket\{'
+wait_for_series '^tailcause_runqueue_latency_seconds_bucket\{'
+wait_for_series '^tailcause_runqueue_length_bucket\{'
 scrape >"$WORK/metrics.txt"
 promtool check metrics <"$WORK/metrics.txt" >"$WORK/lint.txt" 2>&1 || fail "promtool rejected: $(cat "$WORK/lint.txt")"
 [ ! -s "$WORK/lint.txt" ] || fail "promtool warnings: $(cat "$WORK/lint.txt")"
 pass "promtool check metrics: no warnings ($(wc -l <"$WORK/metrics.txt") lines)"
 
-grep -q '^infertrace_build_info{' "$WORK/metrics.txt" || fail "no build info"
-grep -q '^infertrace_runqueue_latency_seconds_bucket{' "$WORK/metrics.txt" || fail "no run-queue latency"
-grep -q '^infertrace_runqueue_length_bucket{' "$WORK/metrics.txt" || fail "no run-queue length"
+grep -q '^tailcause_build_info{' "$WORK/metrics.txt" || fail "no build info"
+grep -q '^tailcause_runqueue_latency_seconds_bucket{' "$WORK/metrics.txt" || fail "no run-queue latency"
+grep -q '^tailcause_runqueue_length_bucket{' "$WORK/metrics.txt" || fail "no run-queue length"
 pass "core series present"
 
 ct=$(curl -sf -o "$WORK/om.txt" -w '%{content_type}' -H 'Accept: application/openmetrics-text; version=1.0.0' "http://127.0.0.1:$PORT/metrics")
 case "$ct" in application/openmetrics-text*) ;; *) fail "OpenMetrics not negotiated: $ct" ;; esac
 [ "$(tail -n1 "$WORK/om.txt")" = "# EOF" ] || fail "OpenMetrics body does not end with # EOF"
-grep -q '^# TYPE infertrace_cpu_throttled_seconds counter' "$WORK/om.txt" || grep -q '^# TYPE infertrace_offcpu_seconds counter' "$WORK/om.txt" || fail "OpenMetrics counter family naming"
+grep -q '^# TYPE tailcause_cpu_throttled_seconds counter' "$WORK/om.txt" || grep -q '^# TYPE tailcause_offcpu_seconds counter' "$WORK/om.txt" || fail "OpenMetrics counter family naming"
 pass "OpenMetrics when asked"
 
 for method in POST PUT DELETE; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One family disabled, another failing to attach: the daemon still serves the rest, and says
-# which is which (log line + infertrace_probe_attached 0).
+# which is which (log line + tailcause_probe_attached 0).
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -13,12 +13,12 @@ probes:
     enabled: false
 YAML
 start_daemon --config "$WORK/config.yaml"
-[ "$(metric_value 'infertrace_probe_attached{probe="tcp"}')" = "0" ] || fail "tcp should be detached"
+[ "$(metric_value 'tailcause_probe_attached{probe="tcp"}')" = "0" ] || fail "tcp should be detached"
 for p in sched throttle memory block; do
-  [ "$(metric_value "infertrace_probe_attached{probe=\"$p\"}")" = "1" ] || fail "$p should be attached"
+  [ "$(metric_value "tailcause_probe_attached{probe=\"$p\"}")" = "1" ] || fail "$p should be attached"
 done
-scrape | grep -q '^infertrace_tcp_' && fail "tcp series while tcp is disabled"
-wait_for_series '^infertrace_runqueue_latency_seconds_bucket' 
+scrape | grep -q '^tailcause_tcp_' && fail "tcp series while tcp is disabled"
+wait_for_series '^tailcause_runqueue_latency_seconds_bucket' 
 pass "disabled family off, the others serve"
 stop_daemon
 
@@ -26,10 +26,10 @@ v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 if [ -n "$v2" ] && ! grep -qw cpu "$v2/cgroup.controllers"; then
   printf 'cgroup:\n  version: v2\n' >"$WORK/v2.yaml"
   start_daemon --config "$WORK/v2.yaml"
-  [ "$(metric_value 'infertrace_probe_attached{probe="throttle"}')" = "0" ] || fail "throttle should fail on v2 without cpu"
+  [ "$(metric_value 'tailcause_probe_attached{probe="throttle"}')" = "0" ] || fail "throttle should fail on v2 without cpu"
   grep -q "probe throttle: not attached: .*cpu controller" "$WORK/daemon.log" || fail "no clear log line for throttle"
   for p in sched tcp memory block; do
-    [ "$(metric_value "infertrace_probe_attached{probe=\"$p\"}")" = "1" ] || fail "$p should be attached"
+    [ "$(metric_value "tailcause_probe_attached{probe=\"$p\"}")" = "1" ] || fail "$p should be attached"
   done
   pass "failing family reported, the others serve"
   stop_daemon

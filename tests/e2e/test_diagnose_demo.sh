@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `infertrace demo` and `infertrace diagnose`: the demo runs the example agent with two tenants
+# `tailcause demo` and `tailcause diagnose`: the demo runs the example agent with two tenants
 # and reports them (JSON shape, both tenants with QPS > 0, every stage, the agent and its
 # cgroups gone afterwards); diagnose, while an agent runs, reports its tenants too; Ctrl-C ends
 # either early and the report still comes; empty sections say "none seen"; bad flags exit 2.
@@ -11,21 +11,21 @@ AGENT_PID=""
 stop_agent() { [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null; AGENT_PID=""; }
 trap 'stop_agent; cleanup' EXIT
 # gone REPORT: the demo's agent (pid in the report) has exited and its cgroups
-# (infertrace-agent-<pid>, in whichever hierarchy) are removed.
+# (tailcause-agent-<pid>, in whichever hierarchy) are removed.
 gone() {
   local pid
   pid=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["demo"]["agent_pid"])' "$1")
   [ -n "$pid" ] && [ "$pid" -gt 0 ] || fail "no agent pid in $1"
   ! kill -0 "$pid" 2>/dev/null || fail "the demo left its agent (pid $pid) running"
   local left
-  left=$(find /sys/fs/cgroup /sys/fs/cgroup/cpu -maxdepth 1 -name "infertrace-agent-$pid" 2>/dev/null)
+  left=$(find /sys/fs/cgroup /sys/fs/cgroup/cpu -maxdepth 1 -name "tailcause-agent-$pid" 2>/dev/null)
   [ -z "$left" ] || fail "the demo left its agent's cgroups: $left"
 }
 
 expect_exit() {  # expect_exit CODE PATTERN ARGS...
   local want=$1 pattern=$2; shift 2
   set +e
-  "$INFERTRACE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+  "$TAILCAUSE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
   local rc=$?
   set -e
   [ "$rc" -eq "$want" ] || fail "$*: exit $rc, want $want: $(cat "$WORK/err.txt")"
@@ -66,7 +66,7 @@ print(f"{kind}: {d['duration_seconds']:.1f} s, " +
 PY
 }
 
-"$INFERTRACE" demo --fault none --duration 8s --json >"$WORK/demo.json" 2>"$WORK/demo.err" ||
+"$TAILCAUSE" demo --fault none --duration 8s --json >"$WORK/demo.json" 2>"$WORK/demo.err" ||
   fail "demo exited $?: $(tail -5 "$WORK/demo.err")"
 check_report "$WORK/demo.json" demo >"$WORK/demo.check" || fail "demo report: $(head -c 600 "$WORK/demo.json")"
 /usr/bin/python3 -c '
@@ -84,7 +84,7 @@ pass "the agent and its cgroups are gone after the demo"
 "$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 14 --fault slow-peer:tb >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
 sleep 2
-"$INFERTRACE" diagnose --duration 5s --json --binary "$AGENT" >"$WORK/diagnose.json" 2>"$WORK/diagnose.err" ||
+"$TAILCAUSE" diagnose --duration 5s --json --binary "$AGENT" >"$WORK/diagnose.json" 2>"$WORK/diagnose.err" ||
   fail "diagnose exited $?: $(tail -5 "$WORK/diagnose.err")"
 check_report "$WORK/diagnose.json" diagnose >"$WORK/diagnose.check" || fail "diagnose report: $(head -c 600 "$WORK/diagnose.json")"
 /usr/bin/python3 -c '
@@ -98,13 +98,13 @@ assert p99[("tb", "tool")] >= 0.25 and p99[("tb", "tool")] > 2 * p99[("ta", "too
 pass "$(cat "$WORK/diagnose.check")"
 
 # Text, stopped early with SIGINT: the report still comes.
-"$INFERTRACE" diagnose --duration 60s --binary "$AGENT" >"$WORK/diagnose.txt" 2>"$WORK/diagnose2.err" &
+"$TAILCAUSE" diagnose --duration 60s --binary "$AGENT" >"$WORK/diagnose.txt" 2>"$WORK/diagnose2.err" &
 DIAG=$!
 sleep 4
 kill -INT "$DIAG"
 wait "$DIAG" || fail "diagnose after SIGINT exited $?: $(tail -3 "$WORK/diagnose2.err")"
 grep -q "stopped early" "$WORK/diagnose2.err" || fail "no 'stopped early': $(tail -3 "$WORK/diagnose2.err")"
-sed -n 3p "$WORK/diagnose.txt" | grep -q "^infertrace diagnose: " || fail "text: $(head -5 "$WORK/diagnose.txt")"
+sed -n 3p "$WORK/diagnose.txt" | grep -q "^tailcause diagnose: " || fail "text: $(head -5 "$WORK/diagnose.txt")"
 [ "$(sed -n 5p "$WORK/diagnose.txt")" = "Tenants" ] || fail "the tenants table is not first: $(head -8 "$WORK/diagnose.txt")"
 grep -qE "^  TENANT +QPS +CACHE BREAKDOWN +EMBEDDING P99" "$WORK/diagnose.txt" || fail "tenants header: $(head -9 "$WORK/diagnose.txt")"
 grep -qE "^  tb +[0-9.]+ " "$WORK/diagnose.txt" || fail "no tb row: $(head -12 "$WORK/diagnose.txt")"
@@ -115,7 +115,7 @@ pass "SIGINT after 4 s of 60: text report with every section"
 stop_agent
 
 # Nothing to see: every section says so.
-"$INFERTRACE" diagnose --duration 1s --binary "$AGENT" >"$WORK/empty.txt" 2>"$WORK/empty.err" ||
+"$TAILCAUSE" diagnose --duration 1s --binary "$AGENT" >"$WORK/empty.txt" 2>"$WORK/empty.err" ||
   fail "diagnose (idle) exited $?: $(tail -3 "$WORK/empty.err")"
 head -1 "$WORK/empty.txt" | grep -q "^no glitches: 0 requests from 0 tenants" || fail "idle headline: $(head -1 "$WORK/empty.txt")"
 [ "$(grep -A1 '^Tenants$' "$WORK/empty.txt" | tail -1)" = "  none seen" ] || fail "idle tenants: $(cat "$WORK/empty.txt")"
@@ -123,7 +123,7 @@ head -1 "$WORK/empty.txt" | grep -q "^no glitches: 0 requests from 0 tenants" ||
 pass "idle: 'none seen' sections"
 
 # demo stopped early: the agent is stopped cleanly (its cgroups removed) and the report comes.
-"$INFERTRACE" demo --fault lock --duration 60s --json >"$WORK/demo2.json" 2>"$WORK/demo2.err" &
+"$TAILCAUSE" demo --fault lock --duration 60s --json >"$WORK/demo2.json" 2>"$WORK/demo2.err" &
 DEMO=$!
 sleep 6
 kill -INT "$DEMO"

@@ -9,7 +9,7 @@ require_root
 
 AGENT="$BUILD_DIR/examples/rag-agent"
 PY_AGENT="$SRC_DIR/examples/python_agent/rag_agent.py"
-SDK_LIB="$BUILD_DIR/sdk/libinfertrace_sdk.so"
+SDK_LIB="$BUILD_DIR/sdk/libtailcause_sdk.so"
 [ -x "$AGENT" ] || fail "$AGENT missing: build the rag-agent target"
 AGENT_PID=""
 stop_agent_and_cleanup() {
@@ -175,7 +175,7 @@ for t in r["tenants"].values():
 pass "unprivileged: runs in a shared cgroup and says so"
 
 # ---- bad flags: exit 2 with a clear message, nothing created ----------------------------------
-before=$(find /sys/fs/cgroup -maxdepth 2 -name 'infertrace-agent-*' | wc -l)
+before=$(find /sys/fs/cgroup -maxdepth 2 -name 'tailcause-agent-*' | wc -l)
 expect_usage_error() {
   local want=$1 rc=0
   shift
@@ -191,18 +191,18 @@ expect_usage_error "'a' given twice" --tenants a,a
 expect_usage_error "dim must be" --dim 4
 expect_usage_error "not expected" --no-such-flag
 expect_usage_error "not a cgroup directory" --cgroup-root "$WORK" --duration 1
-after=$(find /sys/fs/cgroup -maxdepth 2 -name 'infertrace-agent-*' | wc -l)
+after=$(find /sys/fs/cgroup -maxdepth 2 -name 'tailcause-agent-*' | wc -l)
 [ "$before" -eq "$after" ] || fail "a rejected run left a cgroup behind"
 pass "bad flags exit 2 with a clear message"
 
 # ---- the Python agent on the Python SDK -------------------------------------------------------
-[ -f "$SDK_LIB" ] || fail "$SDK_LIB missing: build the infertrace_sdk target"
+[ -f "$SDK_LIB" ] || fail "$SDK_LIB missing: build the tailcause_sdk target"
 rc=0
-INFERTRACE_SDK_LIB="$SDK_LIB" /usr/bin/python3 "$PY_AGENT" --duration 3 --rate 3 \
+TAILCAUSE_SDK_LIB="$SDK_LIB" /usr/bin/python3 "$PY_AGENT" --duration 3 --rate 3 \
   --data-dir "$BUILD_DIR/examples/data" --report "$WORK/py.json" >"$WORK/py.out" 2>"$WORK/py.err" || rc=$?
 [ "$rc" -eq 0 ] || { cat "$WORK/py.err" >&2; fail "python agent exited $rc"; }
 check_report "$WORK/py.json" '
-assert r["sdk_library"].endswith("libinfertrace_sdk.so")
+assert r["sdk_library"].endswith("libtailcause_sdk.so")
 for name in ("a", "b"):
     t = r["tenants"][name]
     assert "error" not in t, t.get("error")
@@ -211,6 +211,6 @@ for name in ("a", "b"):
         assert t["stages"][s]["count"] == t["requests"]["completed"] and t["stages"][s]["errors"] == 0, (name, s)
 '
 rc=0
-INFERTRACE_SDK_LIB="$SDK_LIB" /usr/bin/python3 "$PY_AGENT" --fault nope 2>"$WORK/py-bad.err" || rc=$?
+TAILCAUSE_SDK_LIB="$SDK_LIB" /usr/bin/python3 "$PY_AGENT" --fault nope 2>"$WORK/py-bad.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "unknown fault kind" "$WORK/py-bad.err" || fail "python agent: bad fault should exit 2"
 pass "python agent serves both tenants through every stage"

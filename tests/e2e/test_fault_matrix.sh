@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault matrix (issue 4): `infertrace demo` runs the example agent with each fault on tenant
+# The fault matrix (issue 4): `tailcause demo` runs the example agent with each fault on tenant
 # ta, and ta's glitches are explained by that fault's component — quota: cpu_throttled, CPU hog:
 # runqueue, dropped page cache: block_io, slow peer: network, lock contention: lock — while a
 # clean run produces no glitch at all.
@@ -31,7 +31,7 @@ YAML
 
 # run FAULT: the demo's JSON report in $WORK/FAULT.json
 run() {
-  "$INFERTRACE" demo --config "$WORK/matrix.yaml" --fault "$1" --duration "$DURATION" --json \
+  "$TAILCAUSE" demo --config "$WORK/matrix.yaml" --fault "$1" --duration "$DURATION" --json \
     >"$WORK/$1.json" 2>"$WORK/$1.err" || fail "demo --fault $1 exited $?: $(tail -5 "$WORK/$1.err")"
 }
 

@@ -13,7 +13,7 @@ bpf_prog_ids >"$WORK/progs.before"
 expect_refused() {  # expect_refused NAME PATTERN CONFIG_TEXT
   printf '%s\n' "$3" >"$WORK/bad.yaml"
   set +e
-  "$INFERTRACE" run --listen "127.0.0.1:$(free_port)" --config "$WORK/bad.yaml" >"$WORK/out.txt" 2>"$WORK/err.txt"
+  "$TAILCAUSE" run --listen "127.0.0.1:$(free_port)" --config "$WORK/bad.yaml" >"$WORK/out.txt" 2>"$WORK/err.txt"
   local rc=$?
   set -e
   [ $rc -eq 2 ] || fail "$1: exit $rc, want 2 ($(cat "$WORK/err.txt"))"
@@ -49,7 +49,7 @@ stop_daemon
 pass "the first daemon kept its socket and kept serving"
 
 # A corrupt state file: reported, breakers start closed, the daemon runs.
-printf 'infertrace-breaker-state v1 boot_id=x monotonic_ns=1\ngarbage here\n' >"$WORK/b.state"
+printf 'tailcause-breaker-state v1 boot_id=x monotonic_ns=1\ngarbage here\n' >"$WORK/b.state"
 start_daemon -c "$WORK/good.yaml"
 grep -q "b.state.*circuit breakers start closed" "$WORK/daemon.log" ||
   fail "corrupt state not reported: $(grep -i breaker "$WORK/daemon.log")"
@@ -70,13 +70,13 @@ trap 'kill $AGENT_PID 2>/dev/null || true; cleanup' EXIT
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$DAEMON_PID/status"; }
 sleep 6
 rss1=$(rss)
-queue1=$(metric_value 'infertrace_otlp_queue_spans')
+queue1=$(metric_value 'tailcause_otlp_queue_spans')
 sleep 8
 rss2=$(rss)
-queue2=$(metric_value 'infertrace_otlp_queue_spans')
+queue2=$(metric_value 'tailcause_otlp_queue_spans')
 wait $AGENT_PID || fail "agent: $(tail -3 "$WORK/agent.log")"
-errors=$(scrape | awk '/^infertrace_otlp_export_errors_total\{kind="connection"\}/ { print $2 }')
-dropped=$(scrape | awk '/^infertrace_otlp_spans_dropped_total/ { s += $2 } END { print s + 0 }')
+errors=$(scrape | awk '/^tailcause_otlp_export_errors_total\{kind="connection"\}/ { print $2 }')
+dropped=$(scrape | awk '/^tailcause_otlp_spans_dropped_total/ { s += $2 } END { print s + 0 }')
 [ "${errors%.*}" -gt 0 ] 2>/dev/null || fail "no connection errors counted: $(scrape | grep otlp_)"
 [ "${dropped%.*}" -gt 0 ] || fail "no spans counted as dropped: $(scrape | grep otlp_spans)"
 # The gauge counts the queue (at most queue_spans) plus the batch in flight (batch_spans).

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 require_root
 AGENT="$BUILD_DIR/examples/rag-agent"
 [ -x "$AGENT" ] || fail "no $AGENT"
-export PYTHONPATH="$SRC_DIR/sdk/python" INFERTRACE_SDK_LIB="$BUILD_DIR/sdk/libinfertrace_sdk.so"
+export PYTHONPATH="$SRC_DIR/sdk/python" TAILCAUSE_SDK_LIB="$BUILD_DIR/sdk/libtailcause_sdk.so"
 SOCK="$WORK/run/breaker.sock"
 
 start_otlp_receiver
@@ -28,8 +28,8 @@ pass "breaker socket is owner-only (0600)"
   >"$WORK/agent.log" 2>&1 || fail "agent: $(tail -5 "$WORK/agent.log")"
 sleep 2  # the journal writes about once a second
 
-ta=$(metric_value 'infertrace_glitches_total{tenant="ta",stage="generation",cause="cpu_throttled"}')
-tb=$(metric_value 'infertrace_glitches_total{tenant="tb",stage="generation",cause="cpu_throttled"}')
+ta=$(metric_value 'tailcause_glitches_total{tenant="ta",stage="generation",cause="cpu_throttled"}')
+tb=$(metric_value 'tailcause_glitches_total{tenant="tb",stage="generation",cause="cpu_throttled"}')
 [ -n "$ta" ] && [ "${ta%.*}" -gt 0 ] || fail "no cpu_throttled generation glitches for ta: $(scrape | grep glitches_total)"
 [ -z "$tb" ] || fail "tb has cpu_throttled glitches ($tb) without a quota"
 pass "quota on ta: $ta generation glitches caused by cpu_throttled, none for tb"
@@ -53,7 +53,7 @@ PY
 # OTLP: spans decoded with the OpenTelemetry definitions, joined to the exemplars.
 scrape -H 'Accept: application/openmetrics-text; version=1.0.0' >"$WORK/om.txt"
 for _ in $(seq 1 30); do
-  grep -q '"infertrace.glitch":true' "$WORK/spans.jsonl" 2>/dev/null && break
+  grep -q '"tailcause.glitch":true' "$WORK/spans.jsonl" 2>/dev/null && break
   sleep 0.2
 done
 /usr/bin/python3 - "$WORK/spans.jsonl" "$WORK/om.txt" <<'PY' || fail "OTLP spans"
@@ -69,13 +69,13 @@ for s in stages:
     assert parent in requests and parent["trace_id"] == s["trace_id"], s["name"]
 ops = {s["attributes"].get("gen_ai.operation.name") for s in stages}
 assert {"embeddings", "chat", "execute_tool"} <= ops, ops
-bad = [s for s in stages if s["attributes"].get("infertrace.tenant") == "ta"
+bad = [s for s in stages if s["attributes"].get("tailcause.tenant") == "ta"
        and s["attributes"].get("gen_ai.operation.name") == "chat"
-       and s["attributes"].get("infertrace.glitch") is True]
+       and s["attributes"].get("tailcause.glitch") is True]
 assert bad, "no glitching chat span for ta"
-assert all("cpu_throttled" in s["attributes"]["infertrace.verdict"] for s in bad)
+assert all("cpu_throttled" in s["attributes"]["tailcause.verdict"] for s in bad)
 assert all(s["status"]["code"] == "STATUS_CODE_ERROR" for s in bad)
-assert bad[0]["attributes"]["infertrace.component.cpu_throttled"] > 0
+assert bad[0]["attributes"]["tailcause.component.cpu_throttled"] > 0
 exemplars = set(re.findall(r'# \{trace_id="([0-9a-f]{32})"\}', open(sys.argv[2]).read()))
 traces = {s["trace_id"] for s in spans}
 assert exemplars & traces, "no exemplar trace id among the exported traces"
@@ -84,14 +84,14 @@ print(f"ok: {len(requests)} request and {len(stages)} stage spans; "
 PY
 
 # The breaker: open for ta after consecutive slow generations, as the metric and the SDK say.
-[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
+[ "$(metric_value 'tailcause_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
   fail "breaker for ta not open: $(scrape | grep circuit_breaker)"
-[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="tb",agent="rag-agent"}')" = "0" ] ||
+[ "$(metric_value 'tailcause_circuit_breaker_open{tenant="tb",agent="rag-agent"}')" = "0" ] ||
   fail "breaker for tb: $(scrape | grep circuit_breaker)"
 breaker() {
-  INFERTRACE_BREAKER_SOCKET="$SOCK" /usr/bin/python3 -c '
-import sys, infertrace
-state, retry = infertrace.breaker_state(sys.argv[1], "rag-agent")
+  TAILCAUSE_BREAKER_SOCKET="$SOCK" /usr/bin/python3 -c '
+import sys, tailcause
+state, retry = tailcause.breaker_state(sys.argv[1], "rag-agent")
 print(state, 1 if retry > 0 else 0)' "$1"
 }
 [ "$(breaker ta)" = "open 1" ] || fail "SDK reads ta: $(breaker ta)"
@@ -99,7 +99,7 @@ print(state, 1 if retry > 0 else 0)' "$1"
 pass "breaker open for ta, closed for tb (metric and SDK socket)"
 
 # The example agent sheds ta's load while ta's breaker is open, through the C SDK's client.
-INFERTRACE_BREAKER_SOCKET="$SOCK" "$AGENT" --tenants ta,tb --rate 10 --duration 3 --shed-when-open \
+TAILCAUSE_BREAKER_SOCKET="$SOCK" "$AGENT" --tenants ta,tb --rate 10 --duration 3 --shed-when-open \
   --report "$WORK/shed.json" >"$WORK/agent2.log" 2>&1 || fail "agent (shedding): $(tail -5 "$WORK/agent2.log")"
 /usr/bin/python3 - "$WORK/shed.json" <<'PY' || fail "load shedding: $(cat "$WORK/shed.json")"
 import json, sys
@@ -145,13 +145,13 @@ stop_daemon
 [ -s "$WORK/state/breaker.state" ] || fail "no breaker state file"
 [ ! -e "$SOCK" ] || fail "socket left behind after a clean stop"
 start_daemon -c "$WORK/cfg.yaml"
-[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
+[ "$(metric_value 'tailcause_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
   fail "breaker not restored: $(scrape | grep circuit_breaker)"
 [ "$(breaker ta)" = "open 1" ] || fail "SDK after restart: $(breaker ta)"
 pass "breaker state survives a daemon restart"
 
 # SIGHUP with a tighter SLO: the analyzer takes it at once, the breaker keeps its state.
-[ -z "$(metric_value 'infertrace_glitches_total{tenant="tb",stage="generation",cause="on_cpu"}')" ] ||
+[ -z "$(metric_value 'tailcause_glitches_total{tenant="tb",stage="generation",cause="on_cpu"}')" ] ||
   fail "tb's generation glitched before the SLO change"
 sed -i 's/^probes:/glitch: {stage_slo_ms: 5}\nprobes:/' "$WORK/cfg.yaml"
 kill -HUP "$DAEMON_PID"
@@ -159,8 +159,8 @@ for _ in $(seq 1 50); do grep -q "configuration reloaded" "$WORK/daemon.log" && 
 grep -q "configuration reloaded" "$WORK/daemon.log" || fail "no reload"
 "$AGENT" --tenants tb --rate 6 --duration 3 >"$WORK/agent3.log" 2>&1 || fail "agent 3: $(tail -5 "$WORK/agent3.log")"
 sleep 1
-n=$(scrape | awk '/^infertrace_glitches_total\{tenant="tb",stage="generation"/ { s += $2 } END { print s + 0 }')
+n=$(scrape | awk '/^tailcause_glitches_total\{tenant="tb",stage="generation"/ { s += $2 } END { print s + 0 }')
 [ "${n%.*}" -gt 0 ] || fail "no tb generation glitches under a 5 ms SLO after SIGHUP"
-[ "$(metric_value 'infertrace_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
+[ "$(metric_value 'tailcause_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
   fail "the breaker was lost on reload"
 pass "SIGHUP: a 5 ms stage SLO applies at once ($n tb generation glitches); ta's breaker still open"

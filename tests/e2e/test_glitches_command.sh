@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `infertrace glitches` lists and explains the journal's glitches: bad queries get a clear
+# `tailcause glitches` lists and explains the journal's glitches: bad queries get a clear
 # message and exit 2, a missing journal exits 1 (and is not created); with a journal written by
 # a real daemon run (the example agent under a 20 ms stage SLO, so its stages glitch), the JSON
 # rows carry every field, match what the agent did, and --tenant, --stage, --since and --limit
@@ -10,11 +10,11 @@ AGENT="$BUILD_DIR/examples/rag-agent"
 [ -x "$AGENT" ] || fail "no $AGENT"
 JOURNAL="$WORK/journal.db"
 
-# expect_exit CODE PATTERN ARGS...: `infertrace glitches ARGS` exits CODE saying PATTERN on stderr.
+# expect_exit CODE PATTERN ARGS...: `tailcause glitches ARGS` exits CODE saying PATTERN on stderr.
 expect_exit() {
   local want=$1 pattern=$2; shift 2
   set +e
-  "$INFERTRACE" glitches "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+  "$TAILCAUSE" glitches "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
   local rc=$?
   set -e
   [ "$rc" -eq "$want" ] || fail "glitches $*: exit $rc, want $want: $(cat "$WORK/err.txt")"
@@ -56,24 +56,24 @@ start_daemon --config "$WORK/daemon.yaml"
 
 # The daemon writes the journal about once a second: read it while it runs.
 for _ in $(seq 1 50); do
-  "$INFERTRACE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json" 2>"$WORK/err.txt" || true
+  "$TAILCAUSE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json" 2>"$WORK/err.txt" || true
   /usr/bin/python3 -c 'import json,sys; sys.exit(0 if len(json.load(open(sys.argv[1]))) > 0 else 1)' \
     "$WORK/all.json" 2>/dev/null && break
   sleep 0.2
 done
 [ -s "$WORK/all.json" ] || fail "glitches --json printed nothing: $(cat "$WORK/err.txt")"
 sleep 1.5  # the last batch, and nothing newer than 1 s from here on
-"$INFERTRACE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json"
-"$INFERTRACE" --log-level warn glitches --journal "$JOURNAL" --json --tenant ta >"$WORK/ta.json"
-"$INFERTRACE" glitches --journal "$JOURNAL" --json --tenant tb --stage tool >"$WORK/tb_tool.json"
-"$INFERTRACE" glitches --journal "$JOURNAL" --json --stage generation --limit 100000 >"$WORK/gen.json"
-"$INFERTRACE" glitches --journal "$JOURNAL" --json --since 1h --limit 100000 >"$WORK/hour.json"
-"$INFERTRACE" glitches --journal "$JOURNAL" --json --limit 3 >"$WORK/three.json"
-"$INFERTRACE" glitches --config "$WORK/daemon.yaml" --json --tenant nobody >"$WORK/nobody.json"
-"$INFERTRACE" glitches --journal "$JOURNAL" --tenant tb --stage tool --limit 5 >"$WORK/table.txt"
-"$INFERTRACE" glitches --journal "$JOURNAL" --tenant nobody >"$WORK/empty.txt"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json"
+"$TAILCAUSE" --log-level warn glitches --journal "$JOURNAL" --json --tenant ta >"$WORK/ta.json"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --json --tenant tb --stage tool >"$WORK/tb_tool.json"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --json --stage generation --limit 100000 >"$WORK/gen.json"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --json --since 1h --limit 100000 >"$WORK/hour.json"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --json --limit 3 >"$WORK/three.json"
+"$TAILCAUSE" glitches --config "$WORK/daemon.yaml" --json --tenant nobody >"$WORK/nobody.json"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --tenant tb --stage tool --limit 5 >"$WORK/table.txt"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --tenant nobody >"$WORK/empty.txt"
 sleep 1.2
-"$INFERTRACE" glitches --journal "$JOURNAL" --json --since 1s >"$WORK/second.json"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --json --since 1s >"$WORK/second.json"
 stop_daemon
 
 /usr/bin/python3 - "$WORK" <<'PY' || fail "journal rows do not match"

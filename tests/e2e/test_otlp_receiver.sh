@@ -2,7 +2,7 @@
 # OTLP on the wire: otlp_send (OtlpExporter: encode, batch, POST, retry) sends two known traces
 # to tests/e2e/otlp_receiver/receiver.js, which decodes them with the OpenTelemetry project's own
 # OTLP definitions (npm @opentelemetry/otlp-transformer's generated protobufjs root), not ours.
-# Checks ids, parent links, kinds, times, GenAI and infertrace attributes, status, the resource,
+# Checks ids, parent links, kinds, times, GenAI and tailcause attributes, status, the resource,
 # the headers, and a retry after the receiver's first 503. No root needed. Skips (77) only when
 # node/npm are missing outside CI.
 source "$(dirname "$0")/lib.sh"
@@ -37,7 +37,7 @@ check(len(posts) >= 2 and posts[0]["status"] == 503 and posts[1]["status"] == 20
 check(posts and posts[0].get("spans") == posts[-1].get("spans"), "the retried POST carried other spans")
 for p in posts:
     check(p["content_type"] == "application/x-protobuf", f"content type {p['content_type']!r}")
-    check(p["headers"].get("x-infertrace-test") == "otlp-send", "the configured header is missing")
+    check(p["headers"].get("x-tailcause-test") == "otlp-send", "the configured header is missing")
     check(p["path"] == "/v1/traces", f"path {p['path']!r}")
 
 want = expected["spans"]
@@ -62,7 +62,7 @@ for w in want:
               f"{w['name']}: attribute {k} = {s['attributes'].get(k)!r}, want {v!r}")
     check(s["resource"].get("service.name") == expected["service_name"], f"resource {s['resource']}")
     check(bool(s["resource"].get("host.name")), "resource lacks host.name")
-    check(s["scope"]["name"] == "infertrace", f"scope {s['scope']}")
+    check(s["scope"]["name"] == "tailcause", f"scope {s['scope']}")
 
 # Structure, independent of what otlp_send printed: one SERVER root per trace, every stage a
 # child of it, the GenAI names and the glitch's breakdown as the spec'd attributes say.
@@ -81,9 +81,9 @@ check(ops == {"invoke_agent rag": "invoke_agent", "embeddings": "embeddings", "r
               "execute_tool": "execute_tool"}, f"gen_ai.operation.name {ops}")
 chat = next((s for s in agent if s["name"] == "chat"), None)
 if chat:
-    check(chat["attributes"].get("infertrace.component.cpu_throttled") == 0.4, f"chat breakdown {chat['attributes']}")
+    check(chat["attributes"].get("tailcause.component.cpu_throttled") == 0.4, f"chat breakdown {chat['attributes']}")
     check(chat["status"]["code"] == "STATUS_CODE_ERROR" and "cpu_throttled" in chat["status"]["message"], f"chat status {chat['status']}")
-    check(chat["attributes"].get("infertrace.glitch") is True, "chat is not marked as a glitch")
+    check(chat["attributes"].get("tailcause.glitch") is True, "chat is not marked as a glitch")
 
 if errors:
     print("\n".join("FAIL: " + e for e in errors), file=sys.stderr)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `infertrace probes` reports the kernel features and every family, as text and as JSON.
+# `tailcause probes` reports the kernel features and every family, as text and as JSON.
 source "$(dirname "$0")/lib.sh"
 require_root
-"$INFERTRACE" probes --config "$SRC_DIR/deploy/infertrace.yaml" --json >"$WORK/p.json" || fail "probes --json failed: $(cat "$WORK/p.json")"
+"$TAILCAUSE" probes --config "$SRC_DIR/deploy/tailcause.yaml" --json >"$WORK/p.json" || fail "probes --json failed: $(cat "$WORK/p.json")"
 /usr/bin/python3 - "$WORK/p.json" <<'PY' || fail "probes --json content"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -15,8 +15,8 @@ for name in ("btf", "tp_btf", "raw_tracepoint", "ringbuf", "kprobe", "fentry"):
 assert feats["btf"]["available"] and feats["ringbuf"]["available"]
 PY
 pass "probes --json lists features and six attached families"
-"$INFERTRACE" probes >"$WORK/p.txt" || fail "probes failed"
+"$TAILCAUSE" probes >"$WORK/p.txt" || fail "probes failed"
 grep -q "^Kernel features" "$WORK/p.txt" && grep -qE "^  sched +attached" "$WORK/p.txt" || fail "probes text: $(cat "$WORK/p.txt")"
 printf 'probes:\n  memory:\n    enabled: false\n' >"$WORK/c.yaml"
-"$INFERTRACE" probes --config "$WORK/c.yaml" | grep -qE "^  memory +disabled" || fail "disabled family not shown"
+"$TAILCAUSE" probes --config "$WORK/c.yaml" | grep -qE "^  memory +disabled" || fail "disabled family not shown"
 pass "probes text output"

@@ -10,7 +10,7 @@ cat >"$WORK/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
 scrape_configs:
-  - job_name: infertrace
+  - job_name: tailcause
     static_configs:
       - targets: ["127.0.0.1:$PORT"]
 YAML
@@ -26,22 +26,22 @@ query() {
 
 up=""
 for _ in $(seq 1 60); do
-  up=$(query 'up{job="infertrace"}' 2>/dev/null || true)
-  [ "$up" = "1" ] && [ -n "$(query 'count(infertrace_runqueue_latency_seconds_bucket)' 2>/dev/null || true)" ] && break
+  up=$(query 'up{job="tailcause"}' 2>/dev/null || true)
+  [ "$up" = "1" ] && [ -n "$(query 'count(tailcause_runqueue_latency_seconds_bucket)' 2>/dev/null || true)" ] && break
   sleep 0.5
 done
 [ "$up" = "1" ] || fail "Prometheus does not see the target up: $(tail -5 "$WORK/prometheus.log")"
 pass "Prometheus scrapes the daemon (up == 1)"
 
-attached=$(query 'sum(infertrace_probe_attached)')
-[ "$attached" = "6" ] || fail "sum(infertrace_probe_attached) = '$attached', want 6"
-n=$(query 'count(count by (__name__) ({__name__=~"infertrace_.*"}))')
-[ "${n:-0}" -ge 20 ] || fail "only $n infertrace metric names stored"
-samples=$(query 'scrape_samples_scraped{job="infertrace"}')
-pass "Prometheus stored $n infertrace metric names ($samples samples per scrape)"
+attached=$(query 'sum(tailcause_probe_attached)')
+[ "$attached" = "6" ] || fail "sum(tailcause_probe_attached) = '$attached', want 6"
+n=$(query 'count(count by (__name__) ({__name__=~"tailcause_.*"}))')
+[ "${n:-0}" -ge 20 ] || fail "only $n tailcause metric names stored"
+samples=$(query 'scrape_samples_scraped{job="tailcause"}')
+pass "Prometheus stored $n tailcause metric names ($samples samples per scrape)"
 
 # A quantile over the run-queue histogram works as a dashboard would compute it.
 sleep 2
-q=$(query 'histogram_quantile(0.99, sum by (le) (rate(infertrace_runqueue_latency_seconds_bucket[5s])))')
+q=$(query 'histogram_quantile(0.99, sum by (le) (rate(tailcause_runqueue_latency_seconds_bucket[5s])))')
 [ -n "$q" ] || fail "no run-queue latency quantile"
 pass "P99 run-queue latency over 5 s: ${q}s"

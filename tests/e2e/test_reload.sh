@@ -14,10 +14,10 @@ held_prog_ids "$DAEMON_PID" >"$WORK/progs.1"
 printf 'top_k: 50\nprobes:\n  tcp:\n    enabled: false\n' >"$WORK/config.yaml"
 kill -HUP "$DAEMON_PID"
 for _ in $(seq 1 50); do
-  [ "$(metric_value 'infertrace_probe_attached{probe="tcp"}')" = "0" ] && break
+  [ "$(metric_value 'tailcause_probe_attached{probe="tcp"}')" = "0" ] && break
   sleep 0.1
 done
-[ "$(metric_value 'infertrace_probe_attached{probe="tcp"}')" = "0" ] || fail "tcp still attached after reload"
+[ "$(metric_value 'tailcause_probe_attached{probe="tcp"}')" = "0" ] || fail "tcp still attached after reload"
 held_prog_ids "$DAEMON_PID" >"$WORK/progs.2"
 [ -s "$WORK/progs.2" ] || fail "all programs gone"
 comm -13 "$WORK/progs.1" "$WORK/progs.2" | grep . && fail "programs were reloaded though their settings did not change"
@@ -34,7 +34,7 @@ grep -q "reload rejected, keeping the running configuration: .*config.yaml:6: pr
 kill -0 "$DAEMON_PID" || fail "daemon died on a bad reload"
 held_prog_ids "$DAEMON_PID" >"$WORK/progs.3"
 diff -q "$WORK/progs.2" "$WORK/progs.3" >/dev/null || fail "a rejected reload changed the probes"
-[ "$(metric_value 'infertrace_probe_attached{probe="sched"}')" = "1" ] || fail "sched lost"
+[ "$(metric_value 'tailcause_probe_attached{probe="sched"}')" = "1" ] || fail "sched lost"
 pass "bad configuration rejected, running one kept"
 
 # Changing a family's own setting restarts just that family.

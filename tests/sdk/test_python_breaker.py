@@ -1,8 +1,8 @@
-"""infertrace.breaker_state() without root or a daemon: against a real BreakerSocket (the
+"""tailcause.breaker_state() without root or a daemon: against a real BreakerSocket (the
 breaker_server test program), against no daemon, and against canned servers that answer
 garbage or nothing.
 
-Run by ctest (sdk_python) with INFERTRACE_SDK_LIB, PYTHONPATH and INFERTRACE_BREAKER_SERVER set
+Run by ctest (sdk_python) with TAILCAUSE_SDK_LIB, PYTHONPATH and TAILCAUSE_BREAKER_SERVER set
 (sdk/CMakeLists.txt)."""
 
 import os
@@ -14,13 +14,13 @@ import time
 import unittest
 from pathlib import Path
 
-import infertrace
+import tailcause
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def server_binary():
-    explicit = os.environ.get("INFERTRACE_BREAKER_SERVER")
+    explicit = os.environ.get("TAILCAUSE_BREAKER_SERVER")
     return explicit or str(REPO / "build" / "testprogs" / "breaker_server")
 
 
@@ -99,10 +99,10 @@ class BreakerState(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.path = os.path.join(self.tmp.name, "breaker.sock")
-        os.environ.pop("INFERTRACE_BREAKER_SOCKET", None)
+        os.environ.pop("TAILCAUSE_BREAKER_SOCKET", None)
 
     def tearDown(self):
-        os.environ.pop("INFERTRACE_BREAKER_SOCKET", None)
+        os.environ.pop("TAILCAUSE_BREAKER_SOCKET", None)
         self.tmp.cleanup()
 
     def test_reads_states_from_a_real_breaker_socket(self):
@@ -112,17 +112,17 @@ class BreakerState(unittest.TestCase):
             "a%25b%01", "%", "open", "9", "17",             # "a%b\x01", ""
         ])
         try:
-            self.assertEqual(infertrace.breaker_state("acme", "rag", socket_path=self.path),
+            self.assertEqual(tailcause.breaker_state("acme", "rag", socket_path=self.path),
                              ("open", 1500))
-            self.assertEqual(infertrace.breaker_state("t x", "ü", socket_path=self.path),
+            self.assertEqual(tailcause.breaker_state("t x", "ü", socket_path=self.path),
                              ("closed", 0))
-            self.assertEqual(infertrace.breaker_state("a%b\x01", "", socket_path=self.path),
+            self.assertEqual(tailcause.breaker_state("a%b\x01", "", socket_path=self.path),
                              ("open", 17))
-            self.assertEqual(infertrace.breaker_state("acme", "other", socket_path=self.path),
+            self.assertEqual(tailcause.breaker_state("acme", "other", socket_path=self.path),
                              ("closed", 0))
             # The environment names the socket when no path is given.
-            os.environ["INFERTRACE_BREAKER_SOCKET"] = self.path
-            self.assertEqual(infertrace.breaker_state("acme", "rag"), ("open", 1500))
+            os.environ["TAILCAUSE_BREAKER_SOCKET"] = self.path
+            self.assertEqual(tailcause.breaker_state("acme", "rag"), ("open", 1500))
         finally:
             summary = server.stop()
         self.assertIn("requests ok=5 error=0", summary)
@@ -136,22 +136,22 @@ class BreakerState(unittest.TestCase):
                 conn.connect(self.path)
                 held.append(conn)
             for _ in range(10):
-                with self.assertRaisesRegex(infertrace.BreakerUnavailable, "busy"):
-                    infertrace.breaker_state("acme", "rag", socket_path=self.path, timeout=5)
+                with self.assertRaisesRegex(tailcause.BreakerUnavailable, "busy"):
+                    tailcause.breaker_state("acme", "rag", socket_path=self.path, timeout=5)
         finally:
             for conn in held:
                 conn.close()
             server.stop()
 
     def test_no_daemon_is_a_clear_exception(self):
-        with self.assertRaisesRegex(infertrace.BreakerUnavailable, "no circuit-breaker socket"):
-            infertrace.breaker_state("a", "b", socket_path=self.path)
+        with self.assertRaisesRegex(tailcause.BreakerUnavailable, "no circuit-breaker socket"):
+            tailcause.breaker_state("a", "b", socket_path=self.path)
         # A stale socket file: connection refused.
         stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         stale.bind(self.path)
         stale.close()
-        with self.assertRaises(infertrace.BreakerUnavailable) as caught:
-            infertrace.breaker_state("a", "b", socket_path=self.path)
+        with self.assertRaises(tailcause.BreakerUnavailable) as caught:
+            tailcause.breaker_state("a", "b", socket_path=self.path)
         self.assertIsInstance(caught.exception.__cause__, ConnectionRefusedError)
         self.assertIsInstance(caught.exception, ConnectionError)  # catchable as such
 
@@ -159,8 +159,8 @@ class BreakerState(unittest.TestCase):
         server = CannedServer(self.path, None)
         try:
             start = time.monotonic()
-            with self.assertRaises(infertrace.BreakerUnavailable):
-                infertrace.breaker_state("a", "b", socket_path=self.path)
+            with self.assertRaises(tailcause.BreakerUnavailable):
+                tailcause.breaker_state("a", "b", socket_path=self.path)
             self.assertLess(time.monotonic() - start, 5)  # 100 ms by default; never a hang
         finally:
             server.close()
@@ -173,28 +173,28 @@ class BreakerState(unittest.TestCase):
             path = os.path.join(self.tmp.name, f"canned-{len(reply)}-{reply[:4].hex()}.sock")
             server = CannedServer(path, reply)
             try:
-                with self.assertRaises(infertrace.BreakerProtocolError, msg=reply[:40]):
-                    infertrace.breaker_state("a b%", "ü", socket_path=path, timeout=5)
+                with self.assertRaises(tailcause.BreakerProtocolError, msg=reply[:40]):
+                    tailcause.breaker_state("a b%", "ü", socket_path=path, timeout=5)
                 self.assertEqual(server.requests[-1], b"state a%20b%25 %C3%BC\n")
             finally:
                 server.close()
         busy = CannedServer(self.path, b"error busy 64 clients connected\n")
         try:
-            with self.assertRaisesRegex(infertrace.BreakerUnavailable, "busy"):
-                infertrace.breaker_state("a", "b", socket_path=self.path, timeout=5)
+            with self.assertRaisesRegex(tailcause.BreakerUnavailable, "busy"):
+                tailcause.breaker_state("a", "b", socket_path=self.path, timeout=5)
         finally:
             busy.close()
 
     def test_bad_arguments(self):
         with self.assertRaises(TypeError):
-            infertrace.breaker_state(b"a", "b", socket_path=self.path)
+            tailcause.breaker_state(b"a", "b", socket_path=self.path)
         with self.assertRaisesRegex(ValueError, "NUL"):
-            infertrace.breaker_state("a\0", "b", socket_path=self.path)
+            tailcause.breaker_state("a\0", "b", socket_path=self.path)
         with self.assertRaisesRegex(ValueError, "too long"):
-            infertrace.breaker_state("%" * 300, "b", socket_path=self.path)
+            tailcause.breaker_state("%" * 300, "b", socket_path=self.path)
         for bad in (0, -1, "1", True):
             with self.assertRaises(ValueError):
-                infertrace.breaker_state("a", "b", socket_path=self.path, timeout=bad)
+                tailcause.breaker_state("a", "b", socket_path=self.path, timeout=bad)
 
 
 if __name__ == "__main__":

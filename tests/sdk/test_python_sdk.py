@@ -1,7 +1,7 @@
 """The Python SDK without root: it loads the built library, checks input before calling it, and
 its objects end once. (That the probes fire with these values is shown by test_usdt.sh.)
 
-Run by ctest with INFERTRACE_SDK_LIB and PYTHONPATH set (sdk/CMakeLists.txt)."""
+Run by ctest with TAILCAUSE_SDK_LIB and PYTHONPATH set (sdk/CMakeLists.txt)."""
 
 import ctypes
 import os
@@ -13,158 +13,158 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import infertrace
+import tailcause
 
-PACKAGE_DIR = Path(infertrace.__file__).resolve().parent
+PACKAGE_DIR = Path(tailcause.__file__).resolve().parent
 
 
 class LibraryLookup(unittest.TestCase):
     def test_loads_the_library_named_by_the_environment(self):
-        self.assertEqual(infertrace.library_path,
-                         str(Path(os.environ["INFERTRACE_SDK_LIB"]).resolve()))
-        self.assertRegex(infertrace.version(), r"^\d+\.\d+\.\d+$")
+        self.assertEqual(tailcause.library_path,
+                         str(Path(os.environ["TAILCAUSE_SDK_LIB"]).resolve()))
+        self.assertRegex(tailcause.version(), r"^\d+\.\d+\.\d+$")
 
     def run_python(self, code, env, cwd):
         return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd,
                               capture_output=True, text=True, timeout=60)
 
     def test_a_bad_environment_path_is_a_clear_import_error(self):
-        env = dict(os.environ, INFERTRACE_SDK_LIB="/nonexistent/libinfertrace_sdk.so")
-        done = self.run_python("import infertrace", env, "/")
+        env = dict(os.environ, TAILCAUSE_SDK_LIB="/nonexistent/libtailcause_sdk.so")
+        done = self.run_python("import tailcause", env, "/")
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("ImportError", done.stderr)
-        self.assertIn("INFERTRACE_SDK_LIB", done.stderr)
+        self.assertIn("TAILCAUSE_SDK_LIB", done.stderr)
 
     def test_falls_back_to_a_library_next_to_the_package(self):
         with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / "infertrace"
+            copy = Path(tmp) / "tailcause"
             shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
-            shutil.copy(os.environ["INFERTRACE_SDK_LIB"], copy / "libinfertrace_sdk.so")
-            env = {k: v for k, v in os.environ.items() if k != "INFERTRACE_SDK_LIB"}
+            shutil.copy(os.environ["TAILCAUSE_SDK_LIB"], copy / "libtailcause_sdk.so")
+            env = {k: v for k, v in os.environ.items() if k != "TAILCAUSE_SDK_LIB"}
             env["PYTHONPATH"] = tmp
-            done = self.run_python("import infertrace; print(infertrace.library_path)", env, "/")
+            done = self.run_python("import tailcause; print(tailcause.library_path)", env, "/")
             self.assertEqual(done.returncode, 0, done.stderr)
-            self.assertEqual(done.stdout.strip(), str(copy / "libinfertrace_sdk.so"))
+            self.assertEqual(done.stdout.strip(), str(copy / "libtailcause_sdk.so"))
 
 
 class InputChecks(unittest.TestCase):
     def test_strings_must_be_str_without_nul(self):
         with self.assertRaises(TypeError):
-            infertrace.Request(b"tenant", "agent")
+            tailcause.Request(b"tenant", "agent")
         with self.assertRaises(TypeError):
-            infertrace.Request("tenant", None)
+            tailcause.Request("tenant", None)
         with self.assertRaisesRegex(ValueError, "NUL"):
-            infertrace.Request("ten\0ant", "agent")
+            tailcause.Request("ten\0ant", "agent")
         with self.assertRaisesRegex(ValueError, "UTF-8"):
-            infertrace.Request("tenant\udc80", "agent")
+            tailcause.Request("tenant\udc80", "agent")
         with self.assertRaisesRegex(ValueError, "NUL"):
-            infertrace.cache_lookup(1, "vec\0tors", infertrace.CacheResult.HIT)
+            tailcause.cache_lookup(1, "vec\0tors", tailcause.CacheResult.HIT)
         with self.assertRaisesRegex(ValueError, "NUL"):
-            infertrace.Stage(1, "re\0rank")
+            tailcause.Stage(1, "re\0rank")
 
     def test_non_ascii_names_are_accepted(self):
-        with infertrace.Request("mandant-ü", "agent-東京") as request:
+        with tailcause.Request("mandant-ü", "agent-東京") as request:
             self.assertEqual(request.tenant, "mandant-ü")
 
     def test_ids_and_integers_are_range_checked(self):
         for bad in (-1, 1 << 64):
             with self.assertRaises(ValueError):
-                infertrace.Request("t", "a", request_id=bad)
+                tailcause.Request("t", "a", request_id=bad)
             with self.assertRaises(ValueError):
-                infertrace.token(1, bad)
+                tailcause.token(1, bad)
         for bad in (True, 1.0, "1"):
             with self.assertRaises(TypeError):
-                infertrace.token(bad, 0)
+                tailcause.token(bad, 0)
         with self.assertRaises(ValueError):
-            infertrace.Request("t", "a").end(1 << 63)
-        with infertrace.layer(0, (1 << 64) - 1):
+            tailcause.Request("t", "a").end(1 << 63)
+        with tailcause.layer(0, (1 << 64) - 1):
             pass
         with self.assertRaises(ValueError):
-            with infertrace.layer(-1, 1):
+            with tailcause.layer(-1, 1):
                 pass
 
     def test_trace_ids_follow_w3c(self):
-        request = infertrace.Request("t", "a", trace_id="0AF7651916CD43DD8448EB211C80319C")
+        request = tailcause.Request("t", "a", trace_id="0AF7651916CD43DD8448EB211C80319C")
         self.assertEqual(request.trace_id, "0af7651916cd43dd8448eb211c80319c")
         request.end()
         for bad in ("0af7651916cd43dd8448eb211c80319", "0af7651916cd43dd8448eb211c80319g",
                     "0" * 32, "0af7651916cd43dd-448eb211c80319c"):
             with self.assertRaises(ValueError, msg=bad):
-                infertrace.Request("t", "a", trace_id=bad)
+                tailcause.Request("t", "a", trace_id=bad)
         with self.assertRaises(TypeError):
-            infertrace.Request("t", "a", trace_id=12345)
+            tailcause.Request("t", "a", trace_id=12345)
 
     def test_stage_cache_result_and_entropy(self):
         with self.assertRaises(ValueError):
-            infertrace.Stage(1, 7)
+            tailcause.Stage(1, 7)
         with self.assertRaises(ValueError):
-            infertrace.Stage(1, "")
+            tailcause.Stage(1, "")
         with self.assertRaises(ValueError):
-            infertrace.cache_lookup(1, "c", 3)
+            tailcause.cache_lookup(1, "c", 3)
         with self.assertRaises(ValueError):
-            infertrace.cache_lookup(1, "c", "fresh")
-        infertrace.cache_lookup(1, "c", "stale", age_ns=5, key_hash=(1 << 64) - 1)
+            tailcause.cache_lookup(1, "c", "fresh")
+        tailcause.cache_lookup(1, "c", "stale", age_ns=5, key_hash=(1 << 64) - 1)
         for bad in (-0.1, float("nan"), float("inf")):
             with self.assertRaises(ValueError):
-                infertrace.output_quality(1, bad)
-        infertrace.output_quality(1, 1e300)  # clamps to the 64-bit range
+                tailcause.output_quality(1, bad)
+        tailcause.output_quality(1, 1e300)  # clamps to the 64-bit range
 
 
 class Enabled(unittest.TestCase):
     def test_untraced_probes_read_disabled(self):
         # ctest runs this untraced; test_usdt.sh shows enabled() turning true under bpftrace.
-        self.assertFalse(infertrace.enabled())
-        for probe in infertrace.PROBES:
-            self.assertFalse(infertrace.enabled(probe), probe)
+        self.assertFalse(tailcause.enabled())
+        for probe in tailcause.PROBES:
+            self.assertFalse(tailcause.enabled(probe), probe)
         with self.assertRaises(ValueError):
-            infertrace.enabled("tokens")
+            tailcause.enabled("tokens")
 
     def test_each_probe_reads_its_own_semaphore(self):
         # The addresses the library hands out are those of the right symbols (nm), so the
         # Python-side gate of each probe watches that probe's semaphore.
         import read_semaphore
-        lib = infertrace.library_path
+        lib = tailcause.library_path
         symbols = read_semaphore.symbol_values(lib)
-        for name, view in infertrace._native.semaphores.items():
+        for name, view in tailcause._native.semaphores.items():
             want = read_semaphore.runtime_address(
-                os.getpid(), lib, symbols[f"infertrace_{name}_semaphore"])
+                os.getpid(), lib, symbols[f"tailcause_{name}_semaphore"])
             self.assertEqual(ctypes.addressof(view), want, name)
-        self.assertIsNone(infertrace._native.lib.infertrace_sdk_semaphore(11))
+        self.assertIsNone(tailcause._native.lib.tailcause_sdk_semaphore(11))
 
 
 class Objects(unittest.TestCase):
     def test_request_ends_once_and_on_exceptions(self):
-        request = infertrace.Request("t", "a", request_id=77)
+        request = tailcause.Request("t", "a", request_id=77)
         self.assertTrue(request.active)
         request.end(3)
         self.assertFalse(request.active)
         request.end(4)  # no second request_end
         with self.assertRaises(KeyError):
-            with infertrace.Request("t", "a") as failing:
+            with tailcause.Request("t", "a") as failing:
                 raise KeyError("boom")
         self.assertFalse(failing.active)
 
     def test_stages_name_free_form_stages_other(self):
-        with infertrace.Request("t", "a") as request:
-            with infertrace.Stage(request, infertrace.Stage.RETRIEVAL) as stage:
+        with tailcause.Request("t", "a") as request:
+            with tailcause.Stage(request, tailcause.Stage.RETRIEVAL) as stage:
                 self.assertEqual((stage.kind, stage.name), (2, "retrieval"))
                 self.assertEqual(stage.request_id, request.id)
-            with infertrace.Stage(request, "rerank") as stage:
-                self.assertEqual((stage.kind, stage.name), (infertrace.Stage.OTHER, "rerank"))
+            with tailcause.Stage(request, "rerank") as stage:
+                self.assertEqual((stage.kind, stage.name), (tailcause.Stage.OTHER, "rerank"))
             self.assertFalse(stage.active)
-            with infertrace.context_scope(request) as rid:
+            with tailcause.context_scope(request) as rid:
                 self.assertEqual(rid, request.id)
 
     def test_generated_ids(self):
-        trace_ids = {infertrace.new_trace_id() for _ in range(2000)}
+        trace_ids = {tailcause.new_trace_id() for _ in range(2000)}
         self.assertEqual(len(trace_ids), 2000)
         for tid in trace_ids:
             self.assertRegex(tid, r"^[0-9a-f]{32}$")
-        request_ids = [infertrace.new_request_id() for _ in range(50000)]
+        request_ids = [tailcause.new_request_id() for _ in range(50000)]
         self.assertEqual(len(set(request_ids)), len(request_ids))
         self.assertNotIn(0, request_ids)
         self.assertTrue(all(0 < rid < (1 << 64) for rid in request_ids))
-        self.assertTrue(re.fullmatch(r"0x[0-9a-f]+", hex(infertrace.Request("t", "a").id)))
+        self.assertTrue(re.fullmatch(r"0x[0-9a-f]+", hex(tailcause.Request("t", "a").id)))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 #  A. C++ (sdk.hpp, probes in the binary): bpftrace -p attaches to a running sdk_user; every
 #     probe fires with the values the program used; the semaphores read 0 before, non-zero
 #     while attached, 0 after (read from /proc/PID/mem and as the program prints them).
-#  B. Python (infertrace package -> libinfertrace_sdk.so): the same, bpftrace -p on the library.
+#  B. Python (tailcause package -> libtailcause_sdk.so): the same, bpftrace -p on the library.
 #  C. A Python process started after bpftrace attached to the library by path (the daemon's
 #     case: agents start later): its probes are enabled from its first request.
 # Run by ctest (sdk/CMakeLists.txt) with BUILD_DIR, SRC_DIR, PYTHON3 set.
@@ -14,10 +14,10 @@ SRC_DIR=${SRC_DIR:?SRC_DIR is the source tree}
 PYTHON3=${PYTHON3:-/usr/bin/python3}
 HERE=$SRC_DIR/tests/sdk
 USER_BIN=$BUILD_DIR/sdk/sdk_user
-LIB=$(realpath "$BUILD_DIR/sdk/libinfertrace_sdk.so")
+LIB=$(realpath "$BUILD_DIR/sdk/libtailcause_sdk.so")
 PROBES=(request_begin request_end stage_begin stage_end context_attach context_detach
         cache_lookup token layer_begin layer_end output_quality)
-SEMAPHORES=("${PROBES[@]/#/infertrace_}")
+SEMAPHORES=("${PROBES[@]/#/tailcause_}")
 SEMAPHORES=("${SEMAPHORES[@]/%/_semaphore}")
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -27,9 +27,9 @@ if [[ $EUID -ne 0 ]]; then
 	exit 77
 fi
 command -v bpftrace >/dev/null || fail "bpftrace is not installed"
-[[ -x $USER_BIN && -f $LIB ]] || fail "build sdk_user and infertrace_sdk first ($BUILD_DIR/sdk)"
+[[ -x $USER_BIN && -f $LIB ]] || fail "build sdk_user and tailcause_sdk first ($BUILD_DIR/sdk)"
 
-WORK=$(mktemp -d /tmp/infertrace-sdk-usdt.XXXXXX)
+WORK=$(mktemp -d /tmp/tailcause-sdk-usdt.XXXXXX)
 CHILDREN=()
 cleanup() {
 	local pid
@@ -108,14 +108,14 @@ kill "$USER_PID"
 "$PYTHON3" "$HERE/check_events.py" "$WORK/cpp.out" --base-id 0x5d5000000000 --agent agent-cpp \
 	--min-requests 20 || fail "C++ probe arguments (bpftrace output above)"
 
-echo "== B: Python package -> libinfertrace_sdk.so, bpftrace -p"
-export PYTHONPATH=$SRC_DIR/sdk/python INFERTRACE_SDK_LIB=$LIB
+echo "== B: Python package -> libtailcause_sdk.so, bpftrace -p"
+export PYTHONPATH=$SRC_DIR/sdk/python TAILCAUSE_SDK_LIB=$LIB
 "$PYTHON3" "$HERE/py_user.py" --interval-ms 20 >"$WORK/pyuser.out" 2>&1 &
 PY_PID=$!
 CHILDREN+=("$PY_PID")
 wait_for "$WORK/pyuser.out" '^iteration 5 '
 grep -qx "library $LIB" "$WORK/pyuser.out" || fail "py_user loaded $(grep ^library "$WORK/pyuser.out")"
-grep -qx 'iteration 5 enabled=0x0' "$WORK/pyuser.out" || fail "infertrace.enabled() before tracing"
+grep -qx 'iteration 5 enabled=0x0' "$WORK/pyuser.out" || fail "tailcause.enabled() before tracing"
 expect_semaphores "$PY_PID" "$LIB" zero
 start_tracer py "$LIB" "$PY_PID"
 sleep 2
@@ -123,14 +123,14 @@ expect_semaphores "$PY_PID" "$LIB" nonzero
 lines_traced=$(wc -l <"$WORK/pyuser.out")
 wait_for "$WORK/pyuser.out" "^iteration $lines_traced "
 lines_after "$WORK/pyuser.out" "$lines_traced" | grep -x 'iteration [0-9]* enabled=0x7ff' >/dev/null ||
-	fail "infertrace.enabled() is not true for all 11 probes while traced"
+	fail "tailcause.enabled() is not true for all 11 probes while traced"
 stop_tracer py
 sleep 0.3
 expect_semaphores "$PY_PID" "$LIB" zero
 lines_untraced=$(wc -l <"$WORK/pyuser.out")
 wait_for "$WORK/pyuser.out" "^iteration $lines_untraced "
 lines_after "$WORK/pyuser.out" "$lines_untraced" | grep -vx 'iteration [0-9]* enabled=0x0' &&
-	fail "infertrace.enabled() still true after bpftrace exited"
+	fail "tailcause.enabled() still true after bpftrace exited"
 kill "$PY_PID"
 "$PYTHON3" "$HERE/check_events.py" "$WORK/py.out" --base-id 0x9e7000000000 --agent agent-py \
 	--min-requests 20 || fail "Python probe arguments"
@@ -151,7 +151,7 @@ stop_tracer lib
 echo "== D: only the token probe traced: only its semaphore is set, only it fires"
 sed "s|@TARGET@|$LIB|g" >"$WORK/token.bt" <<'EOF_BT'
 BEGIN { printf("READY\n"); }
-usdt:@TARGET@:infertrace:token { printf("E|token|%d|%lu|%lu\n", tid, arg0, arg1); }
+usdt:@TARGET@:tailcause:token { printf("E|token|%d|%lu|%lu\n", tid, arg0, arg1); }
 EOF_BT
 bpftrace "$WORK/token.bt" >"$WORK/token.out" 2>&1 &
 TRACER=$!
@@ -160,9 +160,9 @@ wait_for "$WORK/token.out" '^READY' 60
 "$PYTHON3" "$HERE/py_user.py" --interval-ms 5 --iterations 10 --base-id 0xd0d000000000 \
 	>"$WORK/pyuser3.out" 2>&1 || fail "py_user failed: $(tail -5 "$WORK/pyuser3.out")"
 stop_tracer token
-# enum infertrace_sdk_probe: token is bit 7.
+# enum tailcause_sdk_probe: token is bit 7.
 [[ $(grep -c 'enabled=0x80$' "$WORK/pyuser3.out") -eq 10 ]] ||
-	fail "with only token traced, infertrace.enabled() read: $(grep -m3 enabled "$WORK/pyuser3.out")"
+	fail "with only token traced, tailcause.enabled() read: $(grep -m3 enabled "$WORK/pyuser3.out")"
 tokens=$(grep -c '^E|token|' "$WORK/token.out" || true)
 [[ $tokens -eq 30 ]] || fail "expected 30 token events (10 requests x 3), got $tokens"
 echo "token only: 30 token events, enabled mask 0x80"

@@ -26,7 +26,7 @@
 //   attrib_target bad                           out-of-order calls and bad strings
 //   attrib_target exit-mid-stage ID             exits while two threads are in stages
 //   attrib_target flood N THREADS WAIT          N stages per thread as fast as possible
-#include <infertrace/sdk.h>
+#include <tailcause/sdk.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -55,12 +55,12 @@ using namespace std::chrono_literals;
 uint64_t arg_u64(char** argv, int i) { return std::strtoull(argv[i], nullptr, 0); }
 
 bool all_enabled(bool every_probe) {
-  const bool core = INFERTRACE_ENABLED(request_begin) && INFERTRACE_ENABLED(request_end) &&
-                    INFERTRACE_ENABLED(stage_begin) && INFERTRACE_ENABLED(stage_end) &&
-                    INFERTRACE_ENABLED(context_attach) && INFERTRACE_ENABLED(context_detach);
-  return core && (!every_probe || (INFERTRACE_ENABLED(cache_lookup) && INFERTRACE_ENABLED(token) &&
-                                   INFERTRACE_ENABLED(layer_begin) && INFERTRACE_ENABLED(layer_end) &&
-                                   INFERTRACE_ENABLED(output_quality)));
+  const bool core = TAILCAUSE_ENABLED(request_begin) && TAILCAUSE_ENABLED(request_end) &&
+                    TAILCAUSE_ENABLED(stage_begin) && TAILCAUSE_ENABLED(stage_end) &&
+                    TAILCAUSE_ENABLED(context_attach) && TAILCAUSE_ENABLED(context_detach);
+  return core && (!every_probe || (TAILCAUSE_ENABLED(cache_lookup) && TAILCAUSE_ENABLED(token) &&
+                                   TAILCAUSE_ENABLED(layer_begin) && TAILCAUSE_ENABLED(layer_end) &&
+                                   TAILCAUSE_ENABLED(output_quality)));
 }
 
 bool wait_for_tracer(bool every_probe) {
@@ -83,11 +83,11 @@ void burn_cpu(double ms) {
 }
 
 void cpu_mode(uint64_t id, const char* tenant, double ms) {
-  infertrace_request_begin(id, tenant, "attrib-test", "4bf92f3577b34da6a3ce929d0e0e4736");
-  infertrace_stage_begin(id, INFERTRACE_STAGE_GENERATION, "generation");
+  tailcause_request_begin(id, tenant, "attrib-test", "4bf92f3577b34da6a3ce929d0e0e4736");
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
   burn_cpu(ms);
-  infertrace_stage_end(id, INFERTRACE_STAGE_GENERATION);
-  infertrace_request_end(id, 0);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_GENERATION);
+  tailcause_request_end(id, 0);
 }
 
 void read_mode(uint64_t id, const char* tenant, const char* path, bool drop) {
@@ -99,11 +99,11 @@ void read_mode(uint64_t id, const char* tenant, const char* path, bool drop) {
   if (drop) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   std::vector<char> buf(128 << 10);
   uint64_t total = 0;
-  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
-  infertrace_stage_begin(id, INFERTRACE_STAGE_RETRIEVAL, "retrieval");
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
   for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) total += n;
-  infertrace_stage_end(id, INFERTRACE_STAGE_RETRIEVAL);
-  infertrace_request_end(id, 0);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_RETRIEVAL);
+  tailcause_request_end(id, 0);
   close(fd);
   printf("bytes=%llu\n", static_cast<unsigned long long>(total));
 }
@@ -172,13 +172,13 @@ void slow_peer_mode(uint64_t id, const char* tenant, int delay_ms, const std::st
   std::thread server;
   const int port = start_slow_peer(v6, delay_ms, 1, server);
   printf("port=%d\n", port);
-  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
-  infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
   const int c = connect_peer(v6, port);
   ask(c, how == "poll");
   close(c);
-  infertrace_stage_end(id, INFERTRACE_STAGE_TOOL);
-  infertrace_request_end(id, 0);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
+  tailcause_request_end(id, 0);
   server.join();
 }
 
@@ -189,8 +189,8 @@ void peers_mode(uint64_t id, const char* tenant) {
   const int port_a = start_slow_peer(false, 60, 3, server_a);
   const int port_b = start_slow_peer(false, 100, 1, server_b);
   printf("port_a=%d\nport_b=%d\n", port_a, port_b);
-  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
-  infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
   const int a = connect_peer(false, port_a), b = connect_peer(false, port_b);
   ask(a);
   ask(b);
@@ -198,8 +198,8 @@ void peers_mode(uint64_t id, const char* tenant) {
   ask(a);
   close(a);
   close(b);
-  infertrace_stage_end(id, INFERTRACE_STAGE_TOOL);
-  infertrace_request_end(id, 0);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
+  tailcause_request_end(id, 0);
   server_a.join();
   server_b.join();
 }
@@ -231,20 +231,20 @@ void connected_pair(bool tcp, int ends[2][2]) {
 void pingpong_mode(uint64_t id, const char* tenant, bool tcp, int rounds) {
   int ends[2][2];
   connected_pair(tcp, ends);
-  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
   auto side = [&](int me) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(0, &one);
     pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-    infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+    tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
     char c = 'x';
     for (int i = 0; i < rounds; ++i) {
       if (me == 0 && write(ends[0][1], &c, 1) != 1) break;
       if (read(ends[me][0], &c, 1) != 1) break;
       if (me == 1 && write(ends[1][1], &c, 1) != 1) break;
     }
-    infertrace_stage_end(id, INFERTRACE_STAGE_TOOL);
+    tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
   };
   const auto start = std::chrono::steady_clock::now();
   std::thread other(side, 1);
@@ -252,7 +252,7 @@ void pingpong_mode(uint64_t id, const char* tenant, bool tcp, int rounds) {
   other.join();
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::steady_clock::now() - start);
-  infertrace_request_end(id, 0);
+  tailcause_request_end(id, 0);
   printf("elapsed_ns=%lld\n", static_cast<long long>(ns.count()));
 }
 
@@ -265,47 +265,47 @@ void lock_mode(uint64_t id, const char* tenant, int hold_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   });
   while (!held) std::this_thread::sleep_for(1ms);
-  infertrace_request_begin(id, tenant, "attrib-test", nullptr);
-  infertrace_stage_begin(id, INFERTRACE_STAGE_OTHER, "locked");
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_OTHER, "locked");
   { std::lock_guard lock(mu); }
-  infertrace_stage_end(id, INFERTRACE_STAGE_OTHER);
-  infertrace_request_end(id, 0);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_OTHER);
+  tailcause_request_end(id, 0);
   holder.join();
 }
 
 void handoff_mode(uint64_t id, const char* tenant, double cpu_ms) {
-  infertrace_request_begin(id, tenant, "attrib-test", "0af7651916cd43dd8448eb211c80319c");
-  infertrace_stage_begin(id, INFERTRACE_STAGE_EMBEDDING, "embedding");
+  tailcause_request_begin(id, tenant, "attrib-test", "0af7651916cd43dd8448eb211c80319c");
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_EMBEDDING, "embedding");
   std::thread worker([&] {
-    infertrace_context_attach(id);
+    tailcause_context_attach(id);
     burn_cpu(cpu_ms);
-    infertrace_context_detach(id);
+    tailcause_context_detach(id);
     printf("worker_tid=%d\n", gettid());
   });
   worker.join();
-  infertrace_stage_end(id, INFERTRACE_STAGE_EMBEDDING);
-  infertrace_request_end(id, 0);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_EMBEDDING);
+  tailcause_request_end(id, 0);
 }
 
 void tenants_mode(int n) {
   std::thread a([n] {
     for (int i = 0; i < n; ++i) {
       const uint64_t id = 0xA0000 + i;
-      infertrace_request_begin(id, "attrib-a", "attrib-test", nullptr);
-      infertrace_stage_begin(id, INFERTRACE_STAGE_GENERATION, "generation");
+      tailcause_request_begin(id, "attrib-a", "attrib-test", nullptr);
+      tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
       burn_cpu(15);
-      infertrace_stage_end(id, INFERTRACE_STAGE_GENERATION);
-      infertrace_request_end(id, 0);
+      tailcause_stage_end(id, TAILCAUSE_STAGE_GENERATION);
+      tailcause_request_end(id, 0);
     }
   });
   std::thread b([n] {
     for (int i = 0; i < n; ++i) {
       const uint64_t id = 0xB0000 + i;
-      infertrace_request_begin(id, "attrib-b", "attrib-test", nullptr);
-      infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+      tailcause_request_begin(id, "attrib-b", "attrib-test", nullptr);
+      tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
       std::this_thread::sleep_for(15ms);
-      infertrace_stage_end(id, INFERTRACE_STAGE_TOOL);
-      infertrace_request_end(id, 0);
+      tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
+      tailcause_request_end(id, 0);
     }
   });
   a.join();
@@ -315,47 +315,47 @@ void tenants_mode(int n) {
 void bad_mode() {
   const std::string long_tenant(100, 't');
   const std::string long_name(50, 'n');
-  infertrace_stage_end(0xBAD1, INFERTRACE_STAGE_RETRIEVAL);  // end without begin
-  infertrace_request_begin(0xBAD2, "attrib-bad", "attrib-test", nullptr);
-  infertrace_stage_begin(0xBAD2, INFERTRACE_STAGE_EMBEDDING, "embedding");
-  infertrace_stage_begin(0xBAD2, INFERTRACE_STAGE_RETRIEVAL, "retrieval");  // begin twice
-  infertrace_stage_end(0xBAD2, INFERTRACE_STAGE_RETRIEVAL);
-  infertrace_stage_begin(0xBAD2, 42, "weird");  // unknown kind
-  infertrace_stage_end(0xBAD2, 42);
-  infertrace_stage_begin(0xBAD2, INFERTRACE_STAGE_OTHER, long_name.c_str());  // name too long
-  infertrace_stage_end(0xBAD2, INFERTRACE_STAGE_TOOL);                        // mismatch
-  infertrace_cache_lookup(0xBAD2, "vectors", 7, 0, 0);                        // bad result
-  infertrace_request_end(0xBAD2, 0);
-  infertrace_request_begin(0xBAD3, long_tenant.c_str(), "attrib-test", nullptr);  // too long
-  infertrace_stage_begin(0xBAD3, INFERTRACE_STAGE_PROMPT, "prompt");
-  infertrace_stage_end(0xBAD3, INFERTRACE_STAGE_PROMPT);
-  infertrace_request_end(0xBAD3, 0);
-  infertrace_request_begin(0xBAD4, "\xff\xfe-not-utf8", "attrib-test", "xyz");  // bad bytes, id
-  infertrace_stage_begin(0xBAD4, INFERTRACE_STAGE_PROMPT, "prompt");
-  infertrace_stage_end(0xBAD4, INFERTRACE_STAGE_PROMPT);
-  infertrace_request_end(0xBAD4, 1);
-  infertrace_stage_begin(0xBAD5, INFERTRACE_STAGE_EMBEDDING, "embedding");  // unknown request
-  infertrace_stage_end(0xBAD5, INFERTRACE_STAGE_EMBEDDING);
-  infertrace_context_attach(0xBAD6);  // unknown request
-  infertrace_context_detach(0xBAD7);  // detach without attach
-  infertrace_request_end(0xBAD8, 1);  // end without begin
-  infertrace_request_begin(0xBAD9, "attrib-bad", "attrib-test", nullptr);
-  infertrace_request_begin(0xBAD9, "attrib-bad", "attrib-test",
+  tailcause_stage_end(0xBAD1, TAILCAUSE_STAGE_RETRIEVAL);  // end without begin
+  tailcause_request_begin(0xBAD2, "attrib-bad", "attrib-test", nullptr);
+  tailcause_stage_begin(0xBAD2, TAILCAUSE_STAGE_EMBEDDING, "embedding");
+  tailcause_stage_begin(0xBAD2, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");  // begin twice
+  tailcause_stage_end(0xBAD2, TAILCAUSE_STAGE_RETRIEVAL);
+  tailcause_stage_begin(0xBAD2, 42, "weird");  // unknown kind
+  tailcause_stage_end(0xBAD2, 42);
+  tailcause_stage_begin(0xBAD2, TAILCAUSE_STAGE_OTHER, long_name.c_str());  // name too long
+  tailcause_stage_end(0xBAD2, TAILCAUSE_STAGE_TOOL);                        // mismatch
+  tailcause_cache_lookup(0xBAD2, "vectors", 7, 0, 0);                        // bad result
+  tailcause_request_end(0xBAD2, 0);
+  tailcause_request_begin(0xBAD3, long_tenant.c_str(), "attrib-test", nullptr);  // too long
+  tailcause_stage_begin(0xBAD3, TAILCAUSE_STAGE_PROMPT, "prompt");
+  tailcause_stage_end(0xBAD3, TAILCAUSE_STAGE_PROMPT);
+  tailcause_request_end(0xBAD3, 0);
+  tailcause_request_begin(0xBAD4, "\xff\xfe-not-utf8", "attrib-test", "xyz");  // bad bytes, id
+  tailcause_stage_begin(0xBAD4, TAILCAUSE_STAGE_PROMPT, "prompt");
+  tailcause_stage_end(0xBAD4, TAILCAUSE_STAGE_PROMPT);
+  tailcause_request_end(0xBAD4, 1);
+  tailcause_stage_begin(0xBAD5, TAILCAUSE_STAGE_EMBEDDING, "embedding");  // unknown request
+  tailcause_stage_end(0xBAD5, TAILCAUSE_STAGE_EMBEDDING);
+  tailcause_context_attach(0xBAD6);  // unknown request
+  tailcause_context_detach(0xBAD7);  // detach without attach
+  tailcause_request_end(0xBAD8, 1);  // end without begin
+  tailcause_request_begin(0xBAD9, "attrib-bad", "attrib-test", nullptr);
+  tailcause_request_begin(0xBAD9, "attrib-bad", "attrib-test",
                            "0123456789abcdef0123456789abcdef01234567");  // twice, over-long id
-  infertrace_request_end(0xBAD9, 0);
-  infertrace_layer_end(3, 8);  // without begin
+  tailcause_request_end(0xBAD9, 0);
+  tailcause_layer_end(3, 8);  // without begin
 }
 
 void exit_mid_stage_mode(uint64_t id) {
-  infertrace_request_begin(id, "attrib-exit", "attrib-test", nullptr);
+  tailcause_request_begin(id, "attrib-exit", "attrib-test", nullptr);
   std::atomic<bool> in_stage{false};
   std::thread other([&] {
-    infertrace_stage_begin(id, INFERTRACE_STAGE_TOOL, "tool");
+    tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
     in_stage = true;
     for (;;) std::this_thread::sleep_for(1s);
   });
   while (!in_stage) std::this_thread::sleep_for(1ms);
-  infertrace_stage_begin(id, INFERTRACE_STAGE_GENERATION, "generation");
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
   burn_cpu(5);
   fflush(stdout);
   _exit(0);  // both threads die mid-stage; the request never ends
@@ -364,26 +364,26 @@ void exit_mid_stage_mode(uint64_t id) {
 // A generation stage as an LLM server would mark it: cache lookups, layers over a batch,
 // output tokens, and the entropy of the output.
 void llm_mode(uint64_t id, const char* tenant) {
-  infertrace_request_begin(id, tenant, "attrib-llm", "0af7651916cd43dd8448eb211c80319c");
-  infertrace_stage_begin(id, INFERTRACE_STAGE_RETRIEVAL, "retrieval");
-  infertrace_cache_lookup(id, "vectors", INFERTRACE_CACHE_HIT, 2'000'000'000, 11);
-  infertrace_cache_lookup(id, "vectors", INFERTRACE_CACHE_MISS, 0, 12);
-  infertrace_cache_lookup(id, "vectors", INFERTRACE_CACHE_STALE, 90'000'000'000, 13);
-  infertrace_stage_end(id, INFERTRACE_STAGE_RETRIEVAL);
-  infertrace_stage_begin(id, INFERTRACE_STAGE_GENERATION, "generation");
+  tailcause_request_begin(id, tenant, "attrib-llm", "0af7651916cd43dd8448eb211c80319c");
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
+  tailcause_cache_lookup(id, "vectors", TAILCAUSE_CACHE_HIT, 2'000'000'000, 11);
+  tailcause_cache_lookup(id, "vectors", TAILCAUSE_CACHE_MISS, 0, 12);
+  tailcause_cache_lookup(id, "vectors", TAILCAUSE_CACHE_STALE, 90'000'000'000, 13);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_RETRIEVAL);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
   std::this_thread::sleep_for(20ms);  // prefill: the first token comes later
   for (uint64_t token = 0; token < 10; ++token) {
     for (uint64_t layer = 0; layer < 2; ++layer) {
-      infertrace_layer_begin(layer, 4);
+      tailcause_layer_begin(layer, 4);
       burn_cpu(0.2);
-      infertrace_layer_end(layer, 4);
+      tailcause_layer_end(layer, 4);
     }
-    infertrace_token(id, token);
+    tailcause_token(id, token);
     std::this_thread::sleep_for(2ms);
   }
-  infertrace_output_quality(id, 1'250'000);  // 1.25
-  infertrace_stage_end(id, INFERTRACE_STAGE_GENERATION);
-  infertrace_request_end(id, 0);
+  tailcause_output_quality(id, 1'250'000);  // 1.25
+  tailcause_stage_end(id, TAILCAUSE_STAGE_GENERATION);
+  tailcause_request_end(id, 0);
 }
 
 double wall_ms() {
@@ -407,8 +407,8 @@ double burn_until_stalled() {
 // A generation stage reporting the entropy of each output; a spike of three outputs at 2.0
 // over a baseline of 1.0.
 void entropy_mode(uint64_t id, const char* tenant, int n, double cpu_ms, int spike_at, bool sync) {
-  infertrace_request_begin(id, tenant, "attrib-entropy", "4bf92f3577b34da6a3ce929d0e0e4736");
-  infertrace_stage_begin(id, INFERTRACE_STAGE_GENERATION, "generation");
+  tailcause_request_begin(id, tenant, "attrib-entropy", "4bf92f3577b34da6a3ce929d0e0e4736");
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
   for (int i = 0; i < n; ++i) {
     if (cpu_ms > 0) {
       burn_cpu(cpu_ms);
@@ -417,10 +417,10 @@ void entropy_mode(uint64_t id, const char* tenant, int n, double cpu_ms, int spi
     }
     if (i == spike_at && sync) printf("stalled_ms=%.1f\n", burn_until_stalled());
     const bool spike = i >= spike_at && i < spike_at + 3;
-    infertrace_output_quality(id, spike ? 2'000'000 : 1'000'000);
+    tailcause_output_quality(id, spike ? 2'000'000 : 1'000'000);
   }
-  infertrace_stage_end(id, INFERTRACE_STAGE_GENERATION);
-  infertrace_request_end(id, 0);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_GENERATION);
+  tailcause_request_end(id, 0);
 }
 
 void flood_mode(uint64_t n, int threads) {
@@ -429,12 +429,12 @@ void flood_mode(uint64_t n, int threads) {
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back([n, t] {
       const uint64_t id = 0xF000000 + t;
-      infertrace_request_begin(id, "attrib-flood", "attrib-test", nullptr);
+      tailcause_request_begin(id, "attrib-flood", "attrib-test", nullptr);
       for (uint64_t i = 0; i < n; ++i) {
-        infertrace_stage_begin(id, INFERTRACE_STAGE_GENERATION, "generation");
-        infertrace_stage_end(id, INFERTRACE_STAGE_GENERATION);
+        tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
+        tailcause_stage_end(id, TAILCAUSE_STAGE_GENERATION);
       }
-      infertrace_request_end(id, 0);
+      tailcause_request_end(id, 0);
     });
   }
   for (auto& t : ts) t.join();

@@ -19,7 +19,7 @@
 #include "core/breaker_protocol.h"
 #include "export/breaker_socket.h"
 
-namespace core = infertrace::core;
+namespace core = tailcause::core;
 
 namespace {
 
@@ -38,7 +38,7 @@ int usage(const char* why) {
 }
 
 double counter(const core::MetricSet& set, const char* result) {
-  const auto* s = set.find("infertrace_breaker_socket_requests", {{"result", result}});
+  const auto* s = set.find("tailcause_breaker_socket_requests", {{"result", result}});
   return s ? s->value : -1;
 }
 
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     return core::format_breaker_state(row.state, row.consecutive, row.retry_after_ms);
   };
 
-  infertrace::exporter::BreakerSocket socket(argv[1], provider);
+  tailcause::exporter::BreakerSocket socket(argv[1], provider);
   try {
     socket.start();
   } catch (const std::exception& e) {

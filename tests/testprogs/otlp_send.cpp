@@ -16,7 +16,7 @@
 #include "core/trace_ids.h"
 #include "export/otlp_exporter.h"
 
-using namespace infertrace;
+using namespace tailcause;
 using core::Component;
 using nlohmann::json;
 
@@ -101,7 +101,7 @@ json component_attrs(const core::StageRecord& s) {
   json a = json::object();
   for (size_t c = 0; c < core::kComponents; ++c) {
     if (s.component_ns[c]) {
-      a[std::string("infertrace.component.") + core::kComponentNames[c]] = s.component_ns[c] * 1e-9;
+      a[std::string("tailcause.component.") + core::kComponentNames[c]] = s.component_ns[c] * 1e-9;
     }
   }
   return a;
@@ -117,24 +117,24 @@ void expect(const core::RequestTrace& t, json& out) {
               {"end_time_unix_nano", std::to_string(r.end_ns + kOffset)},
               {"status_code", "STATUS_CODE_UNSET"},
               {"attributes", {{"gen_ai.operation.name", "invoke_agent"}, {"gen_ai.agent.name", r.id.agent},
-                              {"infertrace.tenant", r.id.tenant}, {"infertrace.agent", r.id.agent},
-                              {"infertrace.request_id", r.id.request_id}, {"infertrace.pid", r.id.pid},
-                              {"infertrace.glitch", false}}}};
+                              {"tailcause.tenant", r.id.tenant}, {"tailcause.agent", r.id.agent},
+                              {"tailcause.request_id", r.id.request_id}, {"tailcause.pid", r.id.pid},
+                              {"tailcause.glitch", false}}}};
   if (r.tokens) req["attributes"]["gen_ai.usage.output_tokens"] = r.tokens;
   out.push_back(req);
   for (size_t i = 0; i < t.stages.size(); ++i) {
     const auto& s = t.stages[i];
     const core::Glitch* g = t.stage_glitch(i);
     json a = component_attrs(s);
-    a["infertrace.stage"] = s.stage;
-    a["infertrace.tenant"] = s.id.tenant;
-    a["infertrace.tid"] = s.tid;
-    a["infertrace.page_cache_misses"] = s.page_cache_misses;
-    a["infertrace.glitch"] = g != nullptr;
+    a["tailcause.stage"] = s.stage;
+    a["tailcause.tenant"] = s.id.tenant;
+    a["tailcause.tid"] = s.tid;
+    a["tailcause.page_cache_misses"] = s.page_cache_misses;
+    a["tailcause.glitch"] = g != nullptr;
     if (auto op = exporter::gen_ai_operation(s.stage)) a["gen_ai.operation.name"] = std::string(*op);
     if (g) {
-      a["infertrace.glitch.cause"] = g->cause;
-      a["infertrace.verdict"] = g->verdict.evidence;
+      a["tailcause.glitch.cause"] = g->cause;
+      a["tailcause.verdict"] = g->verdict.evidence;
     }
     json span = {{"trace_id", t.trace_id}, {"span_id", core::derive_span_id(t.trace_id, s.start_ns, s.tid)},
                  {"parent_span_id", root}, {"name", exporter::stage_span_name(s.stage)},
@@ -158,8 +158,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("stderr"));  // stdout carries the JSON
   core::OtlpSettings settings;
   settings.endpoint = argv[1];
-  settings.service_name = "infertrace-otlp-send";
-  settings.headers = {{"X-Infertrace-Test", "otlp-send"}};
+  settings.service_name = "tailcause-otlp-send";
+  settings.headers = {{"X-Tailcause-Test", "otlp-send"}};
   settings.sample_normal = 1.0;  // export the normal trace too
   settings.budget_spans_per_s = 1000;
   settings.timeout_ms = 5000;

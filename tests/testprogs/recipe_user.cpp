@@ -2,7 +2,7 @@
 // runtime without the SDK would, once told to on stdin (so the test attaches first):
 //   recipe_user plain ROUNDS   tokenize + decode + recursive search + unlisted, per round
 //   recipe_user sdk ROUNDS     the same inside SDK requests (request id 1000 + round)
-#include <infertrace/sdk.h>
+#include <tailcause/sdk.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -29,12 +29,12 @@ int main(int argc, char** argv) {
   uint64_t sink = 0;
   for (int i = 0; i < rounds; ++i) {
     const uint64_t id = 1000 + i;
-    if (sdk) infertrace_request_begin(id, "sdk-tenant", "recipe-test", nullptr);
+    if (sdk) tailcause_request_begin(id, "sdk-tenant", "recipe-test", nullptr);
     sink ^= llama_tokenize(20'000'000);
     sink ^= llama_decode(20'000'000, 30, 50);
     sink ^= faiss_search(5, 2'000'000);
     sink ^= unlisted_work(10'000'000);
-    if (sdk) infertrace_request_end(id, 0);
+    if (sdk) tailcause_request_end(id, 0);
   }
   std::printf("%llu\n", static_cast<unsigned long long>(sink & 1));
   return 0;

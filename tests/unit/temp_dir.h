@@ -8,11 +8,11 @@
 #include <stdexcept>
 #include <string>
 
-namespace infertrace::testing {
+namespace tailcause::testing {
 
 struct TempDir {
   std::filesystem::path path;
-  explicit TempDir(const std::string& prefix = "infertrace-test") {
+  explicit TempDir(const std::string& prefix = "tailcause-test") {
     std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     path = tmpl;
@@ -26,4 +26,4 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-}  // namespace infertrace::testing
+}  // namespace tailcause::testing

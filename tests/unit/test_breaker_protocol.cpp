@@ -8,7 +8,7 @@
 
 #include "core/breaker_protocol.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
@@ -237,4 +237,4 @@ TEST(BreakerProtocol, AnswersFromARealBreaker) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -1,4 +1,4 @@
-// infertrace_sdk_breaker_state() from libinfertrace_sdk.so against a real BreakerSocket (the
+// tailcause_sdk_breaker_state() from libtailcause_sdk.so against a real BreakerSocket (the
 // breaker_server test program), against no daemon, and against canned servers that answer
 // garbage or nothing.
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "infertrace/sdk_lib.h"
+#include "tailcause/sdk_lib.h"
 #include "temp_dir.h"
 
 namespace {
@@ -30,14 +30,14 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct TempDir : infertrace::testing::TempDir {
+struct TempDir : tailcause::testing::TempDir {
   std::string socket() const { return (path / "breaker.sock").string(); }
 };
 
 // Points the client at `path` for the scope.
 struct SocketEnv {
-  explicit SocketEnv(const std::string& path) { setenv("INFERTRACE_BREAKER_SOCKET", path.c_str(), 1); }
-  ~SocketEnv() { unsetenv("INFERTRACE_BREAKER_SOCKET"); }
+  explicit SocketEnv(const std::string& path) { setenv("TAILCAUSE_BREAKER_SOCKET", path.c_str(), 1); }
+  ~SocketEnv() { unsetenv("TAILCAUSE_BREAKER_SOCKET"); }
 };
 
 // tests/testprogs/breaker_server serving `table` on `path`; stopped by closing its stdin.
@@ -47,7 +47,7 @@ struct ServerProcess {
   ServerProcess(const std::string& path, const std::vector<std::string>& table) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    std::vector<std::string> args = {INFERTRACE_BREAKER_SERVER, path};
+    std::vector<std::string> args = {TAILCAUSE_BREAKER_SERVER, path};
     args.insert(args.end(), table.begin(), table.end());
     pid = fork();
     if (pid == 0) {
@@ -144,20 +144,20 @@ TEST(BreakerSdkClient, ReadsStatesFromARealBreakerSocket) {
                                       "huge", "retry", "open", "4", "99999999999"});
   SocketEnv env(dir.socket());
   uint32_t retry = 77;
-  EXPECT_EQ(infertrace_sdk_breaker_state("acme", "rag", &retry), 1);
+  EXPECT_EQ(tailcause_sdk_breaker_state("acme", "rag", &retry), 1);
   EXPECT_EQ(retry, 1500u);
-  EXPECT_EQ(infertrace_sdk_breaker_state("t x", "\xc3\xbc", &retry), 0);
+  EXPECT_EQ(tailcause_sdk_breaker_state("t x", "\xc3\xbc", &retry), 0);
   EXPECT_EQ(retry, 0u);
-  EXPECT_EQ(infertrace_sdk_breaker_state("a%b\x01\xff", "", &retry), 1);
+  EXPECT_EQ(tailcause_sdk_breaker_state("a%b\x01\xff", "", &retry), 1);
   EXPECT_EQ(retry, 17u);
-  EXPECT_EQ(infertrace_sdk_breaker_state("huge", "retry", &retry), 1);
+  EXPECT_EQ(tailcause_sdk_breaker_state("huge", "retry", &retry), 1);
   EXPECT_EQ(retry, UINT32_MAX);  // clamped
   retry = 77;
-  EXPECT_EQ(infertrace_sdk_breaker_state("acme", "other", &retry), 0);  // never seen: closed
+  EXPECT_EQ(tailcause_sdk_breaker_state("acme", "other", &retry), 0);  // never seen: closed
   EXPECT_EQ(retry, 0u);
-  EXPECT_EQ(infertrace_sdk_breaker_state("acme", "rag", nullptr), 1);  // retry is optional
+  EXPECT_EQ(tailcause_sdk_breaker_state("acme", "rag", nullptr), 1);  // retry is optional
   errno = 4242;
-  infertrace_sdk_breaker_state("acme", "rag", nullptr);
+  tailcause_sdk_breaker_state("acme", "rag", nullptr);
   EXPECT_EQ(errno, 4242);  // the caller's errno is kept
 }
 
@@ -172,7 +172,7 @@ TEST(BreakerSdkClient, IsSafeFromManyThreads) {
       for (int i = 0; i < 40; i++) {
         uint32_t retry = 0;
         const bool open = (i + t) % 2 == 0;
-        int rc = infertrace_sdk_breaker_state("acme", open ? "rag" : "chat", &retry);
+        int rc = tailcause_sdk_breaker_state("acme", open ? "rag" : "chat", &retry);
         // A loaded VM may exceed 100 ms now and then: only a wrong answer is a failure.
         if (rc == -ETIMEDOUT) continue;
         if (rc != (open ? 1 : 0) || retry != (open ? 1500u : 0u)) wrong++;
@@ -188,7 +188,7 @@ int state_as_nobody() {
   pid_t pid = fork();
   if (pid == 0) {
     if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(200);
-    int rc = infertrace_sdk_breaker_state("acme", "rag", nullptr);
+    int rc = tailcause_sdk_breaker_state("acme", "rag", nullptr);
     _exit(rc < 0 ? 100 - rc : rc);  // 0 closed, 1 open, 100 + errno
   }
   int status = 0;
@@ -202,7 +202,7 @@ TEST(BreakerSdkClient, OtherUsersAreRefusedByTheSocketsMode) {
   chmod(dir.path.c_str(), 0755);  // only the socket's own mode may keep others out
   ServerProcess server(dir.socket(), {"acme", "rag", "open", "3", "1500"});
   SocketEnv env(dir.socket());
-  EXPECT_EQ(infertrace_sdk_breaker_state("acme", "rag", nullptr), 1);  // the owner
+  EXPECT_EQ(tailcause_sdk_breaker_state("acme", "rag", nullptr), 1);  // the owner
   EXPECT_EQ(state_as_nobody(), 100 + EACCES);
   // The control: with the mode opened up, the same user gets through.
   ASSERT_EQ(chmod(dir.socket().c_str(), 0666), 0);
@@ -225,7 +225,7 @@ TEST(BreakerSdkClient, ABusyDaemonIsEBUSY) {
   // Whether the refusal beats the request or not, the answer is the same.
   int busy = 0;
   for (int i = 0; i < 20; i++) {
-    int rc = infertrace_sdk_breaker_state("acme", "rag", nullptr);
+    int rc = tailcause_sdk_breaker_state("acme", "rag", nullptr);
     EXPECT_TRUE(rc == -EBUSY || rc == -ETIMEDOUT) << rc;  // a loaded VM may exceed 100 ms
     busy += rc == -EBUSY;
   }
@@ -237,7 +237,7 @@ TEST(BreakerSdkClient, NoDaemonIsENOENTOrECONNREFUSED) {
   TempDir dir;
   {
     SocketEnv env(dir.socket());  // nothing there
-    EXPECT_EQ(infertrace_sdk_breaker_state("a", "b", nullptr), -ENOENT);
+    EXPECT_EQ(tailcause_sdk_breaker_state("a", "b", nullptr), -ENOENT);
   }
   // A stale socket file left by a killed daemon.
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -247,7 +247,7 @@ TEST(BreakerSdkClient, NoDaemonIsENOENTOrECONNREFUSED) {
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   close(fd);
   SocketEnv env(dir.socket());
-  EXPECT_EQ(infertrace_sdk_breaker_state("a", "b", nullptr), -ECONNREFUSED);
+  EXPECT_EQ(tailcause_sdk_breaker_state("a", "b", nullptr), -ECONNREFUSED);
 }
 
 TEST(BreakerSdkClient, ASilentDaemonTimesOutQuickly) {
@@ -255,7 +255,7 @@ TEST(BreakerSdkClient, ASilentDaemonTimesOutQuickly) {
   CannedServer server(dir.socket(), "", /*silent=*/true);
   SocketEnv env(dir.socket());
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(infertrace_sdk_breaker_state("a", "b", nullptr), -ETIMEDOUT);
+  EXPECT_EQ(tailcause_sdk_breaker_state("a", "b", nullptr), -ETIMEDOUT);
   // The deadline is 100 ms; allow a loaded VM plenty more, but not a hang.
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
@@ -278,7 +278,7 @@ TEST(BreakerSdkClient, BadRepliesAreEPROTO) {
     TempDir dir;
     CannedServer server(dir.socket(), reply);
     SocketEnv env(dir.socket());
-    int rc = infertrace_sdk_breaker_state("a b%", "\xc3\xbc\n", nullptr);
+    int rc = tailcause_sdk_breaker_state("a b%", "\xc3\xbc\n", nullptr);
     EXPECT_EQ(rc, want) << reply.substr(0, 60);
     if (rc != -ETIMEDOUT) {
       EXPECT_EQ(server.last_request, "state a%20b%25 %C3%BC%0A");  // what went on the wire
@@ -289,13 +289,13 @@ TEST(BreakerSdkClient, BadRepliesAreEPROTO) {
 TEST(BreakerSdkClient, BadArgumentsAreRefusedBeforeConnecting) {
   TempDir dir;
   SocketEnv env(dir.socket());
-  EXPECT_EQ(infertrace_sdk_breaker_state(nullptr, "b", nullptr), -EINVAL);
-  EXPECT_EQ(infertrace_sdk_breaker_state("a", nullptr, nullptr), -EINVAL);
+  EXPECT_EQ(tailcause_sdk_breaker_state(nullptr, "b", nullptr), -EINVAL);
+  EXPECT_EQ(tailcause_sdk_breaker_state("a", nullptr, nullptr), -EINVAL);
   const std::string long_tenant(300, '%');  // 900 bytes encoded
-  EXPECT_EQ(infertrace_sdk_breaker_state(long_tenant.c_str(), "b", nullptr), -ENAMETOOLONG);
+  EXPECT_EQ(tailcause_sdk_breaker_state(long_tenant.c_str(), "b", nullptr), -ENAMETOOLONG);
   const std::string long_path = "/tmp/" + std::string(200, 'p');
   SocketEnv long_env(long_path);
-  EXPECT_EQ(infertrace_sdk_breaker_state("a", "b", nullptr), -ENAMETOOLONG);
+  EXPECT_EQ(tailcause_sdk_breaker_state("a", "b", nullptr), -ENAMETOOLONG);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@
 #include "export/breaker_socket.h"
 #include "temp_dir.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -32,7 +32,7 @@ using namespace std::chrono_literals;
 constexpr uint64_t ms = 1'000'000;
 constexpr auto kGenerous = 10s;  // a reply or a close takes far less, even on a loaded VM
 
-using infertrace::testing::TempDir;
+using tailcause::testing::TempDir;
 
 sockaddr_un address(const std::string& path) {
   sockaddr_un addr{};
@@ -121,7 +121,7 @@ bool wait_metric(const BreakerSocket& s, const std::string& name, const core::La
 // A real CircuitBreaker behind the provider, read at a fixed time: "acme"/"rag" is open.
 struct BreakerSocketTest : ::testing::Test {
   TempDir dir;
-  std::string path = (dir.path / "run" / "infertrace" / "breaker.sock").string();
+  std::string path = (dir.path / "run" / "tailcause" / "breaker.sock").string();
   std::mutex mu;
   core::CircuitBreaker breaker;
   BreakerSocket::Provider provider = [this](const core::BreakerRequest& r) {
@@ -162,9 +162,9 @@ TEST_F(BreakerSocketTest, SocketFileIsOwnerOnlyAndAnswers) {
   EXPECT_EQ(c.line(), "ok pong");
   EXPECT_EQ(c.line(), "ok open consecutive=3 retry_after_ms=29993");
   EXPECT_EQ(c.line(), "ok pong");
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_requests", {{"result", "ok"}}), 7);
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_requests", {{"result", "error"}}), 0);
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_clients"), 1);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_requests", {{"result", "ok"}}), 7);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_requests", {{"result", "error"}}), 0);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_clients"), 1);
 }
 
 TEST_F(BreakerSocketTest, GarbageGetsErrorsAndThreeErrorsClose) {
@@ -177,8 +177,8 @@ TEST_F(BreakerSocketTest, GarbageGetsErrorsAndThreeErrorsClose) {
     EXPECT_EQ(c.ask("state \xff\xfe x\n").rfind("error not_utf8", 0), 0u);
     EXPECT_TRUE(c.closed_by_server());
   }
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_clients_closed", {{"reason", "errors"}}), 1);
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_errors", {{"kind", "not_utf8"}}), 1);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_clients_closed", {{"reason", "errors"}}), 1);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_errors", {{"kind", "not_utf8"}}), 1);
   // Good requests in between do not reset the count, but two errors alone do not close.
   {
     Conn c(path);
@@ -221,7 +221,7 @@ TEST_F(BreakerSocketTest, OverLongLinesAreRefusedAndClosed) {
     std::string tenant(511 - 8, 't');
     EXPECT_EQ(c.ask("state " + tenant + " a\n"), "ok closed consecutive=0 retry_after_ms=0");
   }
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_clients_closed", {{"reason", "too_long"}}), 2);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_clients_closed", {{"reason", "too_long"}}), 2);
   expect_still_serving(s);
 }
 
@@ -250,8 +250,8 @@ TEST_F(BreakerSocketTest, HalfLinesAreJoinedOrTimedOut) {
     c.send_all("state acme r");
     EXPECT_TRUE(c.closed_by_server());
   }
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_clients_closed", {{"reason", "idle"}}), 1);
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_errors", {{"kind", "incomplete"}}), 1);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_clients_closed", {{"reason", "idle"}}), 1);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_errors", {{"kind", "incomplete"}}), 1);
   expect_still_serving(s);
 }
 
@@ -271,17 +271,17 @@ TEST_F(BreakerSocketTest, AHundredClientsAtOnce) {
     }
     EXPECT_EQ(pong, 64);
     EXPECT_EQ(busy, 36);
-    EXPECT_EQ(metric(s, "infertrace_breaker_socket_clients_refused"), 36);
-    EXPECT_EQ(metric(s, "infertrace_breaker_socket_clients"), 64);
+    EXPECT_EQ(metric(s, "tailcause_breaker_socket_clients_refused"), 36);
+    EXPECT_EQ(metric(s, "tailcause_breaker_socket_clients"), 64);
   }
   // Once they are gone there is room again.
-  EXPECT_TRUE(wait_metric(s, "infertrace_breaker_socket_requests", {{"result", "ok"}}, 64));
+  EXPECT_TRUE(wait_metric(s, "tailcause_breaker_socket_requests", {{"result", "ok"}}, 64));
   const auto deadline = std::chrono::steady_clock::now() + kGenerous;
-  while (metric(s, "infertrace_breaker_socket_clients") > 0 &&
+  while (metric(s, "tailcause_breaker_socket_clients") > 0 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_clients"), 0);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_clients"), 0);
   expect_still_serving(s);
 }
 
@@ -310,10 +310,10 @@ TEST_F(BreakerSocketTest, AClientThatNeverReadsIsDroppedWithoutStallingOthers) {
     if (!hog.send_all("list\n")) break;  // the server closed it: EPIPE
     // However much the hog has left unread, the server answers the others at once.
     ASSERT_EQ(good.ask("ping\n"), "ok pong") << "after " << sent << " unread list replies";
-    dropped = metric(s, "infertrace_breaker_socket_clients_closed",
+    dropped = metric(s, "tailcause_breaker_socket_clients_closed",
                      {{"reason", "slow_reader"}}) >= 1;
   }
-  EXPECT_TRUE(wait_metric(s, "infertrace_breaker_socket_clients_closed",
+  EXPECT_TRUE(wait_metric(s, "tailcause_breaker_socket_clients_closed",
                           {{"reason", "slow_reader"}}, 1));
   // Dropped for leaving more than 64 KiB unread (plus what the kernel buffers), not before.
   EXPECT_GT(sent * list_bytes, 64u * 1024) << sent << " list requests";
@@ -391,7 +391,7 @@ TEST_F(BreakerSocketTest, AFailingProviderIsAnInternalError) {
     EXPECT_EQ(c.ask("state a b\n"), "error internal");
   }
   EXPECT_EQ(c.ask("ping\n"), "ok pong");
-  EXPECT_EQ(metric(s, "infertrace_breaker_socket_errors", {{"kind", "internal"}}), 4);
+  EXPECT_EQ(metric(s, "tailcause_breaker_socket_errors", {{"kind", "internal"}}), 4);
 }
 
 TEST_F(BreakerSocketTest, BadPathsAreClearErrors) {
@@ -405,4 +405,4 @@ TEST_F(BreakerSocketTest, BadPathsAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

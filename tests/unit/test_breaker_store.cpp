@@ -13,7 +13,7 @@
 #include "export/breaker_store.h"
 #include "temp_dir.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,7 +22,7 @@ using core::CircuitBreaker;
 constexpr uint64_t ms = 1'000'000;
 constexpr uint64_t s = 1000 * ms;
 
-struct TempDir : infertrace::testing::TempDir {
+struct TempDir : tailcause::testing::TempDir {
   std::vector<std::string> names() const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename());
@@ -87,7 +87,7 @@ TEST(BreakerStore, SavesAtomicallyOwnerOnlyAndLoadsOnTheSameBoot) {
   EXPECT_EQ(st.st_uid, geteuid());
   const std::string text = read_text(path);
   EXPECT_EQ(text.substr(0, text.find('\n')),
-            "infertrace-breaker-state v1 boot_id=boot-a monotonic_ns=110000000000");
+            "tailcause-breaker-state v1 boot_id=boot-a monotonic_ns=110000000000");
   EXPECT_EQ(text.substr(text.find('\n') + 1), b.serialize());
   EXPECT_EQ(fs::directory_iterator(dir.path / "state")->path().filename().string(),
             "breaker.state");  // no temporary left
@@ -112,7 +112,7 @@ TEST(BreakerStore, ASaveReplacesTheFileAndItsMode) {
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(read_text(path),
-            "infertrace-breaker-state v1 boot_id=boot-a monotonic_ns=120000000000\ntrips 0\n");
+            "tailcause-breaker-state v1 boot_id=boot-a monotonic_ns=120000000000\ntrips 0\n");
   EXPECT_EQ(dir.names(), std::vector<std::string>{"breaker.state"});  // no temporary left
 }
 
@@ -168,10 +168,10 @@ TEST(BreakerStore, CorruptFilesAreClearErrorsAndLeaveTheBreakerEmpty) {
       "",
       "garbage\n",
       std::string("\0\0\0\xff\xfe", 5),
-      "infertrace-breaker-state v2 boot_id=a monotonic_ns=1\ntrips 0\n",
-      "infertrace-breaker-state v1 boot_id=a monotonic_ns=x\ntrips 0\n",
-      "infertrace-breaker-state v1 boot_id= monotonic_ns=1\ntrips 0\n",
-      "infertrace-breaker-state v1 monotonic_ns=1 boot_id=a\ntrips 0\n",
+      "tailcause-breaker-state v2 boot_id=a monotonic_ns=1\ntrips 0\n",
+      "tailcause-breaker-state v1 boot_id=a monotonic_ns=x\ntrips 0\n",
+      "tailcause-breaker-state v1 boot_id= monotonic_ns=1\ntrips 0\n",
+      "tailcause-breaker-state v1 monotonic_ns=1 boot_id=a\ntrips 0\n",
       header,                                     // no breaker state at all
       header + "trips 1\nv1 busy rag 1 3\n",      // a field missing
       header + "trips 1\nv1 busy rag%2 1 3 1\n",  // bad encoding
@@ -219,4 +219,4 @@ TEST(BreakerStore, TheRealBootIdAndClockByDefault) {
 }
 
 }  // namespace
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

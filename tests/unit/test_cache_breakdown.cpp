@@ -5,7 +5,7 @@
 #include "core/cache_breakdown.h"
 #include "core/verdict.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t kSecond = 1'000'000'000;
@@ -200,4 +200,4 @@ TEST(CacheBreakdown, RefusesImpossibleSettingsAndResults) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -6,12 +6,12 @@
 
 #include "core/config.h"
 
-using namespace infertrace::core;
+using namespace tailcause::core;
 
 namespace {
 
 // The message of the ConfigError that parsing `yaml` throws, or "" (and a test failure).
-std::string error_of(const std::string& yaml, const std::string& source = "/etc/infertrace.yaml") {
+std::string error_of(const std::string& yaml, const std::string& source = "/etc/tailcause.yaml") {
   try {
     parse_config(yaml, source);
   } catch (const ConfigError& e) {
@@ -38,7 +38,7 @@ std::string listen_error(const std::string& text) {
 #define EXPECT_CONFIG_ERROR(yaml, line, key, what)                                                \
   do {                                                                                            \
     const std::string msg = error_of(yaml);                                                       \
-    const std::string prefix = "/etc/infertrace.yaml:" + std::to_string(line) + ": " + key + ":"; \
+    const std::string prefix = "/etc/tailcause.yaml:" + std::to_string(line) + ": " + key + ":"; \
     EXPECT_EQ(msg.rfind(prefix, 0), 0u) << "expected prefix '" << prefix << "' in: " << msg;      \
     EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;      \
   } while (0)
@@ -217,8 +217,8 @@ TEST(ConfigErrors, NonStringKeysAndExtraDocumentsAreConfigErrors) {
 }
 
 TEST(ConfigErrors, TheSourceIsNamed) {
-  const std::string msg = error_of("top_k: 0\n", "/srv/conf/infertrace.yml");
-  EXPECT_EQ(msg.rfind("/srv/conf/infertrace.yml:1: top_k:", 0), 0u) << msg;
+  const std::string msg = error_of("top_k: 0\n", "/srv/conf/tailcause.yml");
+  EXPECT_EQ(msg.rfind("/srv/conf/tailcause.yml:1: top_k:", 0), 0u) << msg;
 }
 
 // ---- listen addresses -----------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 #include "core/cpu_stat.h"
 
-using namespace infertrace::core;
+using namespace tailcause::core;
 
 // As a 6.x kernel prints it for a cgroup with the cpu controller enabled.
 constexpr const char* kV2CpuStat =

@@ -6,7 +6,7 @@
 
 #include "core/diagnosis.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
@@ -64,7 +64,7 @@ AnalyzerSummary quota_summary() {
 
 void add_glitch_counts(MetricSet& m, uint64_t scale) {
   auto add = [&](const std::string& stage, const std::string& cause, uint64_t n) {
-    m.add("infertrace_glitches", MetricType::Counter, "", {{"tenant", "ta"}, {"stage", stage}, {"cause", cause}},
+    m.add("tailcause_glitches", MetricType::Counter, "", {{"tenant", "ta"}, {"stage", stage}, {"cause", cause}},
           static_cast<double>(n * scale));
   };
   add("generation", "cpu_throttled", 10);
@@ -180,16 +180,16 @@ TEST(Diagnosis, NoGlitchesSaysSo) {
 TEST(Diagnosis, ThrottledCgroupsFromDeltas) {
   MetricSet before, after;
   const Labels a{{"cgroup", "/agents/ta"}}, b{{"cgroup", "/agents/tb"}};
-  before.add("infertrace_cpu_throttled_seconds", MetricType::Counter, "", a, 1.0);
-  before.add("infertrace_cpu_throttled_periods", MetricType::Counter, "", a, 10);
-  before.add("infertrace_cpu_periods", MetricType::Counter, "", a, 20);
-  before.add("infertrace_cpu_throttled_seconds", MetricType::Counter, "", b, 5.0);
-  after.add("infertrace_cpu_throttled_seconds", MetricType::Counter, "", a, 3.5);
-  after.add("infertrace_cpu_throttled_periods", MetricType::Counter, "", a, 51);
-  after.add("infertrace_cpu_periods", MetricType::Counter, "", a, 70);
-  after.add("infertrace_cpu_quota_seconds", MetricType::Gauge, "", a, 0.01);
-  after.add("infertrace_cpu_period_seconds", MetricType::Gauge, "", a, 0.1);
-  after.add("infertrace_cpu_throttled_seconds", MetricType::Counter, "", b, 5.0);  // no change
+  before.add("tailcause_cpu_throttled_seconds", MetricType::Counter, "", a, 1.0);
+  before.add("tailcause_cpu_throttled_periods", MetricType::Counter, "", a, 10);
+  before.add("tailcause_cpu_periods", MetricType::Counter, "", a, 20);
+  before.add("tailcause_cpu_throttled_seconds", MetricType::Counter, "", b, 5.0);
+  after.add("tailcause_cpu_throttled_seconds", MetricType::Counter, "", a, 3.5);
+  after.add("tailcause_cpu_throttled_periods", MetricType::Counter, "", a, 51);
+  after.add("tailcause_cpu_periods", MetricType::Counter, "", a, 70);
+  after.add("tailcause_cpu_quota_seconds", MetricType::Gauge, "", a, 0.01);
+  after.add("tailcause_cpu_period_seconds", MetricType::Gauge, "", a, 0.1);
+  after.add("tailcause_cpu_throttled_seconds", MetricType::Counter, "", b, 5.0);  // no change
   const auto d = build_diagnosis(quota_summary(), before, after, 10.0);
   ASSERT_EQ(d.throttled.size(), 1u);
   EXPECT_EQ(d.throttled[0].cgroup, "/agents/ta");
@@ -207,12 +207,12 @@ TEST(Diagnosis, NoisyNeighboursSkipSelfAndQuietPairs) {
   auto pair = [](const std::string& victim, const std::string& by) {
     return Labels{{"cgroup", victim}, {"by_cgroup", by}};
   };
-  after.add("infertrace_cgroup_preempted_seconds", MetricType::Counter, "", pair("/ta", "/_hog-ta"), 4.0);
-  after.add("infertrace_cgroup_preemptions", MetricType::Counter, "", pair("/ta", "/_hog-ta"), 400);
-  after.add("infertrace_cgroup_preempted_seconds", MetricType::Counter, "", pair("/ta", "/ta"), 9.0);
-  after.add("infertrace_cgroup_preempted_seconds", MetricType::Counter, "", pair("/tb", "/ta"), 0.5);
-  before.add("infertrace_cgroup_preempted_seconds", MetricType::Counter, "", pair("/tb", "/x"), 2.0);
-  after.add("infertrace_cgroup_preempted_seconds", MetricType::Counter, "", pair("/tb", "/x"), 2.0);
+  after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/ta", "/_hog-ta"), 4.0);
+  after.add("tailcause_cgroup_preemptions", MetricType::Counter, "", pair("/ta", "/_hog-ta"), 400);
+  after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/ta", "/ta"), 9.0);
+  after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/tb", "/ta"), 0.5);
+  before.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/tb", "/x"), 2.0);
+  after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/tb", "/x"), 2.0);
   const auto d = build_diagnosis(quota_summary(), before, after, 10.0);
   ASSERT_EQ(d.neighbours.size(), 2u);
   EXPECT_EQ(d.neighbours[0].by_cgroup, "/_hog-ta");
@@ -235,13 +235,13 @@ TEST(Diagnosis, SlowestTcpPeersByMeanOfTheDelta) {
   const Labels fast{{"local", "10.0.0.1:*"}, {"remote", "10.0.0.2:443"}};
   const Labels rtt_only{{"local", "10.0.0.1:22"}, {"remote", "10.0.0.9:*"}};
   // Before: 10 fast connections of 1 s each; the delta must not count them.
-  before.add_histogram("infertrace_tcp_connection_duration_seconds", "", slow, hist(10, 10.0));
-  after.add_histogram("infertrace_tcp_connection_duration_seconds", "", slow, hist(14, 11.24));
-  after.add_histogram("infertrace_tcp_connection_duration_seconds", "", fast, hist(5, 0.05));
-  after.add_histogram("infertrace_tcp_rtt_seconds", "", fast, hist(5, 0.0005));
-  after.add_histogram("infertrace_tcp_rtt_seconds", "", rtt_only, hist(2, 0.004));
-  before.add_histogram("infertrace_tcp_rtt_seconds", "", slow, hist(3, 0.003));
-  after.add_histogram("infertrace_tcp_rtt_seconds", "", slow, hist(3, 0.003));  // nothing new
+  before.add_histogram("tailcause_tcp_connection_duration_seconds", "", slow, hist(10, 10.0));
+  after.add_histogram("tailcause_tcp_connection_duration_seconds", "", slow, hist(14, 11.24));
+  after.add_histogram("tailcause_tcp_connection_duration_seconds", "", fast, hist(5, 0.05));
+  after.add_histogram("tailcause_tcp_rtt_seconds", "", fast, hist(5, 0.0005));
+  after.add_histogram("tailcause_tcp_rtt_seconds", "", rtt_only, hist(2, 0.004));
+  before.add_histogram("tailcause_tcp_rtt_seconds", "", slow, hist(3, 0.003));
+  after.add_histogram("tailcause_tcp_rtt_seconds", "", slow, hist(3, 0.003));  // nothing new
   const auto d = build_diagnosis(quota_summary(), before, after, 10.0);
   ASSERT_EQ(d.peers.size(), 3u);
   EXPECT_EQ(d.peers[0].remote, "127.0.0.1:7070");
@@ -258,8 +258,8 @@ TEST(Diagnosis, SlowestTcpPeersByMeanOfTheDelta) {
 TEST(Diagnosis, RestartedCounterCountsFromZero) {
   MetricSet before, after;
   const Labels a{{"cgroup", "/ta"}};
-  before.add("infertrace_cpu_throttled_seconds", MetricType::Counter, "", a, 10.0);
-  after.add("infertrace_cpu_throttled_seconds", MetricType::Counter, "", a, 0.5);
+  before.add("tailcause_cpu_throttled_seconds", MetricType::Counter, "", a, 10.0);
+  after.add("tailcause_cpu_throttled_seconds", MetricType::Counter, "", a, 0.5);
   const auto d = build_diagnosis(quota_summary(), before, after, 10.0);
   ASSERT_EQ(d.throttled.size(), 1u);
   EXPECT_DOUBLE_EQ(d.throttled[0].throttled_seconds, 0.5);
@@ -305,4 +305,4 @@ TEST(Diagnosis, TextTablesInOrder) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -5,7 +5,7 @@
 
 #include "core/duration.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t kSecond = 1'000'000'000;
@@ -66,4 +66,4 @@ TEST(Duration, RejectsOverflow) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

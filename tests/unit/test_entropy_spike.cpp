@@ -6,7 +6,7 @@
 
 #include "core/entropy_spike.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
@@ -242,4 +242,4 @@ TEST(EntropySpike, RefusesANonPositiveRise) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -4,7 +4,7 @@
 
 #include "core/evidence_board.h"
 
-using infertrace::core::EvidenceBoard;
+using tailcause::core::EvidenceBoard;
 
 namespace {
 constexpr uint64_t s = 1'000'000'000;

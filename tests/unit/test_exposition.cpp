@@ -17,7 +17,7 @@
 
 #include "export/exposition.h"
 
-using namespace infertrace;
+using namespace tailcause;
 using core::HistogramData;
 using core::MetricSet;
 using core::MetricType;
@@ -78,7 +78,7 @@ CommandResult run_shell(const std::string& command) {
 struct ScratchDir {
   std::filesystem::path path;
   ScratchDir() {
-    char tmpl[] = "/tmp/infertrace-exposition-XXXXXX";
+    char tmpl[] = "/tmp/tailcause-exposition-XXXXXX";
     if (mkdtemp(tmpl)) path = tmpl;
   }
   ~ScratchDir() {
@@ -156,36 +156,36 @@ MetricSet realistic_set() {
                                             "__other__"};
   for (size_t i = 0; i < cgroups.size(); ++i) {
     const double v = static_cast<double>(i);
-    set.add("infertrace_cpu_throttled_seconds", MetricType::Counter,
+    set.add("tailcause_cpu_throttled_seconds", MetricType::Counter,
             "Time the cgroup's tasks were throttled by the CPU quota.", {{"cgroup", cgroups[i]}},
             0.25 * v, "seconds");
-    set.add("infertrace_cpu_throttled_periods", MetricType::Counter,
+    set.add("tailcause_cpu_throttled_periods", MetricType::Counter,
             "CFS periods in which the cgroup was throttled.", {{"cgroup", cgroups[i]}}, 3 * v);
-    set.add("infertrace_page_cache_misses", MetricType::Counter,
+    set.add("tailcause_page_cache_misses", MetricType::Counter,
             "Page-cache misses that went to the block layer.", {{"cgroup", cgroups[i]}}, 7 * v);
-    set.add_histogram("infertrace_runqueue_latency_seconds",
+    set.add_histogram("tailcause_runqueue_latency_seconds",
                       "Time runnable tasks waited for a CPU.", {{"cgroup", cgroups[i]}},
                       latency_histogram());
   }
-  set.add("infertrace_read_bytes", MetricType::Counter, "Bytes read from \"block\" devices.",
+  set.add("tailcause_read_bytes", MetricType::Counter, "Bytes read from \"block\" devices.",
           {{"device", "nvme0n1"}, {"op", "read"}}, 1.5e9, "bytes");
-  set.add("infertrace_rss_bytes", MetricType::Gauge, "Resident memory of the daemon.", {},
+  set.add("tailcause_rss_bytes", MetricType::Gauge, "Resident memory of the daemon.", {},
           48 * 1024 * 1024, "bytes");
-  set.add("infertrace_probe_attached", MetricType::Gauge,
+  set.add("tailcause_probe_attached", MetricType::Gauge,
           "1 when the probe family is attached, 0 when it failed (see logs).\nSecond line.",
           {{"probe", "sched"}}, 1);
-  set.add("infertrace_probe_attached", MetricType::Gauge, "", {{"probe", "tcp"}}, 0);
+  set.add("tailcause_probe_attached", MetricType::Gauge, "", {{"probe", "tcp"}}, 0);
   // A linear, unit-less histogram (run-queue length) with tiny and huge bounds.
   HistogramData runq;
   runq.buckets = {{0, 5}, {1, 8}, {2, 9}, {1e21, 10}};
   runq.count = 11;
   runq.sum = 14;
   // Added with add_histogram's default unit ("seconds") although the name has none.
-  set.add_histogram("infertrace_runqueue_length", "Runnable tasks per CPU, sampled.",
+  set.add_histogram("tailcause_runqueue_length", "Runnable tasks per CPU, sampled.",
                     {{"cpu", "0"}}, runq);
-  set.add("infertrace_events_lost", MetricType::Counter, "Events dropped.", {{"source", "sched"}},
+  set.add("tailcause_events_lost", MetricType::Counter, "Events dropped.", {{"source", "sched"}},
           0);
-  set.family("infertrace_unused_family", MetricType::Gauge, "Never filled.");
+  set.family("tailcause_unused_family", MetricType::Gauge, "Never filled.");
   return set;
 }
 
@@ -193,22 +193,22 @@ MetricSet realistic_set() {
 
 TEST(Exposition, TextCounterFamilyIsNamedWithTotal) {
   MetricSet set;
-  set.add("infertrace_requests", MetricType::Counter, "Requests served.", {{"tenant", "a"}}, 3);
+  set.add("tailcause_requests", MetricType::Counter, "Requests served.", {{"tenant", "a"}}, 3);
   EXPECT_EQ(render(set, Format::PrometheusText),
-            "# HELP infertrace_requests_total Requests served.\n"
-            "# TYPE infertrace_requests_total counter\n"
-            "infertrace_requests_total{tenant=\"a\"} 3\n");
+            "# HELP tailcause_requests_total Requests served.\n"
+            "# TYPE tailcause_requests_total counter\n"
+            "tailcause_requests_total{tenant=\"a\"} 3\n");
 }
 
 TEST(Exposition, OpenMetricsCounterFamilyWithoutTotalAndSampleWithTotal) {
   MetricSet set;
-  set.add("infertrace_cpu_throttled_seconds", MetricType::Counter, "Throttled time.",
+  set.add("tailcause_cpu_throttled_seconds", MetricType::Counter, "Throttled time.",
           {{"cgroup", "/a"}}, 1.5, "seconds");
   EXPECT_EQ(render(set, Format::OpenMetrics),
-            "# HELP infertrace_cpu_throttled_seconds Throttled time.\n"
-            "# TYPE infertrace_cpu_throttled_seconds counter\n"
-            "# UNIT infertrace_cpu_throttled_seconds seconds\n"
-            "infertrace_cpu_throttled_seconds_total{cgroup=\"/a\"} 1.5\n"
+            "# HELP tailcause_cpu_throttled_seconds Throttled time.\n"
+            "# TYPE tailcause_cpu_throttled_seconds counter\n"
+            "# UNIT tailcause_cpu_throttled_seconds seconds\n"
+            "tailcause_cpu_throttled_seconds_total{cgroup=\"/a\"} 1.5\n"
             "# EOF\n");
   // The text format has no UNIT line.
   EXPECT_EQ(render(set, Format::PrometheusText).find("# UNIT"), std::string::npos);
@@ -218,54 +218,54 @@ TEST(Exposition, UnitLineOnlyWhenTheNameEndsWithTheUnit) {
   // Prometheus rejects the whole scrape when UNIT is not a suffix of the family name; a
   // histogram added with the default unit but a unit-less name must not produce one.
   MetricSet set;
-  set.add_histogram("infertrace_runqueue_length", "Runnable tasks.", {}, latency_histogram());
-  set.add("infertrace_rss_bytes", MetricType::Gauge, "RSS.", {}, 1, "bytes");
-  set.add("infertrace_bytes_total_weird", MetricType::Gauge, "Unit not at the end.", {}, 1,
+  set.add_histogram("tailcause_runqueue_length", "Runnable tasks.", {}, latency_histogram());
+  set.add("tailcause_rss_bytes", MetricType::Gauge, "RSS.", {}, 1, "bytes");
+  set.add("tailcause_bytes_total_weird", MetricType::Gauge, "Unit not at the end.", {}, 1,
           "bytes");
   const std::string om = render(set, Format::OpenMetrics);
-  EXPECT_EQ(om.find("# UNIT infertrace_runqueue_length"), std::string::npos) << om;
-  EXPECT_EQ(om.find("# UNIT infertrace_bytes_total_weird"), std::string::npos) << om;
-  EXPECT_TRUE(has_line(om, "# UNIT infertrace_rss_bytes bytes")) << om;
+  EXPECT_EQ(om.find("# UNIT tailcause_runqueue_length"), std::string::npos) << om;
+  EXPECT_EQ(om.find("# UNIT tailcause_bytes_total_weird"), std::string::npos) << om;
+  EXPECT_TRUE(has_line(om, "# UNIT tailcause_rss_bytes bytes")) << om;
 }
 
 TEST(Exposition, GaugesKeepTheirNameAndRenderSpecialValues) {
   MetricSet set;
-  set.add("infertrace_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "sched"}}, 1);
-  set.add("infertrace_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "tcp"}}, 0);
-  set.add("infertrace_ratio", MetricType::Gauge, "Ratio.", {}, 0.1);
-  set.add("infertrace_nan", MetricType::Gauge, "NaN.", {}, std::nan(""));
-  set.add("infertrace_inf", MetricType::Gauge, "Inf.", {}, -INFINITY);
+  set.add("tailcause_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "sched"}}, 1);
+  set.add("tailcause_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "tcp"}}, 0);
+  set.add("tailcause_ratio", MetricType::Gauge, "Ratio.", {}, 0.1);
+  set.add("tailcause_nan", MetricType::Gauge, "NaN.", {}, std::nan(""));
+  set.add("tailcause_inf", MetricType::Gauge, "Inf.", {}, -INFINITY);
   for (Format f : {Format::PrometheusText, Format::OpenMetrics}) {
     const std::string out = render(set, f);
-    EXPECT_TRUE(has_line(out, "# TYPE infertrace_probe_attached gauge")) << out;
-    EXPECT_TRUE(has_line(out, "infertrace_probe_attached{probe=\"sched\"} 1")) << out;
-    EXPECT_TRUE(has_line(out, "infertrace_probe_attached{probe=\"tcp\"} 0")) << out;
-    EXPECT_TRUE(has_line(out, "infertrace_ratio 0.1")) << out;
-    EXPECT_TRUE(has_line(out, "infertrace_nan NaN")) << out;
-    EXPECT_TRUE(has_line(out, "infertrace_inf -Inf")) << out;
+    EXPECT_TRUE(has_line(out, "# TYPE tailcause_probe_attached gauge")) << out;
+    EXPECT_TRUE(has_line(out, "tailcause_probe_attached{probe=\"sched\"} 1")) << out;
+    EXPECT_TRUE(has_line(out, "tailcause_probe_attached{probe=\"tcp\"} 0")) << out;
+    EXPECT_TRUE(has_line(out, "tailcause_ratio 0.1")) << out;
+    EXPECT_TRUE(has_line(out, "tailcause_nan NaN")) << out;
+    EXPECT_TRUE(has_line(out, "tailcause_inf -Inf")) << out;
     EXPECT_EQ(out.find("_total"), std::string::npos) << out;
   }
 }
 
 TEST(Exposition, HistogramBucketsAscendWithInfEqualToCount) {
   MetricSet set;
-  set.add_histogram("infertrace_runqueue_latency_seconds", "Run-queue wait.", {{"cgroup", "/a"}},
+  set.add_histogram("tailcause_runqueue_latency_seconds", "Run-queue wait.", {{"cgroup", "/a"}},
                     latency_histogram());
   const std::string expected_samples =
-      "infertrace_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"0.001\"} 1\n"
-      "infertrace_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"0.01\"} 4\n"
-      "infertrace_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"0.1\"} 9\n"
-      "infertrace_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"+Inf\"} 12\n"
-      "infertrace_runqueue_latency_seconds_sum{cgroup=\"/a\"} 0.75\n"
-      "infertrace_runqueue_latency_seconds_count{cgroup=\"/a\"} 12\n";
+      "tailcause_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"0.001\"} 1\n"
+      "tailcause_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"0.01\"} 4\n"
+      "tailcause_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"0.1\"} 9\n"
+      "tailcause_runqueue_latency_seconds_bucket{cgroup=\"/a\",le=\"+Inf\"} 12\n"
+      "tailcause_runqueue_latency_seconds_sum{cgroup=\"/a\"} 0.75\n"
+      "tailcause_runqueue_latency_seconds_count{cgroup=\"/a\"} 12\n";
   EXPECT_EQ(render(set, Format::PrometheusText),
-            "# HELP infertrace_runqueue_latency_seconds Run-queue wait.\n"
-            "# TYPE infertrace_runqueue_latency_seconds histogram\n" +
+            "# HELP tailcause_runqueue_latency_seconds Run-queue wait.\n"
+            "# TYPE tailcause_runqueue_latency_seconds histogram\n" +
                 expected_samples);
   EXPECT_EQ(render(set, Format::OpenMetrics),
-            "# HELP infertrace_runqueue_latency_seconds Run-queue wait.\n"
-            "# TYPE infertrace_runqueue_latency_seconds histogram\n"
-            "# UNIT infertrace_runqueue_latency_seconds seconds\n" +
+            "# HELP tailcause_runqueue_latency_seconds Run-queue wait.\n"
+            "# TYPE tailcause_runqueue_latency_seconds histogram\n"
+            "# UNIT tailcause_runqueue_latency_seconds seconds\n" +
                 expected_samples + "# EOF\n");
 }
 
@@ -472,9 +472,9 @@ TEST(ExpositionPromtool, OpenMetricsWithExemplarsParsesWithPrometheusParser) {
   h.exemplars[1] =
       core::Exemplar{{{"trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"}}, 0.004, 1700000000.25};
   h.exemplars[3] = core::Exemplar{{{"trace_id", "a # b \"} c"}}, 0.5, std::nullopt};
-  set.add_histogram("infertrace_stage_duration_seconds", "Stage wall time.",
+  set.add_histogram("tailcause_stage_duration_seconds", "Stage wall time.",
                     {{"tenant", "t 1"}, {"stage", "retrieval"}}, h);
-  set.add("infertrace_requests", MetricType::Counter, "Requests.", {{"tenant", "t 1"}}, 12);
+  set.add("tailcause_requests", MetricType::Counter, "Requests.", {{"tenant", "t 1"}}, 12);
   set.families().back().samples.back().exemplar = core::Exemplar{{{"trace_id", "ab"}}, 1, {}};
   const std::string om = render(set, Format::OpenMetrics);
   const auto r = promtool_parse_openmetrics(promtool, om);

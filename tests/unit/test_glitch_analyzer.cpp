@@ -4,7 +4,7 @@
 
 #include "core/glitch_analyzer.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
@@ -86,7 +86,7 @@ TEST(GlitchAnalyzer, SlowStageIsAGlitchExplainedWithTheFamiliesEvidence) {
 
   MetricSet m;
   a.collect(m, t + 2'000 * ms);
-  EXPECT_EQ(value(m, "infertrace_glitches",
+  EXPECT_EQ(value(m, "tailcause_glitches",
                   {{"tenant", "ta"}, {"stage", "generation"}, {"cause", "cpu_throttled"}}),
             1);
 }
@@ -164,9 +164,9 @@ TEST(GlitchAnalyzer, BreakerOpensAfterConsecutiveSlowStagesAndShowsAsAMetric) {
   feed(a, stage("tb", 9, "tool", t, 10 * ms));
   MetricSet m;
   a.collect(m, t);
-  EXPECT_EQ(value(m, "infertrace_circuit_breaker_open", {{"tenant", "ta"}, {"agent", "rag"}}), 1);
-  EXPECT_EQ(value(m, "infertrace_circuit_breaker_open", {{"tenant", "tb"}, {"agent", "rag"}}), 0);
-  EXPECT_EQ(value(m, "infertrace_circuit_breaker_trips", {}), 1);
+  EXPECT_EQ(value(m, "tailcause_circuit_breaker_open", {{"tenant", "ta"}, {"agent", "rag"}}), 1);
+  EXPECT_EQ(value(m, "tailcause_circuit_breaker_open", {{"tenant", "tb"}, {"agent", "rag"}}), 0);
+  EXPECT_EQ(value(m, "tailcause_circuit_breaker_trips", {}), 1);
 }
 
 TEST(GlitchAnalyzer, GlitchSeriesFoldTenantsBeyondTopK) {
@@ -176,9 +176,9 @@ TEST(GlitchAnalyzer, GlitchSeriesFoldTenantsBeyondTopK) {
   for (const char* t : {"t1", "t2", "t3", "t4"}) feed(a, stage(t, 1, "tool", 1'000 * ms, 300 * ms));
   MetricSet m;
   a.collect(m, 2'000 * ms);
-  EXPECT_EQ(value(m, "infertrace_glitches", {{"tenant", "t1"}, {"stage", "tool"}}), 1);
-  EXPECT_EQ(value(m, "infertrace_glitches", {{"tenant", "__other__"}, {"stage", "tool"}}), 2);
-  EXPECT_EQ(value(m, "infertrace_glitches", {{"tenant", "t4"}}), -1);
+  EXPECT_EQ(value(m, "tailcause_glitches", {{"tenant", "t1"}, {"stage", "tool"}}), 1);
+  EXPECT_EQ(value(m, "tailcause_glitches", {{"tenant", "__other__"}, {"stage", "tool"}}), 2);
+  EXPECT_EQ(value(m, "tailcause_glitches", {{"tenant", "t4"}}), -1);
 }
 
 TEST(GlitchAnalyzer, SummaryForDiagnose) {
@@ -207,9 +207,9 @@ TEST(GlitchAnalyzer, SummaryForDiagnose) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 TEST(GlitchAnalyzer, BreakerStreaksCountPerStageSoFastStagesInBetweenDoNotHideThem) {
@@ -233,9 +233,9 @@ TEST(GlitchAnalyzer, BreakerStreaksCountPerStageSoFastStagesInBetweenDoNotHideTh
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 TEST(GlitchAnalyzer, SummaryKeepsTheSlowestFewOfEachCauseSoFastCausesKeepExamples) {
@@ -262,4 +262,4 @@ TEST(GlitchAnalyzer, SummaryKeepsTheSlowestFewOfEachCauseSoFastCausesKeepExample
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

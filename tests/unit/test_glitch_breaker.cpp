@@ -3,7 +3,7 @@
 
 #include "core/circuit_breaker.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
@@ -80,4 +80,4 @@ TEST(BreakerPersistence, RejectsMalformedInputAndKeepsItsState) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

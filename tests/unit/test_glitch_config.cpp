@@ -6,7 +6,7 @@
 
 #include "core/config.h"
 
-using namespace infertrace::core;
+using namespace tailcause::core;
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "core/glitch_detector.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
@@ -138,4 +138,4 @@ TEST(GlitchBounds, SeriesBeyondTheLimitStillGetSloChecks) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

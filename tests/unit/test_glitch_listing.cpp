@@ -1,4 +1,4 @@
-// `infertrace glitches` output: local ISO times, the table with evidence lines, and JSON with
+// `tailcause glitches` output: local ISO times, the table with evidence lines, and JSON with
 // every journal field.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "export/glitch_listing.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 // Sets TZ for one test and restores the previous value afterwards.
@@ -127,4 +127,4 @@ TEST(GlitchListing, JsonHasEveryField) {
 }
 
 }  // namespace
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -8,7 +8,7 @@
 
 #include "core/streaming_quantile.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 uint64_t exact(std::vector<uint64_t> v, double q) {
@@ -75,4 +75,4 @@ TEST(QuantileWindow, OldIntervalsLeaveTheWindow) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

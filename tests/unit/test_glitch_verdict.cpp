@@ -3,7 +3,7 @@
 
 #include "core/verdict.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
@@ -166,4 +166,4 @@ TEST(VerdictFaults, WithoutHistoryTheLargestComponentIsBlamed) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -5,7 +5,7 @@
 
 #include "core/histogram_conversion.h"
 
-using namespace infertrace::core;
+using namespace tailcause::core;
 
 TEST(HistogramConversion, Log2SlotsBecomeCumulativeBucketsInSeconds) {
   // 3 values in [1,2) us... expressed in ns slots: slot 10 = [1024, 2048) ns.

@@ -19,18 +19,18 @@
 #include <fmt/format.h>
 
 namespace fs = std::filesystem;
-using infertrace::exporter::GlitchRow;
-using infertrace::exporter::Journal;
-using infertrace::exporter::JournalError;
-using infertrace::exporter::JournalFilter;
-using infertrace::exporter::JournalLimits;
+using tailcause::exporter::GlitchRow;
+using tailcause::exporter::Journal;
+using tailcause::exporter::JournalError;
+using tailcause::exporter::JournalFilter;
+using tailcause::exporter::JournalLimits;
 
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kNow = 1'700'000'000 * kSecond;  // a fixed "now" for the pruning tests
 
-struct TempDir : infertrace::testing::TempDir {
+struct TempDir : tailcause::testing::TempDir {
   std::string file(const char* name = "journal.db") const { return (path / name).string(); }
 };
 

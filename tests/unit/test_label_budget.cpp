@@ -9,7 +9,7 @@
 
 #include "core/label_budget.h"
 
-using namespace infertrace::core;
+using namespace tailcause::core;
 
 namespace {
 

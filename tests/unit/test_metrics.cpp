@@ -6,13 +6,13 @@
 
 #include "core/metrics.h"
 
-using namespace infertrace::core;
+using namespace tailcause::core;
 
 TEST(MetricSet, FamilyIsCreatedOnFirstUseThenFound) {
   MetricSet set;
-  MetricFamily& created = set.family("infertrace_cpu_throttled_seconds", MetricType::Counter,
+  MetricFamily& created = set.family("tailcause_cpu_throttled_seconds", MetricType::Counter,
                                      "Throttled time.", "seconds");
-  EXPECT_EQ(created.name, "infertrace_cpu_throttled_seconds");
+  EXPECT_EQ(created.name, "tailcause_cpu_throttled_seconds");
   EXPECT_EQ(created.type, MetricType::Counter);
   EXPECT_EQ(created.help, "Throttled time.");
   EXPECT_EQ(created.unit, "seconds");
@@ -21,7 +21,7 @@ TEST(MetricSet, FamilyIsCreatedOnFirstUseThenFound) {
 
   // Found again, whatever help or unit the second caller passes: the first one wins.
   MetricFamily& found =
-      set.family("infertrace_cpu_throttled_seconds", MetricType::Counter, "Other help.", "");
+      set.family("tailcause_cpu_throttled_seconds", MetricType::Counter, "Other help.", "");
   EXPECT_EQ(&found, &set.families().front());
   EXPECT_EQ(found.help, "Throttled time.");
   EXPECT_EQ(found.unit, "seconds");
@@ -30,30 +30,30 @@ TEST(MetricSet, FamilyIsCreatedOnFirstUseThenFound) {
 
 TEST(MetricSet, TypeConflictThrows) {
   MetricSet set;
-  set.family("infertrace_requests", MetricType::Counter, "Requests.");
-  EXPECT_THROW(set.family("infertrace_requests", MetricType::Gauge, "Requests."), std::logic_error);
-  EXPECT_THROW(set.add("infertrace_requests", MetricType::Gauge, "Requests.", {}, 1),
+  set.family("tailcause_requests", MetricType::Counter, "Requests.");
+  EXPECT_THROW(set.family("tailcause_requests", MetricType::Gauge, "Requests."), std::logic_error);
+  EXPECT_THROW(set.add("tailcause_requests", MetricType::Gauge, "Requests.", {}, 1),
                std::logic_error);
-  EXPECT_THROW(set.add_histogram("infertrace_requests", "Requests.", {}, {}), std::logic_error);
+  EXPECT_THROW(set.add_histogram("tailcause_requests", "Requests.", {}, {}), std::logic_error);
   // The failed calls added nothing.
   ASSERT_EQ(set.families().size(), 1u);
   EXPECT_EQ(set.families()[0].type, MetricType::Counter);
   EXPECT_TRUE(set.families()[0].samples.empty());
 
-  set.add_histogram("infertrace_latency_seconds", "Latency.", {}, {});
-  EXPECT_THROW(set.add("infertrace_latency_seconds", MetricType::Counter, "Latency.", {}, 1),
+  set.add_histogram("tailcause_latency_seconds", "Latency.", {}, {});
+  EXPECT_THROW(set.add("tailcause_latency_seconds", MetricType::Counter, "Latency.", {}, 1),
                std::logic_error);
 }
 
 TEST(MetricSet, AddAppendsSamplesToOneFamilyInOrder) {
   MetricSet set;
-  set.add("infertrace_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "sched"}}, 1);
-  set.add("infertrace_major_faults", MetricType::Counter, "Faults.", {{"cgroup", "/a"}}, 7);
-  set.add("infertrace_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "tcp"}}, 0);
+  set.add("tailcause_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "sched"}}, 1);
+  set.add("tailcause_major_faults", MetricType::Counter, "Faults.", {{"cgroup", "/a"}}, 7);
+  set.add("tailcause_probe_attached", MetricType::Gauge, "Attached.", {{"probe", "tcp"}}, 0);
   const auto& fams = set.families();
   ASSERT_EQ(fams.size(), 2u);
-  EXPECT_EQ(fams[0].name, "infertrace_probe_attached");  // order of first addition
-  EXPECT_EQ(fams[1].name, "infertrace_major_faults");
+  EXPECT_EQ(fams[0].name, "tailcause_probe_attached");  // order of first addition
+  EXPECT_EQ(fams[1].name, "tailcause_major_faults");
   ASSERT_EQ(fams[0].samples.size(), 2u);
   EXPECT_EQ(fams[0].samples[0].labels, (Labels{{"probe", "sched"}}));
   EXPECT_EQ(fams[0].samples[0].value, 1);
@@ -70,8 +70,8 @@ TEST(MetricSet, AddHistogramKeepsTheDataAndDefaultsToSeconds) {
   h.buckets = {{0.001, 2}, {0.01, 5}};
   h.count = 6;
   h.sum = 0.04;
-  set.add_histogram("infertrace_runqueue_latency_seconds", "Wait.", {{"cgroup", "/a"}}, h);
-  set.add_histogram("infertrace_runqueue_length", "Length.", {{"cpu", "0"}}, h, "");
+  set.add_histogram("tailcause_runqueue_latency_seconds", "Wait.", {{"cgroup", "/a"}}, h);
+  set.add_histogram("tailcause_runqueue_length", "Length.", {{"cpu", "0"}}, h, "");
   const auto& fams = set.families();
   ASSERT_EQ(fams.size(), 2u);
   EXPECT_EQ(fams[0].type, MetricType::Histogram);
@@ -87,7 +87,7 @@ TEST(MetricSet, AddHistogramKeepsTheDataAndDefaultsToSeconds) {
 TEST(MetricSet, FamiliesCanBeFilledThroughTheReference) {
   // The pattern a probe uses: look the family up once, then push samples.
   MetricSet set;
-  MetricFamily& f = set.family("infertrace_events_lost", MetricType::Counter, "Lost.");
+  MetricFamily& f = set.family("tailcause_events_lost", MetricType::Counter, "Lost.");
   for (int cpu = 0; cpu < 3; ++cpu) {
     Sample s;
     s.labels = {{"source", "sched"}, {"cpu", std::to_string(cpu)}};
@@ -95,5 +95,5 @@ TEST(MetricSet, FamiliesCanBeFilledThroughTheReference) {
     f.samples.push_back(s);
   }
   EXPECT_EQ(set.families().at(0).samples.size(), 3u);
-  EXPECT_EQ(set.family("infertrace_events_lost", MetricType::Counter, "").samples.size(), 3u);
+  EXPECT_EQ(set.family("tailcause_events_lost", MetricType::Counter, "").samples.size(), 3u);
 }

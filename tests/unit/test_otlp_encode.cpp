@@ -1,5 +1,5 @@
 // RequestTrace -> ExportTraceServiceRequest, decoded back with the generated protobuf classes:
-// ids, parent links, kinds, names, times, GenAI and infertrace attributes, glitch status.
+// ids, parent links, kinds, names, times, GenAI and tailcause attributes, glitch status.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -12,7 +12,7 @@
 #include "export/otlp_encode.h"
 #include "otlp/trace_service.pb.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 using core::Component;
@@ -109,7 +109,7 @@ core::RequestTrace sample_trace() {
 
 pb::collector::trace::v1::ExportTraceServiceRequest decode(const std::vector<core::RequestTrace>& traces,
                                                            size_t* skipped = nullptr) {
-  OtlpResourceInfo res{"infertrace-test", "9.9.9", "node-1"};
+  OtlpResourceInfo res{"tailcause-test", "9.9.9", "node-1"};
   pb::collector::trace::v1::ExportTraceServiceRequest req;
   EXPECT_TRUE(req.ParseFromString(encode_traces(traces, res, skipped)));
   return req;
@@ -120,11 +120,11 @@ TEST(OtlpEncode, ResourceAndScope) {
   ASSERT_EQ(req.resource_spans_size(), 1);
   const auto& rs = req.resource_spans(0);
   auto ra = attrs(rs.resource().attributes());
-  EXPECT_EQ(std::get<std::string>(ra["service.name"]), "infertrace-test");
+  EXPECT_EQ(std::get<std::string>(ra["service.name"]), "tailcause-test");
   EXPECT_EQ(std::get<std::string>(ra["service.version"]), "9.9.9");
   EXPECT_EQ(std::get<std::string>(ra["host.name"]), "node-1");
   ASSERT_EQ(rs.scope_spans_size(), 1);
-  EXPECT_EQ(rs.scope_spans(0).scope().name(), "infertrace");
+  EXPECT_EQ(rs.scope_spans(0).scope().name(), "tailcause");
   EXPECT_EQ(rs.scope_spans(0).spans_size(), 6);
 }
 
@@ -144,25 +144,25 @@ TEST(OtlpEncode, RequestSpan) {
   EXPECT_EQ(std::get<std::string>(a["gen_ai.operation.name"]), "invoke_agent");
   EXPECT_EQ(std::get<std::string>(a["gen_ai.agent.name"]), "rag");
   EXPECT_EQ(std::get<int64_t>(a["gen_ai.usage.output_tokens"]), 12);
-  EXPECT_EQ(std::get<std::string>(a["infertrace.tenant"]), "acme");
-  EXPECT_EQ(std::get<std::string>(a["infertrace.agent"]), "rag");
-  EXPECT_EQ(std::get<int64_t>(a["infertrace.request_id"]), 7);
-  EXPECT_EQ(std::get<int64_t>(a["infertrace.pid"]), 4242);
-  EXPECT_EQ(std::get<int64_t>(a["infertrace.glitches"]), 2);
-  EXPECT_TRUE(std::get<bool>(a["infertrace.trace_id_from_agent"]));
-  EXPECT_DOUBLE_EQ(std::get<double>(a["infertrace.time_to_first_token"]), 0.5);
+  EXPECT_EQ(std::get<std::string>(a["tailcause.tenant"]), "acme");
+  EXPECT_EQ(std::get<std::string>(a["tailcause.agent"]), "rag");
+  EXPECT_EQ(std::get<int64_t>(a["tailcause.request_id"]), 7);
+  EXPECT_EQ(std::get<int64_t>(a["tailcause.pid"]), 4242);
+  EXPECT_EQ(std::get<int64_t>(a["tailcause.glitches"]), 2);
+  EXPECT_TRUE(std::get<bool>(a["tailcause.trace_id_from_agent"]));
+  EXPECT_DOUBLE_EQ(std::get<double>(a["tailcause.time_to_first_token"]), 0.5);
   // The request's own glitch: attributes, ERROR status, and one "glitch" event.
-  EXPECT_TRUE(std::get<bool>(a["infertrace.glitch"]));
-  EXPECT_EQ(std::get<std::string>(a["infertrace.glitch.cause"]), "slow");
-  EXPECT_EQ(std::get<std::string>(a["infertrace.glitch.reason"]), "both");
-  EXPECT_DOUBLE_EQ(std::get<double>(a["infertrace.glitch.p99_seconds"]), 0.4);
-  EXPECT_EQ(std::get<std::string>(a["infertrace.verdict"]), "request 1.00 s");
+  EXPECT_TRUE(std::get<bool>(a["tailcause.glitch"]));
+  EXPECT_EQ(std::get<std::string>(a["tailcause.glitch.cause"]), "slow");
+  EXPECT_EQ(std::get<std::string>(a["tailcause.glitch.reason"]), "both");
+  EXPECT_DOUBLE_EQ(std::get<double>(a["tailcause.glitch.p99_seconds"]), 0.4);
+  EXPECT_EQ(std::get<std::string>(a["tailcause.verdict"]), "request 1.00 s");
   EXPECT_EQ(span.status().code(), pb::trace::v1::Status::STATUS_CODE_ERROR);
   EXPECT_EQ(span.status().message(), "request 1.00 s");
   ASSERT_EQ(span.events_size(), 1);
   EXPECT_EQ(span.events(0).name(), "glitch");
   EXPECT_EQ(span.events(0).time_unix_nano(), uint64_t(kOffset) + 2000 * ms);
-  EXPECT_EQ(std::get<std::string>(attrs(span.events(0).attributes())["infertrace.glitch.cause"]), "slow");
+  EXPECT_EQ(std::get<std::string>(attrs(span.events(0).attributes())["tailcause.glitch.cause"]), "slow");
 }
 
 TEST(OtlpEncode, StageSpansAreChildrenOfTheRequest) {
@@ -190,11 +190,11 @@ TEST(OtlpEncode, StageSpansAreChildrenOfTheRequest) {
     } else {
       EXPECT_EQ(a.count("gen_ai.operation.name"), 0u);
     }
-    EXPECT_EQ(std::get<std::string>(a["infertrace.stage"]), s.stage);
-    EXPECT_EQ(std::get<std::string>(a["infertrace.tenant"]), "acme");
-    EXPECT_EQ(std::get<int64_t>(a["infertrace.tid"]), s.tid);
-    EXPECT_EQ(std::get<int64_t>(a["infertrace.pid"]), 4242);
-    EXPECT_EQ(std::get<int64_t>(a["infertrace.request_id"]), 7);
+    EXPECT_EQ(std::get<std::string>(a["tailcause.stage"]), s.stage);
+    EXPECT_EQ(std::get<std::string>(a["tailcause.tenant"]), "acme");
+    EXPECT_EQ(std::get<int64_t>(a["tailcause.tid"]), s.tid);
+    EXPECT_EQ(std::get<int64_t>(a["tailcause.pid"]), 4242);
+    EXPECT_EQ(std::get<int64_t>(a["tailcause.request_id"]), 7);
   }
   // All span ids in the trace differ.
   std::set<std::string> ids;
@@ -206,26 +206,26 @@ TEST(OtlpEncode, StageBreakdownCountersAndVerdict) {
   const auto req = decode({sample_trace()});
   const auto& spans = req.resource_spans(0).scope_spans(0).spans();
   auto emb = attrs(spans[1].attributes());
-  EXPECT_DOUBLE_EQ(std::get<double>(emb["infertrace.component.on_cpu"]), 0.05);
-  EXPECT_DOUBLE_EQ(std::get<double>(emb["infertrace.component.block_io"]), 0.03);
-  EXPECT_DOUBLE_EQ(std::get<double>(emb["infertrace.component.unattributed"]), 0.02);
-  EXPECT_EQ(emb.count("infertrace.component.network"), 0u);  // only components with time
-  EXPECT_EQ(std::get<int64_t>(emb["infertrace.page_cache_misses"]), 1240);
-  EXPECT_EQ(std::get<int64_t>(emb["infertrace.major_faults"]), 3);
-  EXPECT_EQ(std::get<int64_t>(emb["infertrace.bytes_read"]), 1 << 20);
-  EXPECT_FALSE(std::get<bool>(emb["infertrace.glitch"]));
-  EXPECT_EQ(emb.count("infertrace.verdict"), 0u);
+  EXPECT_DOUBLE_EQ(std::get<double>(emb["tailcause.component.on_cpu"]), 0.05);
+  EXPECT_DOUBLE_EQ(std::get<double>(emb["tailcause.component.block_io"]), 0.03);
+  EXPECT_DOUBLE_EQ(std::get<double>(emb["tailcause.component.unattributed"]), 0.02);
+  EXPECT_EQ(emb.count("tailcause.component.network"), 0u);  // only components with time
+  EXPECT_EQ(std::get<int64_t>(emb["tailcause.page_cache_misses"]), 1240);
+  EXPECT_EQ(std::get<int64_t>(emb["tailcause.major_faults"]), 3);
+  EXPECT_EQ(std::get<int64_t>(emb["tailcause.bytes_read"]), 1 << 20);
+  EXPECT_FALSE(std::get<bool>(emb["tailcause.glitch"]));
+  EXPECT_EQ(emb.count("tailcause.verdict"), 0u);
   EXPECT_EQ(spans[1].status().code(), pb::trace::v1::Status::STATUS_CODE_UNSET);
 
   auto chat = attrs(spans[3].attributes());
-  EXPECT_DOUBLE_EQ(std::get<double>(chat["infertrace.component.cpu_throttled"]), 0.4);
-  EXPECT_TRUE(std::get<bool>(chat["infertrace.glitch"]));
-  EXPECT_EQ(std::get<std::string>(chat["infertrace.glitch.cause"]), "cpu_throttled");
-  EXPECT_EQ(std::get<std::string>(chat["infertrace.glitch.reason"]), "over_slo");
-  EXPECT_DOUBLE_EQ(std::get<double>(chat["infertrace.glitch.slo_seconds"]), 0.2);
-  EXPECT_EQ(chat.count("infertrace.glitch.p99_seconds"), 0u);
+  EXPECT_DOUBLE_EQ(std::get<double>(chat["tailcause.component.cpu_throttled"]), 0.4);
+  EXPECT_TRUE(std::get<bool>(chat["tailcause.glitch"]));
+  EXPECT_EQ(std::get<std::string>(chat["tailcause.glitch.cause"]), "cpu_throttled");
+  EXPECT_EQ(std::get<std::string>(chat["tailcause.glitch.reason"]), "over_slo");
+  EXPECT_DOUBLE_EQ(std::get<double>(chat["tailcause.glitch.slo_seconds"]), 0.2);
+  EXPECT_EQ(chat.count("tailcause.glitch.p99_seconds"), 0u);
   const std::string evidence = "generation 600 ms, 67% cpu_throttled: 12 throttled periods";
-  EXPECT_EQ(std::get<std::string>(chat["infertrace.verdict"]), evidence);
+  EXPECT_EQ(std::get<std::string>(chat["tailcause.verdict"]), evidence);
   EXPECT_EQ(spans[3].status().code(), pb::trace::v1::Status::STATUS_CODE_ERROR);
   EXPECT_EQ(spans[3].status().message(), evidence);
 }
@@ -240,9 +240,9 @@ TEST(OtlpEncode, FailedRequestWithoutGlitchAndNoTokens) {
   const auto& span = req.resource_spans(0).scope_spans(0).spans(0);
   auto a = attrs(span.attributes());
   EXPECT_EQ(a.count("gen_ai.usage.output_tokens"), 0u);
-  EXPECT_EQ(a.count("infertrace.time_to_first_token"), 0u);
-  EXPECT_FALSE(std::get<bool>(a["infertrace.glitch"]));
-  EXPECT_EQ(std::get<int64_t>(a["infertrace.status"]), 2);
+  EXPECT_EQ(a.count("tailcause.time_to_first_token"), 0u);
+  EXPECT_FALSE(std::get<bool>(a["tailcause.glitch"]));
+  EXPECT_EQ(std::get<int64_t>(a["tailcause.status"]), 2);
   EXPECT_EQ(span.status().code(), pb::trace::v1::Status::STATUS_CODE_ERROR);
   EXPECT_EQ(span.status().message(), "request status 2");
   EXPECT_EQ(span.events_size(), 0);
@@ -277,4 +277,4 @@ TEST(OtlpEncode, Names) {
 }
 
 }  // namespace
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -22,7 +22,7 @@
 #include "export/otlp_exporter.h"
 #include "otlp/trace_service.pb.h"
 
-namespace infertrace::exporter {
+namespace tailcause::exporter {
 namespace {
 
 using namespace std::chrono_literals;
@@ -355,10 +355,10 @@ TEST(OtlpExporter, CollectorDownKeepsTheQueueBoundedAndCountsEveryDrop) {
 
   core::MetricSet m;
   e.collect(m);
-  const auto* queue = m.find("infertrace_otlp_queue_spans", {});
+  const auto* queue = m.find("tailcause_otlp_queue_spans", {});
   ASSERT_NE(queue, nullptr);
   EXPECT_LE(queue->value, 250);
-  const auto* full = m.find("infertrace_otlp_spans_dropped", {{"reason", "queue_full"}});
+  const auto* full = m.find("tailcause_otlp_spans_dropped", {{"reason", "queue_full"}});
   ASSERT_NE(full, nullptr);
   EXPECT_GE(full->value, 220'000.0 * 5 - 250);
 
@@ -445,15 +445,15 @@ TEST(OtlpExporter, CollectNamesEveryFamily) {
       << " " << c.received().size() << " " << e.stats().dropped.at("rejected");
   core::MetricSet m;
   e.collect(m);
-  EXPECT_EQ(m.find("infertrace_otlp_spans_exported", {})->value, 1);
+  EXPECT_EQ(m.find("tailcause_otlp_spans_exported", {})->value, 1);
   for (const char* reason : {"queue_full", "budget", "rejected", "shutdown", "retries_exhausted"}) {
-    EXPECT_NE(m.find("infertrace_otlp_spans_dropped", {{"reason", reason}}), nullptr) << reason;
+    EXPECT_NE(m.find("tailcause_otlp_spans_dropped", {{"reason", reason}}), nullptr) << reason;
   }
-  EXPECT_EQ(m.find("infertrace_otlp_spans_dropped", {{"reason", "rejected"}})->value, 1);
-  EXPECT_EQ(m.find("infertrace_otlp_export_errors", {{"kind", "http_500"}})->value, 1);
-  EXPECT_NE(m.find("infertrace_otlp_spans_unsampled", {}), nullptr);
-  EXPECT_NE(m.find("infertrace_otlp_queue_spans", {}), nullptr);
-  const auto* h = m.find("infertrace_otlp_export_seconds", {});
+  EXPECT_EQ(m.find("tailcause_otlp_spans_dropped", {{"reason", "rejected"}})->value, 1);
+  EXPECT_EQ(m.find("tailcause_otlp_export_errors", {{"kind", "http_500"}})->value, 1);
+  EXPECT_NE(m.find("tailcause_otlp_spans_unsampled", {}), nullptr);
+  EXPECT_NE(m.find("tailcause_otlp_queue_spans", {}), nullptr);
+  const auto* h = m.find("tailcause_otlp_export_seconds", {});
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->histogram.count, 2u);
   EXPECT_GT(h->histogram.sum, 0);
@@ -483,4 +483,4 @@ TEST(OtlpRetryAfter, Parses) {
 }
 
 }  // namespace
-}  // namespace infertrace::exporter
+}  // namespace tailcause::exporter

@@ -5,7 +5,7 @@
 
 #include "core/config.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 std::string error_of(const std::string& yaml) {
@@ -30,7 +30,7 @@ TEST(RecipesConfig, ParsesInlineRecipesAndFiles) {
       "      - library: /usr/lib/libcuda.so.1\n        symbol: cuStreamSynchronize\n"
       "        kind: gpu_sync\n"
       "      - {library: libfoo.so, symbol: f, stage: my-stage.v2, kind: span}\n"
-      "    recipe_files: [/etc/infertrace/recipes/llama_cpp.yaml]\n",
+      "    recipe_files: [/etc/tailcause/recipes/llama_cpp.yaml]\n",
       "t.yaml");
   ASSERT_EQ(c.attrib.recipes.size(), 3u);
   EXPECT_EQ(c.attrib.recipes[0].library, "libllama.so*");
@@ -41,7 +41,7 @@ TEST(RecipesConfig, ParsesInlineRecipesAndFiles) {
   EXPECT_TRUE(c.attrib.recipes[1].stage.empty());
   EXPECT_EQ(c.attrib.recipes[2].stage, "my-stage.v2");
   EXPECT_EQ(c.attrib.recipe_files,
-            std::vector<std::string>{"/etc/infertrace/recipes/llama_cpp.yaml"});
+            std::vector<std::string>{"/etc/tailcause/recipes/llama_cpp.yaml"});
 }
 
 TEST(RecipesConfig, RejectsBadRecipesNamingLineAndKey) {
@@ -111,7 +111,7 @@ TEST(RecipesConfig, RecipeFilesParseAndBadOnesAreSkippedWithAnError) {
 
 TEST(RecipesConfig, ShippedRecipeFilesParse) {
   for (const char* name : {"llama_cpp", "onnxruntime", "pytorch", "faiss", "cuda", "python"}) {
-    const std::string path = std::string(INFERTRACE_SOURCE_DIR) + "/deploy/recipes/" + name + ".yaml";
+    const std::string path = std::string(TAILCAUSE_SOURCE_DIR) + "/deploy/recipes/" + name + ".yaml";
     AttribConfig config;
     config.recipe_files = {path};
     std::vector<std::string> errors;
@@ -123,4 +123,4 @@ TEST(RecipesConfig, ShippedRecipeFilesParse) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

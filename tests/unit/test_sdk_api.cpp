@@ -5,7 +5,7 @@
 // and that nothing fires while the semaphores are 0.
 #include "../sdk/usdt_ptrace.h"
 
-#include <infertrace/sdk.hpp>
+#include <tailcause/sdk.hpp>
 
 #include <gtest/gtest.h>
 
@@ -21,10 +21,10 @@
 namespace {
 
 using namespace std::chrono_literals;
-using infertrace::CacheResult;
-using infertrace::Request;
-using infertrace::Stage;
-using infertrace::StageKind;
+using tailcause::CacheResult;
+using tailcause::Request;
+using tailcause::Stage;
+using tailcause::StageKind;
 
 // An event as "probe arg arg ..." with strings and signed arguments as the contract says.
 std::string describe(const usdt_ptrace::Event &e)
@@ -50,7 +50,7 @@ class SdkProbes : public ::testing::Test {
 protected:
 	static const std::vector<usdt_ptrace::Site> &sites()
 	{
-		static const auto all = usdt_ptrace::sites_in_self("infertrace");
+		static const auto all = usdt_ptrace::sites_in_self("tailcause");
 		return all;
 	}
 
@@ -114,9 +114,9 @@ TEST_F(SdkProbes, NothingFiresWhileTheSemaphoresAreZero)
 {
 	EXPECT_EQ(trace(full_request, /*enabled=*/false), std::vector<std::string>{});
 	EXPECT_EQ(trace([] {
-			  infertrace::token(1, 2);
-			  infertrace::cache_lookup(1, "c", CacheResult::hit, 5ns, 6);
-			  infertrace::LayerScope layer(1, 2);
+			  tailcause::token(1, 2);
+			  tailcause::cache_lookup(1, "c", CacheResult::hit, 5ns, 6);
+			  tailcause::LayerScope layer(1, 2);
 		  },
 			/*enabled=*/false),
 		  std::vector<std::string>{});
@@ -170,16 +170,16 @@ TEST_F(SdkProbes, EventsCarryTheirArguments)
 	const auto events = trace([] {
 		Request request(9, "t", "a");
 		{
-			infertrace::ContextScope context(request);
-			infertrace::cache_lookup(request, "vectors", CacheResult::stale, 1500ns, 0xabc);
-			infertrace::cache_lookup(request, std::string_view("kv-cache!", 8), CacheResult::miss,
+			tailcause::ContextScope context(request);
+			tailcause::cache_lookup(request, "vectors", CacheResult::stale, 1500ns, 0xabc);
+			tailcause::cache_lookup(request, std::string_view("kv-cache!", 8), CacheResult::miss,
 						 -3ns, 1);
-			infertrace::token(request, 0);
-			infertrace::token(request.id(), 1);
-			infertrace::LayerScope layer(3, 16);
+			tailcause::token(request, 0);
+			tailcause::token(request.id(), 1);
+			tailcause::LayerScope layer(3, 16);
 		}
-		infertrace::output_quality(request, 0.693147);
-		infertrace::output_quality(request, 2.5);
+		tailcause::output_quality(request, 0.693147);
+		tailcause::output_quality(request, 2.5);
 		request.end(0);
 	});
 	EXPECT_EQ(events, (std::vector<std::string>{
@@ -201,10 +201,10 @@ TEST_F(SdkProbes, RejectedInputFiresNothing)
 			     [] { Request r(1, "t", "a", "00000000000000000000000000000000"); },
 			     [&] { Request r(1, std::string_view(with_nul, 3), "a"); },
 			     [&] { Request r(1, "t", std::string_view(with_nul, 3)); },
-			     [] { infertrace::output_quality(1, -0.5); },
-			     [] { infertrace::output_quality(1, std::nan("")); },
+			     [] { tailcause::output_quality(1, -0.5); },
+			     [] { tailcause::output_quality(1, std::nan("")); },
 			     [&] {
-				     infertrace::cache_lookup(1, std::string_view(with_nul, 3),
+				     tailcause::cache_lookup(1, std::string_view(with_nul, 3),
 							      CacheResult::hit, 0ns, 0);
 			     },
 		     }) {
@@ -230,9 +230,9 @@ TEST(SdkApi, TypesAreMoveOnlyAndScopesAreFixed)
 	static_assert(!std::is_copy_constructible_v<Stage> && !std::is_copy_assignable_v<Stage>);
 	static_assert(std::is_nothrow_move_constructible_v<Stage>);
 	static_assert(std::is_nothrow_move_assignable_v<Stage>);
-	static_assert(!std::is_copy_constructible_v<infertrace::ContextScope>);
-	static_assert(!std::is_move_constructible_v<infertrace::ContextScope>);
-	static_assert(!std::is_move_constructible_v<infertrace::LayerScope>);
+	static_assert(!std::is_copy_constructible_v<tailcause::ContextScope>);
+	static_assert(!std::is_move_constructible_v<tailcause::ContextScope>);
+	static_assert(!std::is_move_constructible_v<tailcause::LayerScope>);
 	static_assert(std::is_same_v<Stage::Kind, StageKind>);
 	SUCCEED();
 }
@@ -264,7 +264,7 @@ TEST(SdkApi, TraceIdsAreRandom128BitLowerHex)
 {
 	std::unordered_set<std::string> seen;
 	for (int i = 0; i < 2000; ++i) {
-		const std::string id = infertrace::new_trace_id();
+		const std::string id = tailcause::new_trace_id();
 		ASSERT_EQ(id.size(), 32u);
 		ASSERT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
 		ASSERT_NE(id, std::string(32, '0'));
@@ -288,7 +288,7 @@ TEST(SdkApi, RequestIdsAreUniqueAndNonZeroAcrossThreads)
 	for (int t = 0; t < threads; ++t)
 		workers.emplace_back([&, t] {
 			for (int i = 0; i < per_thread; ++i)
-				ids[t].push_back(infertrace::new_request_id());
+				ids[t].push_back(tailcause::new_request_id());
 		});
 	for (auto &w : workers)
 		w.join();
@@ -312,21 +312,21 @@ TEST(SdkApi, RequestIdsAreUniqueAndNonZeroAcrossThreads)
 
 TEST(SdkApi, EntropyIsSentInMillionths)
 {
-	EXPECT_EQ(infertrace::entropy_to_micro(0.0), 0u);
-	EXPECT_EQ(infertrace::entropy_to_micro(1.25), 1250000u);
-	EXPECT_EQ(infertrace::entropy_to_micro(0.0000004), 0u);
-	EXPECT_EQ(infertrace::entropy_to_micro(0.0000006), 1u);
-	EXPECT_EQ(infertrace::entropy_to_micro(1e300), UINT64_MAX);
-	EXPECT_THROW(infertrace::entropy_to_micro(-1e-9), std::invalid_argument);
-	EXPECT_THROW(infertrace::entropy_to_micro(INFINITY), std::invalid_argument);
+	EXPECT_EQ(tailcause::entropy_to_micro(0.0), 0u);
+	EXPECT_EQ(tailcause::entropy_to_micro(1.25), 1250000u);
+	EXPECT_EQ(tailcause::entropy_to_micro(0.0000004), 0u);
+	EXPECT_EQ(tailcause::entropy_to_micro(0.0000006), 1u);
+	EXPECT_EQ(tailcause::entropy_to_micro(1e300), UINT64_MAX);
+	EXPECT_THROW(tailcause::entropy_to_micro(-1e-9), std::invalid_argument);
+	EXPECT_THROW(tailcause::entropy_to_micro(INFINITY), std::invalid_argument);
 }
 
 TEST(SdkApi, StageNamesMatchTheContract)
 {
-	EXPECT_EQ(infertrace::stage_name(StageKind::prompt), "prompt");
-	EXPECT_EQ(infertrace::stage_name(StageKind::response), "response");
-	EXPECT_EQ(static_cast<int>(StageKind::other), INFERTRACE_STAGE_OTHER);
-	EXPECT_EQ(static_cast<int>(CacheResult::stale), INFERTRACE_CACHE_STALE);
+	EXPECT_EQ(tailcause::stage_name(StageKind::prompt), "prompt");
+	EXPECT_EQ(tailcause::stage_name(StageKind::response), "response");
+	EXPECT_EQ(static_cast<int>(StageKind::other), TAILCAUSE_STAGE_OTHER);
+	EXPECT_EQ(static_cast<int>(CacheResult::stale), TAILCAUSE_CACHE_STALE);
 	Request r(1, "t", "a");
 	EXPECT_THROW(Stage(r, ""), std::invalid_argument);
 }

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 IpAddress v4(const char* text) {
@@ -102,4 +102,4 @@ TEST(ServicePair, OrderingIsByLocalThenRemote) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -7,11 +7,11 @@
 #include "core/config.h"
 
 TEST(ShippedConfig, ParsesAndEqualsTheBuiltInDefaults) {
-  const std::string path = std::string(INFERTRACE_SOURCE_DIR) + "/deploy/infertrace.yaml";
+  const std::string path = std::string(TAILCAUSE_SOURCE_DIR) + "/deploy/tailcause.yaml";
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
   std::stringstream text;
   text << in.rdbuf();
-  const auto config = infertrace::core::parse_config(text.str(), path);
-  EXPECT_EQ(config, infertrace::core::Config{});
+  const auto config = tailcause::core::parse_config(text.str(), path);
+  EXPECT_EQ(config, tailcause::core::Config{});
 }

@@ -3,7 +3,7 @@
 
 #include "core/stage_aggregator.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 const Sample* find(const MetricSet& m, const std::string& name, const Labels& want) {
@@ -50,7 +50,7 @@ TEST(StageAggregator, StageDurationsComponentsAndExemplars) {
   MetricSet m;
   agg.collect(m);
 
-  const Sample* h = find(m, "infertrace_stage_duration_seconds",
+  const Sample* h = find(m, "tailcause_stage_duration_seconds",
                          {{"tenant", "tenant-a"}, {"agent", "rag"}, {"stage", "generation"}});
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->histogram.count, 2u);
@@ -73,12 +73,12 @@ TEST(StageAggregator, StageDurationsComponentsAndExemplars) {
   }
   EXPECT_EQ(with, 1u);
 
-  EXPECT_NEAR(find(m, "infertrace_stage_time_seconds",
+  EXPECT_NEAR(find(m, "tailcause_stage_time_seconds",
                    {{"tenant", "tenant-a"}, {"component", "cpu_throttled"}})->value,
               0.075 + 0.003, 1e-9);
   // Every component has a series, zero or not.
-  EXPECT_EQ(count(m, "infertrace_stage_time_seconds"), kComponents);
-  EXPECT_EQ(find(m, "infertrace_stage_page_cache_misses", {{"tenant", "tenant-a"}})->value, 7);
+  EXPECT_EQ(count(m, "tailcause_stage_time_seconds"), kComponents);
+  EXPECT_EQ(find(m, "tailcause_stage_page_cache_misses", {{"tenant", "tenant-a"}})->value, 7);
 }
 
 TEST(StageAggregator, WorkerSpansAddTimeButNotStages) {
@@ -91,8 +91,8 @@ TEST(StageAggregator, WorkerSpansAddTimeButNotStages) {
   agg.add(aborted);
   MetricSet m;
   agg.collect(m);
-  EXPECT_EQ(find(m, "infertrace_stage_duration_seconds", {{"tenant", "tenant-w"}}), nullptr);
-  EXPECT_NEAR(find(m, "infertrace_stage_time_seconds",
+  EXPECT_EQ(find(m, "tailcause_stage_duration_seconds", {{"tenant", "tenant-w"}}), nullptr);
+  EXPECT_NEAR(find(m, "tailcause_stage_time_seconds",
                    {{"tenant", "tenant-w"}, {"component", "on_cpu"}})->value,
               0.0125 + 0.0025, 1e-9);
 }
@@ -103,11 +103,11 @@ TEST(StageAggregator, TenantsBeyondTopKFoldIntoOther) {
   agg.add(stage("c", "generation", 1000));
   MetricSet m;
   agg.collect(m);
-  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"tenant", "a"}}), nullptr);
-  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"tenant", "b"}}), nullptr);
-  EXPECT_EQ(find(m, "infertrace_stage_duration_seconds", {{"tenant", "c"}}), nullptr);
+  EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"tenant", "a"}}), nullptr);
+  EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"tenant", "b"}}), nullptr);
+  EXPECT_EQ(find(m, "tailcause_stage_duration_seconds", {{"tenant", "c"}}), nullptr);
   const Sample* other =
-      find(m, "infertrace_stage_duration_seconds", {{"tenant", kOtherLabel}});
+      find(m, "tailcause_stage_duration_seconds", {{"tenant", kOtherLabel}});
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->histogram.count, 3u);
   EXPECT_EQ(agg.folded(), 2u);  // c and d, each counted once
@@ -120,9 +120,9 @@ TEST(StageAggregator, FreeStageNamesAreBoundedFixedOnesAreNot) {
   agg.add(stage("t", "generation", 1000));
   MetricSet m;
   agg.collect(m);
-  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"stage", "rerank"}}), nullptr);
-  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"stage", kOtherLabel}}), nullptr);
-  EXPECT_NE(find(m, "infertrace_stage_duration_seconds", {{"stage", "generation"}}), nullptr);
+  EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"stage", "rerank"}}), nullptr);
+  EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"stage", kOtherLabel}}), nullptr);
+  EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"stage", "generation"}}), nullptr);
 }
 
 TEST(StageAggregator, RequestsOutcomesAndTokenTimes) {
@@ -139,16 +139,16 @@ TEST(StageAggregator, RequestsOutcomesAndTokenTimes) {
   agg.add(r);
   MetricSet m;
   agg.collect(m);
-  EXPECT_EQ(find(m, "infertrace_requests", {{"tenant", "tenant-r"}, {"status", "ok"}})->value, 1);
-  EXPECT_EQ(find(m, "infertrace_requests", {{"tenant", "tenant-r"}, {"status", "error"}})->value, 1);
-  const Sample* d = find(m, "infertrace_request_duration_seconds", {{"tenant", "tenant-r"}});
+  EXPECT_EQ(find(m, "tailcause_requests", {{"tenant", "tenant-r"}, {"status", "ok"}})->value, 1);
+  EXPECT_EQ(find(m, "tailcause_requests", {{"tenant", "tenant-r"}, {"status", "error"}})->value, 1);
+  const Sample* d = find(m, "tailcause_request_duration_seconds", {{"tenant", "tenant-r"}});
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->histogram.count, 2u);
-  const Sample* ttft = find(m, "infertrace_time_to_first_token_seconds", {{"tenant", "tenant-r"}});
+  const Sample* ttft = find(m, "tailcause_time_to_first_token_seconds", {{"tenant", "tenant-r"}});
   ASSERT_NE(ttft, nullptr);
   EXPECT_NEAR(ttft->histogram.sum, 0.6, 1e-9);
   const Sample* tpot =
-      find(m, "infertrace_time_per_output_token_seconds", {{"tenant", "tenant-r"}});
+      find(m, "tailcause_time_per_output_token_seconds", {{"tenant", "tenant-r"}});
   ASSERT_NE(tpot, nullptr);
   EXPECT_NEAR(tpot->histogram.sum, 0.2, 1e-9);  // (0.7 - 0.3) / 4, twice
 }
@@ -166,12 +166,12 @@ TEST(StageAggregator, CacheLookupsAndHitAges) {
   MetricSet m;
   agg.collect(m);
   auto lookups = [&](const char* result) {
-    return find(m, "infertrace_cache_lookups", {{"cache", "vectors"}, {"result", result}})->value;
+    return find(m, "tailcause_cache_lookups", {{"cache", "vectors"}, {"result", result}})->value;
   };
   EXPECT_EQ(lookups("hit"), 2);
   EXPECT_EQ(lookups("miss"), 1);
   EXPECT_EQ(lookups("stale"), 1);
-  const Sample* age = find(m, "infertrace_cache_hit_age_seconds", {{"cache", "vectors"}});
+  const Sample* age = find(m, "tailcause_cache_hit_age_seconds", {{"cache", "vectors"}});
   ASSERT_NE(age, nullptr);
   EXPECT_EQ(age->histogram.count, 3u);  // hits and stale hits, not the miss
 }
@@ -181,7 +181,7 @@ TEST(StageAggregator, EntropyHistogram) {
   for (double e : {0.02, 1.2, 1.2, 20.0}) agg.add(QualityRecord{who("tenant-q"), e});
   MetricSet m;
   agg.collect(m);
-  const Sample* h = find(m, "infertrace_output_entropy", {{"tenant", "tenant-q"}});
+  const Sample* h = find(m, "tailcause_output_entropy", {{"tenant", "tenant-q"}});
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->histogram.count, 4u);
   EXPECT_EQ(h->histogram.buckets.front().second, 1u);  // <= 0.05
@@ -203,7 +203,7 @@ TEST(StageAggregator, ErrorsMergeKernelAndUserCountsOncePerRequest) {
   MetricSet m;
   agg.collect(m);
   auto errors = [&](const char* kind) {
-    return find(m, "infertrace_sdk_errors", {{"kind", kind}})->value;
+    return find(m, "tailcause_sdk_errors", {{"kind", kind}})->value;
   };
   EXPECT_EQ(errors("stage_end_without_begin"), 3);
   EXPECT_EQ(errors("bad_trace_id"), 2);
@@ -220,19 +220,19 @@ TEST(StageAggregator, LayersFoldAndStayMonotonic) {
   agg.set_layers({{{0, 8}, t}, {{1, 8}, t}});
   MetricSet m;
   agg.collect(m);
-  const Sample* kept = find(m, "infertrace_layer_duration_seconds", {{"layer", "0"}, {"batch_size", "8"}});
+  const Sample* kept = find(m, "tailcause_layer_duration_seconds", {{"layer", "0"}, {"batch_size", "8"}});
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(kept->histogram.count, 3u);
-  const Sample* other = find(m, "infertrace_layer_duration_seconds", {{"layer", kOtherLabel}});
+  const Sample* other = find(m, "tailcause_layer_duration_seconds", {{"layer", kOtherLabel}});
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->histogram.count, 3u);
   // The folded pair disappears from the kernel map: "__other__" keeps its count.
   agg.set_layers({{{0, 8}, t}});
   MetricSet again;
   agg.collect(again);
-  EXPECT_EQ(find(again, "infertrace_layer_duration_seconds", {{"layer", kOtherLabel}})->histogram.count,
+  EXPECT_EQ(find(again, "tailcause_layer_duration_seconds", {{"layer", kOtherLabel}})->histogram.count,
             3u);
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

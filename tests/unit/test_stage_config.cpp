@@ -3,7 +3,7 @@
 
 #include "core/config.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 TEST(StageConfig, DefaultsAttachToEveryProcess) {
@@ -39,4 +39,4 @@ TEST(StageConfig, RejectsBadValuesNamingTheKey) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -7,7 +7,7 @@
 #include "bpf/attrib.h"
 #include "core/stage_record.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 template <typename T>
@@ -297,4 +297,4 @@ TEST(StageRecordDecode, NamesEveryKernelErrorKind) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -6,7 +6,7 @@
 
 #include "core/trace_ids.h"
 
-using namespace infertrace::core;
+using namespace tailcause::core;
 
 namespace {
 bool lower_hex(const std::string& s) {

@@ -7,7 +7,7 @@
 #include "core/trace_ids.h"
 #include "core/trace_sampler.h"
 
-namespace infertrace::core {
+namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
@@ -107,4 +107,4 @@ TEST(TraceSampler, AClockGoingBackwardsRefillsNothing) {
 }
 
 }  // namespace
-}  // namespace infertrace::core
+}  // namespace tailcause::core

@@ -2,7 +2,7 @@
 // A test-only OTLP/HTTP trace receiver. It decodes each POST body with the OpenTelemetry
 // project's own OTLP definitions -- the protobufjs module generated from opentelemetry-proto
 // that @opentelemetry/otlp-transformer ships (build/src/generated/root.js) -- not with
-// infertrace's schema, and appends one JSON line per span to --out:
+// tailcause's schema, and appends one JSON line per span to --out:
 //   {"trace_id","span_id","parent_span_id" (hex, "" for a root),"name","kind" ("SPAN_KIND_SERVER"),
 //    "start_time_unix_nano","end_time_unix_nano" (decimal strings),"attributes" {key: value},
 //    "status" {"code","message"},"events" [{name,time_unix_nano,attributes}],

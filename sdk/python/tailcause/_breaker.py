@@ -11,7 +11,7 @@ import time
 
 from . import _validate as _check
 
-DEFAULT_SOCKET = "/run/infertrace/breaker.sock"
+DEFAULT_SOCKET = "/run/tailcause/breaker.sock"
 DEFAULT_TIMEOUT = 0.1  # seconds: an agent must never hang on its breaker
 MAX_LINE = 512  # bytes of a request or reply line, "\n" included
 
@@ -57,12 +57,12 @@ def _exchange(path, request, timeout):
                 raise send_error
             if not chunk:
                 raise BreakerProtocolError(
-                    f"infertrace: the breaker socket {path!r} closed before a whole reply line "
+                    f"tailcause: the breaker socket {path!r} closed before a whole reply line "
                     f"(got {reply[:80]!r})")
             reply += chunk
             if len(reply) >= MAX_LINE and b"\n" not in reply:
                 raise BreakerProtocolError(
-                    f"infertrace: the breaker socket {path!r} sent a line longer than {MAX_LINE} bytes")
+                    f"tailcause: the breaker socket {path!r} sent a line longer than {MAX_LINE} bytes")
         return reply.split(b"\n", 1)[0]
 
 
@@ -71,31 +71,31 @@ def breaker_state(tenant, agent, socket_path=None, timeout=DEFAULT_TIMEOUT):
     retry_after_ms is how long until an open breaker may close (a further slow stage extends
     it), 0 when closed. `tenant` and `agent` are the strings given to Request().
 
-    The socket is `socket_path`, else $INFERTRACE_BREAKER_SOCKET, else DEFAULT_SOCKET (the
+    The socket is `socket_path`, else $TAILCAUSE_BREAKER_SOCKET, else DEFAULT_SOCKET (the
     daemon's breaker.socket). One connection per call, at most `timeout` seconds.
     Raises BreakerUnavailable when no daemon answers, BreakerProtocolError on a malformed reply,
     TypeError / ValueError on bad arguments (as Request() does)."""
     tenant_b = _check.c_string(tenant, "tenant")
     agent_b = _check.c_string(agent, "agent")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"infertrace: timeout must be a positive number of seconds, got {timeout!r}")
-    path = socket_path or os.environ.get("INFERTRACE_BREAKER_SOCKET") or DEFAULT_SOCKET
+        raise ValueError(f"tailcause: timeout must be a positive number of seconds, got {timeout!r}")
+    path = socket_path or os.environ.get("TAILCAUSE_BREAKER_SOCKET") or DEFAULT_SOCKET
     if not isinstance(path, str):
-        raise TypeError(f"infertrace: socket_path must be a str, not {type(path).__name__}")
+        raise TypeError(f"tailcause: socket_path must be a str, not {type(path).__name__}")
     request = f"state {_encode(tenant_b)} {_encode(agent_b)}\n".encode("ascii")
     if len(request) > MAX_LINE:
-        raise ValueError(f"infertrace: tenant and agent are too long for a breaker request "
+        raise ValueError(f"tailcause: tenant and agent are too long for a breaker request "
                          f"({len(request)} bytes encoded, at most {MAX_LINE})")
     try:
         line = _exchange(path, request, timeout)
     except OSError as err:  # FileNotFoundError, ConnectionRefusedError, PermissionError, timeouts
         raise BreakerUnavailable(
-            f"infertrace: no circuit-breaker socket answers at {path!r} ({err}); is the infertrace "
+            f"tailcause: no circuit-breaker socket answers at {path!r} ({err}); is the tailcause "
             f"daemon running, with breaker.socket set to this path?") from err
     if line == b"error busy" or line.startswith(b"error busy "):
-        raise BreakerUnavailable(f"infertrace: the breaker socket {path!r} is busy (too many clients)")
+        raise BreakerUnavailable(f"tailcause: the breaker socket {path!r} is busy (too many clients)")
     match = _STATE_REPLY.fullmatch(line)
     if not match:
         raise BreakerProtocolError(
-            f"infertrace: unexpected reply from the breaker socket {path!r}: {line[:120]!r}")
+            f"tailcause: unexpected reply from the breaker socket {path!r}: {line[:120]!r}")
     return match.group(1).decode(), int(match.group(3))

@@ -1,18 +1,18 @@
-"""infertrace SDK for Python: marks requests, stages and inference events with the USDT probes
-of libinfertrace_sdk.so, so the infertrace daemon can attribute kernel time to them.
+"""tailcause SDK for Python: marks requests, stages and inference events with the USDT probes
+of libtailcause_sdk.so, so the tailcause daemon can attribute kernel time to them.
 
-    import infertrace
+    import tailcause
 
-    with infertrace.Request("tenant-a", "rag") as request:
-        with infertrace.Stage(request, infertrace.Stage.RETRIEVAL):
-            infertrace.cache_lookup(request, "vectors", infertrace.CacheResult.HIT,
+    with tailcause.Request("tenant-a", "rag") as request:
+        with tailcause.Stage(request, tailcause.Stage.RETRIEVAL):
+            tailcause.cache_lookup(request, "vectors", tailcause.CacheResult.HIT,
                                     age_ns=1_500_000, key_hash=0x1234)
-        with infertrace.Stage(request, "rerank"):      # a free-form stage
+        with tailcause.Stage(request, "rerank"):      # a free-form stage
             ...
 
 An agent can also read its circuit breaker, kept by the daemon, to shed or slow its load:
 
-    state, retry_after_ms = infertrace.breaker_state("tenant-a", "rag")   # "closed" | "open"
+    state, retry_after_ms = tailcause.breaker_state("tenant-a", "rag")   # "closed" | "open"
 
 Standard library only (ctypes). While no tracer is attached a call checks its inputs and reads
 the probe's semaphore (mapped from the library), and skips the ctypes call. Inputs are checked here
@@ -53,8 +53,8 @@ __all__ = [
 
 
 def version():
-    """Version of the loaded libinfertrace_sdk.so."""
-    return _lib.infertrace_sdk_version().decode()
+    """Version of the loaded libtailcause_sdk.so."""
+    return _lib.tailcause_sdk_version().decode()
 
 
 def enabled(probe=None):
@@ -63,12 +63,12 @@ def enabled(probe=None):
     if probe is None:
         return any(s.value for s in _semaphores.values())
     if probe not in _semaphores:
-        raise ValueError(f"infertrace: unknown probe {probe!r}")
+        raise ValueError(f"tailcause: unknown probe {probe!r}")
     return _semaphores[probe].value != 0
 
 
 class CacheResult:
-    """The `result` of cache_lookup (enum infertrace_cache_result)."""
+    """The `result` of cache_lookup (enum tailcause_cache_result)."""
     HIT = 0
     MISS = 1
     STALE = 2
@@ -134,7 +134,7 @@ class Request:
         self.trace_id = trace
         self._active = True
         if _S_REQUEST_BEGIN.value:
-            _lib.infertrace_sdk_request_begin(rid, tenant_c, agent_c,
+            _lib.tailcause_sdk_request_begin(rid, tenant_c, agent_c,
                                               None if trace is None else trace.encode("ascii"))
 
     @property
@@ -147,7 +147,7 @@ class Request:
         if self._active:
             self._active = False
             if _S_REQUEST_END.value:
-                _lib.infertrace_sdk_request_end(self.id, status)
+                _lib.tailcause_sdk_request_end(self.id, status)
 
     def __enter__(self):
         return self
@@ -183,17 +183,17 @@ class Stage:
         else:
             kind = _check.i64(stage, "stage")
             if not Stage.PROMPT <= kind <= Stage.OTHER:
-                raise ValueError(f"infertrace: stage must be Stage.PROMPT..Stage.OTHER, got {kind}")
+                raise ValueError(f"tailcause: stage must be Stage.PROMPT..Stage.OTHER, got {kind}")
             name = Stage.NAMES[kind]
         name_c = _check.c_string(name, "stage name")
         if not name_c:
-            raise ValueError("infertrace: stage name is empty")
+            raise ValueError("tailcause: stage name is empty")
         self.request_id = rid
         self.kind = kind
         self.name = name
         self._active = True
         if _S_STAGE_BEGIN.value:
-            _lib.infertrace_sdk_stage_begin(rid, kind, name_c)
+            _lib.tailcause_sdk_stage_begin(rid, kind, name_c)
 
     @property
     def active(self):
@@ -203,7 +203,7 @@ class Stage:
         if self._active:
             self._active = False
             if _S_STAGE_END.value:
-                _lib.infertrace_sdk_stage_end(self.request_id, self.kind)
+                _lib.tailcause_sdk_stage_end(self.request_id, self.kind)
 
     def __enter__(self):
         return self
@@ -223,12 +223,12 @@ def context_scope(request):
     """The current thread works for `request` (a Request or id) inside the block."""
     rid = _request_id(request)
     if _S_CONTEXT_ATTACH.value:
-        _lib.infertrace_sdk_context_attach(rid)
+        _lib.tailcause_sdk_context_attach(rid)
     try:
         yield rid
     finally:
         if _S_CONTEXT_DETACH.value:
-            _lib.infertrace_sdk_context_detach(rid)
+            _lib.tailcause_sdk_context_detach(rid)
 
 
 @contextlib.contextmanager
@@ -237,12 +237,12 @@ def layer(layer_index, batch_size):
     index = _check.u64(layer_index, "layer")
     batch = _check.u64(batch_size, "batch_size")
     if _S_LAYER_BEGIN.value:
-        _lib.infertrace_sdk_layer_begin(index, batch)
+        _lib.tailcause_sdk_layer_begin(index, batch)
     try:
         yield
     finally:
         if _S_LAYER_END.value:
-            _lib.infertrace_sdk_layer_end(index, batch)
+            _lib.tailcause_sdk_layer_end(index, batch)
 
 
 def cache_lookup(request, cache, result, age_ns=0, key_hash=0):
@@ -252,15 +252,15 @@ def cache_lookup(request, cache, result, age_ns=0, key_hash=0):
     cache_c = _check.c_string(cache, "cache")
     if isinstance(result, str):
         if result not in CacheResult._BY_NAME:
-            raise ValueError(f"infertrace: cache result must be hit, miss or stale, got {result!r}")
+            raise ValueError(f"tailcause: cache result must be hit, miss or stale, got {result!r}")
         result = CacheResult._BY_NAME[result]
     result = _check.i64(result, "result")
     if result not in (CacheResult.HIT, CacheResult.MISS, CacheResult.STALE):
-        raise ValueError(f"infertrace: cache result must be a CacheResult, got {result}")
+        raise ValueError(f"tailcause: cache result must be a CacheResult, got {result}")
     age_ns = _check.u64(age_ns, "age_ns")
     key_hash = _check.u64(key_hash, "key_hash")
     if _S_CACHE_LOOKUP.value:
-        _lib.infertrace_sdk_cache_lookup(rid, cache_c, result, age_ns, key_hash)
+        _lib.tailcause_sdk_cache_lookup(rid, cache_c, result, age_ns, key_hash)
 
 
 def token(request, index):
@@ -268,7 +268,7 @@ def token(request, index):
     rid = _request_id(request)
     index = _check.u64(index, "token index")
     if _S_TOKEN.value:
-        _lib.infertrace_sdk_token(rid, index)
+        _lib.tailcause_sdk_token(rid, index)
 
 
 def output_quality(request, entropy):
@@ -276,4 +276,4 @@ def output_quality(request, entropy):
     rid = _request_id(request)
     micro = _check.entropy_micro(entropy)
     if _S_OUTPUT_QUALITY.value:
-        _lib.infertrace_sdk_output_quality(rid, micro)
+        _lib.tailcause_sdk_output_quality(rid, micro)

@@ -1,19 +1,19 @@
-// infertrace SDK, C++20 RAII layer over the USDT probes of sdk.h.
+// tailcause SDK, C++20 RAII layer over the USDT probes of sdk.h.
 //
-//   infertrace::Request req("tenant-a", "rag");            // request_begin, auto id
+//   tailcause::Request req("tenant-a", "rag");            // request_begin, auto id
 //   {
-//     infertrace::Stage s(req, infertrace::StageKind::retrieval);   // stage_begin
-//     infertrace::cache_lookup(req, "vectors", infertrace::CacheResult::hit, age, key_hash);
+//     tailcause::Stage s(req, tailcause::StageKind::retrieval);   // stage_begin
+//     tailcause::cache_lookup(req, "vectors", tailcause::CacheResult::hit, age, key_hash);
 //   }                                                       // stage_end
-//   std::thread worker([&] { infertrace::ContextScope c(req); ... });  // attach/detach
+//   std::thread worker([&] { tailcause::ContextScope c(req); ... });  // attach/detach
 //   req.end(0);                                             // or let the destructor end it (0)
 //
 // Header-only: the probes and their semaphores live in the including binary. Every object keeps
 // its strings as std::string so the probe always gets NUL-terminated copies that outlive it.
 // While no tracer is attached a probe costs one load and a not-taken branch; the wrappers that
 // must build a string first check the semaphore, so untraced calls do not allocate.
-#ifndef INFERTRACE_SDK_HPP
-#define INFERTRACE_SDK_HPP
+#ifndef TAILCAUSE_SDK_HPP
+#define TAILCAUSE_SDK_HPP
 
 #include "sdk.h"
 
@@ -31,22 +31,22 @@
 
 #include <sys/random.h>
 
-namespace infertrace {
+namespace tailcause {
 
 enum class StageKind : std::int64_t {
-	prompt = INFERTRACE_STAGE_PROMPT,
-	embedding = INFERTRACE_STAGE_EMBEDDING,
-	retrieval = INFERTRACE_STAGE_RETRIEVAL,
-	generation = INFERTRACE_STAGE_GENERATION,
-	tool = INFERTRACE_STAGE_TOOL,
-	response = INFERTRACE_STAGE_RESPONSE,
-	other = INFERTRACE_STAGE_OTHER,
+	prompt = TAILCAUSE_STAGE_PROMPT,
+	embedding = TAILCAUSE_STAGE_EMBEDDING,
+	retrieval = TAILCAUSE_STAGE_RETRIEVAL,
+	generation = TAILCAUSE_STAGE_GENERATION,
+	tool = TAILCAUSE_STAGE_TOOL,
+	response = TAILCAUSE_STAGE_RESPONSE,
+	other = TAILCAUSE_STAGE_OTHER,
 };
 
 enum class CacheResult : std::int64_t {
-	hit = INFERTRACE_CACHE_HIT,
-	miss = INFERTRACE_CACHE_MISS,
-	stale = INFERTRACE_CACHE_STALE,
+	hit = TAILCAUSE_CACHE_HIT,
+	miss = TAILCAUSE_CACHE_MISS,
+	stale = TAILCAUSE_CACHE_STALE,
 };
 
 // The name a stage is reported under (the stage_begin `name` argument for the fixed stages).
@@ -70,7 +70,7 @@ namespace detail {
 inline std::string checked_string(std::string_view value, const char *what)
 {
 	if (value.find('\0') != std::string_view::npos)
-		throw std::invalid_argument(std::string("infertrace: ") + what + " contains a NUL byte");
+		throw std::invalid_argument(std::string("tailcause: ") + what + " contains a NUL byte");
 	return std::string(value);
 }
 
@@ -109,17 +109,17 @@ inline std::string checked_trace_id(std::string_view id)
 {
 	bool all_zero = true;
 	if (id.size() != 32)
-		throw std::invalid_argument("infertrace: trace id must be 32 hex digits");
+		throw std::invalid_argument("tailcause: trace id must be 32 hex digits");
 	std::string lower(id);
 	for (char &c : lower) {
 		if (!is_hex(c))
-			throw std::invalid_argument("infertrace: trace id must be 32 hex digits");
+			throw std::invalid_argument("tailcause: trace id must be 32 hex digits");
 		if (c >= 'A' && c <= 'F')
 			c = static_cast<char>(c - 'A' + 'a');
 		all_zero = all_zero && c == '0';
 	}
 	if (all_zero)
-		throw std::invalid_argument("infertrace: trace id must not be all zeros");
+		throw std::invalid_argument("tailcause: trace id must not be all zeros");
 	return lower;
 }
 
@@ -167,7 +167,7 @@ public:
 		  agent_(detail::checked_string(agent, "agent")),
 		  trace_id_(trace_id ? detail::checked_trace_id(*trace_id) : std::string())
 	{
-		infertrace_request_begin(id_, tenant_.c_str(), agent_.c_str(),
+		tailcause_request_begin(id_, tenant_.c_str(), agent_.c_str(),
 					 trace_id_.empty() ? nullptr : trace_id_.c_str());
 	}
 
@@ -216,7 +216,7 @@ private:
 	void end_if_active(std::int64_t status) noexcept
 	{
 		if (std::exchange(active_, false))
-			infertrace_request_end(id_, status);
+			tailcause_request_end(id_, status);
 	}
 
 	std::uint64_t id_;
@@ -244,8 +244,8 @@ public:
 		: request_id_(request_id), kind_(kind), name_(detail::checked_string(name, "stage name"))
 	{
 		if (name_.empty())
-			throw std::invalid_argument("infertrace: stage name is empty");
-		infertrace_stage_begin(request_id_, static_cast<std::int64_t>(kind_), name_.c_str());
+			throw std::invalid_argument("tailcause: stage name is empty");
+		tailcause_stage_begin(request_id_, static_cast<std::int64_t>(kind_), name_.c_str());
 	}
 
 	Stage(const Stage &) = delete;
@@ -274,7 +274,7 @@ public:
 	void end() noexcept
 	{
 		if (std::exchange(active_, false))
-			infertrace_stage_end(request_id_, static_cast<std::int64_t>(kind_));
+			tailcause_stage_end(request_id_, static_cast<std::int64_t>(kind_));
 	}
 
 	std::uint64_t request_id() const noexcept { return request_id_; }
@@ -295,12 +295,12 @@ class ContextScope {
 public:
 	explicit ContextScope(std::uint64_t request_id) noexcept : request_id_(request_id)
 	{
-		infertrace_context_attach(request_id_);
+		tailcause_context_attach(request_id_);
 	}
 	explicit ContextScope(const Request &request) noexcept : ContextScope(request.id()) {}
 	ContextScope(const ContextScope &) = delete;
 	ContextScope &operator=(const ContextScope &) = delete;
-	~ContextScope() { infertrace_context_detach(request_id_); }
+	~ContextScope() { tailcause_context_detach(request_id_); }
 
 private:
 	std::uint64_t request_id_;
@@ -312,11 +312,11 @@ public:
 	LayerScope(std::uint64_t layer, std::uint64_t batch_size) noexcept
 		: layer_(layer), batch_size_(batch_size)
 	{
-		infertrace_layer_begin(layer_, batch_size_);
+		tailcause_layer_begin(layer_, batch_size_);
 	}
 	LayerScope(const LayerScope &) = delete;
 	LayerScope &operator=(const LayerScope &) = delete;
-	~LayerScope() { infertrace_layer_end(layer_, batch_size_); }
+	~LayerScope() { tailcause_layer_end(layer_, batch_size_); }
 
 private:
 	std::uint64_t layer_;
@@ -330,12 +330,12 @@ inline void cache_lookup(std::uint64_t request_id, std::string_view cache, Cache
 	// Checked whether traced or not, so attaching a tracer never changes what the program does;
 	// the copy (the NUL terminator) is made only while traced.
 	if (cache.find('\0') != std::string_view::npos)
-		throw std::invalid_argument("infertrace: cache name contains a NUL byte");
-	if (!INFERTRACE_ENABLED(cache_lookup))
+		throw std::invalid_argument("tailcause: cache name contains a NUL byte");
+	if (!TAILCAUSE_ENABLED(cache_lookup))
 		return;
 	const std::string name(cache);
 	const auto age_ns = age.count() < 0 ? 0 : static_cast<std::uint64_t>(age.count());
-	infertrace_cache_lookup(request_id, name.c_str(), static_cast<std::int64_t>(result), age_ns,
+	tailcause_cache_lookup(request_id, name.c_str(), static_cast<std::int64_t>(result), age_ns,
 				key_hash);
 }
 
@@ -348,7 +348,7 @@ inline void cache_lookup(const Request &request, std::string_view cache, CacheRe
 // Output token number `index` (0 = first) of a request was emitted.
 inline void token(std::uint64_t request_id, std::uint64_t index) noexcept
 {
-	infertrace_token(request_id, index);
+	tailcause_token(request_id, index);
 }
 inline void token(const Request &request, std::uint64_t index) noexcept
 {
@@ -360,7 +360,7 @@ inline void token(const Request &request, std::uint64_t index) noexcept
 inline std::uint64_t entropy_to_micro(double entropy)
 {
 	if (!std::isfinite(entropy) || entropy < 0.0)
-		throw std::invalid_argument("infertrace: entropy must be finite and >= 0");
+		throw std::invalid_argument("tailcause: entropy must be finite and >= 0");
 	const double micro = std::round(entropy * 1e6);
 	if (micro >= 18446744073709551615.0)
 		return UINT64_MAX;
@@ -370,13 +370,13 @@ inline std::uint64_t entropy_to_micro(double entropy)
 inline void output_quality(std::uint64_t request_id, double entropy)
 {
 	const std::uint64_t micro = entropy_to_micro(entropy);
-	infertrace_output_quality(request_id, micro);
+	tailcause_output_quality(request_id, micro);
 }
 inline void output_quality(const Request &request, double entropy)
 {
 	output_quality(request.id(), entropy);
 }
 
-} // namespace infertrace
+} // namespace tailcause
 
-#endif // INFERTRACE_SDK_HPP
+#endif // TAILCAUSE_SDK_HPP

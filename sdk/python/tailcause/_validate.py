@@ -11,30 +11,30 @@ _HEX = frozenset("0123456789abcdef")
 
 def u64(value, what):
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"infertrace: {what} must be an int, not {type(value).__name__}")
+        raise TypeError(f"tailcause: {what} must be an int, not {type(value).__name__}")
     if not 0 <= value <= U64_MAX:
-        raise ValueError(f"infertrace: {what} must be in [0, 2**64), got {value}")
+        raise ValueError(f"tailcause: {what} must be in [0, 2**64), got {value}")
     return value
 
 
 def i64(value, what):
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"infertrace: {what} must be an int, not {type(value).__name__}")
+        raise TypeError(f"tailcause: {what} must be an int, not {type(value).__name__}")
     if not I64_MIN <= value <= I64_MAX:
-        raise ValueError(f"infertrace: {what} must fit in a signed 64-bit integer, got {value}")
+        raise ValueError(f"tailcause: {what} must fit in a signed 64-bit integer, got {value}")
     return value
 
 
 def c_string(value, what):
     """A str as UTF-8 bytes for the probe; NUL bytes would cut the C string, so they are refused."""
     if not isinstance(value, str):
-        raise TypeError(f"infertrace: {what} must be a str, not {type(value).__name__}")
+        raise TypeError(f"tailcause: {what} must be a str, not {type(value).__name__}")
     try:
         data = value.encode("utf-8")
     except UnicodeEncodeError as err:  # lone surrogates
-        raise ValueError(f"infertrace: {what} is not valid UTF-8: {err}") from None
+        raise ValueError(f"tailcause: {what} is not valid UTF-8: {err}") from None
     if b"\0" in data:
-        raise ValueError(f"infertrace: {what} contains a NUL byte")
+        raise ValueError(f"tailcause: {what} contains a NUL byte")
     return data
 
 
@@ -43,19 +43,19 @@ def trace_id(value):
     if value is None:
         return None
     if not isinstance(value, str):
-        raise TypeError(f"infertrace: trace_id must be a str, not {type(value).__name__}")
+        raise TypeError(f"tailcause: trace_id must be a str, not {type(value).__name__}")
     lower = value.lower()
     if len(lower) != 32 or not set(lower) <= _HEX:
-        raise ValueError(f"infertrace: trace_id must be 32 hex digits, got {value!r}")
+        raise ValueError(f"tailcause: trace_id must be 32 hex digits, got {value!r}")
     if lower == "0" * 32:
-        raise ValueError("infertrace: trace_id must not be all zeros")
+        raise ValueError("tailcause: trace_id must not be all zeros")
     return lower
 
 
 def entropy_micro(entropy):
     """Entropy as the probe's unit, millionths; negative, NaN and infinite values are refused."""
     if isinstance(entropy, bool) or not isinstance(entropy, (int, float)):
-        raise TypeError(f"infertrace: entropy must be a number, not {type(entropy).__name__}")
+        raise TypeError(f"tailcause: entropy must be a number, not {type(entropy).__name__}")
     if not math.isfinite(entropy) or entropy < 0:
-        raise ValueError(f"infertrace: entropy must be finite and >= 0, got {entropy}")
+        raise ValueError(f"tailcause: entropy must be finite and >= 0, got {entropy}")
     return min(round(entropy * 1_000_000), U64_MAX)

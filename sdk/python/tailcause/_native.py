@@ -1,0 +1,91 @@
+"""Finds and binds libtailcause_sdk.so (the SDK's probes as C functions) with ctypes.
+
+Lookup order: the TAILCAUSE_SDK_LIB environment variable (a path; used alone when set), the
+package directory (an installed copy), the source tree's build/sdk/, then the system loader.
+"""
+
+import ctypes
+import ctypes.util
+import os
+from pathlib import Path
+
+LIBRARY_NAME = "libtailcause_sdk.so"
+
+
+def _candidates():
+    here = Path(__file__).resolve().parent
+    repo_root = here.parent.parent.parent  # sdk/python/tailcause -> the source tree
+    return [here / LIBRARY_NAME, repo_root / "build" / "sdk" / LIBRARY_NAME]
+
+
+def _load():
+    explicit = os.environ.get("TAILCAUSE_SDK_LIB")
+    if explicit:
+        try:
+            return ctypes.CDLL(explicit), str(Path(explicit).resolve())
+        except OSError as err:
+            raise ImportError(f"tailcause: TAILCAUSE_SDK_LIB={explicit!r} cannot be loaded: {err}") from err
+    tried = []
+    for path in _candidates():
+        tried.append(str(path))
+        if path.is_file():
+            return ctypes.CDLL(str(path)), str(path)
+    system = ctypes.util.find_library("tailcause_sdk") or LIBRARY_NAME
+    tried.append(f"system loader ({system})")
+    try:
+        return ctypes.CDLL(system), system
+    except OSError as err:
+        raise ImportError(
+            "tailcause: libtailcause_sdk.so not found; build it (target tailcause_sdk) or set "
+            "TAILCAUSE_SDK_LIB. Tried: " + ", ".join(tried)) from err
+
+
+lib, library_path = _load()
+
+_u64 = ctypes.c_uint64
+_i64 = ctypes.c_int64
+_str = ctypes.c_char_p
+
+_SIGNATURES = {
+    "tailcause_sdk_request_begin": [_u64, _str, _str, _str],
+    "tailcause_sdk_request_end": [_u64, _i64],
+    "tailcause_sdk_stage_begin": [_u64, _i64, _str],
+    "tailcause_sdk_stage_end": [_u64, _i64],
+    "tailcause_sdk_context_attach": [_u64],
+    "tailcause_sdk_context_detach": [_u64],
+    "tailcause_sdk_cache_lookup": [_u64, _str, _i64, _u64, _u64],
+    "tailcause_sdk_token": [_u64, _u64],
+    "tailcause_sdk_layer_begin": [_u64, _u64],
+    "tailcause_sdk_layer_end": [_u64, _u64],
+    "tailcause_sdk_output_quality": [_u64, _u64],
+}
+
+for _name, _args in _SIGNATURES.items():
+    _fn = getattr(lib, _name)
+    _fn.argtypes = _args
+    _fn.restype = None
+
+lib.tailcause_sdk_enabled_mask.argtypes = []
+lib.tailcause_sdk_enabled_mask.restype = ctypes.c_uint32
+
+lib.tailcause_sdk_version.argtypes = []
+lib.tailcause_sdk_version.restype = ctypes.c_char_p
+
+lib.tailcause_sdk_semaphore.argtypes = [ctypes.c_uint32]
+lib.tailcause_sdk_semaphore.restype = ctypes.c_void_p
+
+# The library's probes, in the order of enum tailcause_sdk_probe (sdk_lib.h).
+PROBES = ("request_begin", "request_end", "stage_begin", "stage_end", "context_attach",
+          "context_detach", "cache_lookup", "token", "layer_begin", "layer_end", "output_quality")
+
+
+def _semaphore(index):
+    address = lib.tailcause_sdk_semaphore(index)
+    if not address:
+        raise ImportError(f"tailcause: {library_path} has no semaphore for probe {index}")
+    return ctypes.c_ushort.from_address(address)
+
+
+# Views of the probes' semaphores in the library: non-zero while a tracer is attached. Reading
+# one is an attribute access, so an untraced probe call skips the ctypes call altogether.
+semaphores = {name: _semaphore(index) for index, name in enumerate(PROBES)}
