@@ -5,17 +5,55 @@ set -euo pipefail
 WORK=$(mktemp -d /tmp/tailcause-e2e.XXXXXX)
 DAEMON_PID=""
 RECEIVER_PID=""
-cleanup() {
-  [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
-  [ -n "$RECEIVER_PID" ] && kill "$RECEIVER_PID" 2>/dev/null && wait "$RECEIVER_PID" 2>/dev/null
+
+# The cleanup stack: on_exit CMD adds CMD (a string, eval'd) to what runs when the test exits,
+# the last added first; $WORK goes last. Scripts add to it instead of replacing the EXIT trap.
+CLEANUPS=()
+on_exit() { CLEANUPS+=("$1"); }
+run_cleanups() {
+  local rc=$? i
+  set +e
+  trap - ERR
+  for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${CLEANUPS[i]}"; done
   rm -rf "$WORK"
+  exit "$rc"
 }
-trap cleanup EXIT
+trap run_cleanups EXIT
+
+# stop_pid VAR [SIGNAL]: ends the background process whose pid is in $VAR (when set) with
+# SIGNAL (TERM), reaps it and clears VAR.
+stop_pid() {
+  local pid=${!1:-}
+  printf -v "$1" '%s' ""
+  [ -n "$pid" ] || return 0
+  kill -"${2:-TERM}" "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  return 0
+}
+on_exit 'stop_pid RECEIVER_PID'
+on_exit 'stop_pid DAEMON_PID'
+
 # A command failing under `set -e` would otherwise end the test without a word.
 trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
 
 fail() { echo "FAIL: $*" >&2; [ -f "$WORK/daemon.log" ] && tail -20 "$WORK/daemon.log" >&2; exit 1; }
 pass() { echo "ok: $*"; }
+
+# expect_exit CODE PATTERN CMD...: CMD must exit CODE (a number, or "nonzero" for any failure)
+# and print PATTERN (an extended regex) on stderr. Its output stays in $WORK/out.txt and
+# $WORK/err.txt; EXIT_RC and EXIT_LINE (the first stderr line matching) are set for the caller.
+expect_exit() {
+  local want=$1 pattern=$2
+  shift 2
+  EXIT_RC=0
+  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt" || EXIT_RC=$?
+  if [ "$want" = nonzero ]; then
+    [ "$EXIT_RC" -ne 0 ] || fail "$*: exit 0, want non-zero: $(cat "$WORK/err.txt")"
+  else
+    [ "$EXIT_RC" -eq "$want" ] || fail "$*: exit $EXIT_RC, want $want: $(cat "$WORK/err.txt")"
+  fi
+  grep -qE -- "$pattern" "$WORK/err.txt" || fail "$*: stderr lacks /$pattern/: $(cat "$WORK/err.txt")"
+  EXIT_LINE=$(grep -E -- "$pattern" "$WORK/err.txt" | head -1)
+}
 
 require_root() {
   if [ "$(id -u)" -ne 0 ]; then

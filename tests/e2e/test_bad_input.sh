@@ -15,15 +15,11 @@ nothing_left() {
 
 # expect_error NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN on stderr.
 expect_error() {
-  local name=$1 pattern=$2; shift 2
-  set +e
-  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
-  local rc=$?
-  set -e
-  [ $rc -ne 0 ] || fail "$name: exit code 0"
-  grep -qE "$pattern" "$WORK/err.txt" || fail "$name: stderr lacks /$pattern/: $(cat "$WORK/err.txt")"
+  local name=$1
+  shift
+  expect_exit nonzero "$@"
   nothing_left "$name"
-  pass "$name: exit $rc, '$(grep -E "$pattern" "$WORK/err.txt" | head -1)'"
+  pass "$name: exit $EXIT_RC, '$EXIT_LINE'"
 }
 
 PORT=$(free_port)

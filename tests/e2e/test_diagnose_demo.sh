@@ -8,8 +8,7 @@ require_root
 AGENT="$BUILD_DIR/examples/rag-agent"
 [ -x "$AGENT" ] || fail "no $AGENT"
 AGENT_PID=""
-stop_agent() { [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null; AGENT_PID=""; }
-trap 'stop_agent; cleanup' EXIT
+on_exit 'stop_pid AGENT_PID'
 # gone REPORT: the demo's agent (pid in the report) has exited and its cgroups
 # (tailcause-agent-<pid>, in whichever hierarchy) are removed.
 gone() {
@@ -22,21 +21,17 @@ gone() {
   [ -z "$left" ] || fail "the demo left its agent's cgroups: $left"
 }
 
-expect_exit() {  # expect_exit CODE PATTERN ARGS...
-  local want=$1 pattern=$2; shift 2
-  set +e
-  "$TAILCAUSE" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
-  local rc=$?
-  set -e
-  [ "$rc" -eq "$want" ] || fail "$*: exit $rc, want $want: $(cat "$WORK/err.txt")"
-  grep -qE -- "$pattern" "$WORK/err.txt" || fail "$*: stderr lacks /$pattern/: $(cat "$WORK/err.txt")"
-  pass "$*: exit $rc"
+bad_flags() {  # bad_flags PATTERN ARGS...: `tailcause ARGS` exits 2 saying PATTERN
+  local pattern=$1
+  shift
+  expect_exit 2 "$pattern" "$TAILCAUSE" "$@"
+  pass "$*: exit 2"
 }
-expect_exit 2 "invalid duration '5x'" diagnose --duration 5x
-expect_exit 2 "at least 1s" diagnose --duration 10ms
-expect_exit 2 "fault: bogus not in" demo --fault bogus
-expect_exit 2 "not an executable file" demo --agent "$WORK/no-agent"
-expect_exit 2 "between 1s and 1h" demo --duration 2h
+bad_flags "invalid duration '5x'" diagnose --duration 5x
+bad_flags "at least 1s" diagnose --duration 10ms
+bad_flags "fault: bogus not in" demo --fault bogus
+bad_flags "not an executable file" demo --agent "$WORK/no-agent"
+bad_flags "between 1s and 1h" demo --duration 2h
 
 check_report() {  # check_report FILE KIND: the JSON shape both commands share, tenants ta and tb
   /usr/bin/python3 - "$1" "$2" <<'PY'

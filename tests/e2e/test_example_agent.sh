@@ -12,11 +12,7 @@ PY_AGENT="$SRC_DIR/examples/python_agent/rag_agent.py"
 SDK_LIB="$BUILD_DIR/sdk/libtailcause_sdk.so"
 [ -x "$AGENT" ] || fail "$AGENT missing: build the rag-agent target"
 AGENT_PID=""
-stop_agent_and_cleanup() {
-  [ -n "$AGENT_PID" ] && kill -9 "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
-  cleanup
-}
-trap stop_agent_and_cleanup EXIT
+on_exit 'stop_pid AGENT_PID KILL'
 
 # check_report FILE PYTHON: runs PYTHON with `r` = the parsed report; an AssertionError fails.
 check_report() {
@@ -176,13 +172,7 @@ pass "unprivileged: runs in a shared cgroup and says so"
 
 # ---- bad flags: exit 2 with a clear message, nothing created ----------------------------------
 before=$(find /sys/fs/cgroup -maxdepth 2 -name 'tailcause-agent-*' | wc -l)
-expect_usage_error() {
-  local want=$1 rc=0
-  shift
-  "$AGENT" "$@" >"$WORK/bad.out" 2>"$WORK/bad.err" || rc=$?
-  [ "$rc" -eq 2 ] || fail "rag-agent $* exited $rc, want 2"
-  grep -q -- "$want" "$WORK/bad.err" || { cat "$WORK/bad.err" >&2; fail "rag-agent $*: no '$want'"; }
-}
+expect_usage_error() { expect_exit 2 "$1" "$AGENT" "${@:2}"; }
 expect_usage_error "unknown fault kind 'bogus'" --fault bogus
 expect_usage_error "tenant 'zz' is not one of --tenants a,b" --fault quota:zz
 expect_usage_error "rate must be" --rate 0

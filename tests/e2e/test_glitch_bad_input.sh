@@ -12,15 +12,10 @@ AGENT="$BUILD_DIR/examples/rag-agent"
 bpf_prog_ids >"$WORK/progs.before"
 expect_refused() {  # expect_refused NAME PATTERN CONFIG_TEXT
   printf '%s\n' "$3" >"$WORK/bad.yaml"
-  set +e
-  "$TAILCAUSE" run --listen "127.0.0.1:$(free_port)" --config "$WORK/bad.yaml" >"$WORK/out.txt" 2>"$WORK/err.txt"
-  local rc=$?
-  set -e
-  [ $rc -eq 2 ] || fail "$1: exit $rc, want 2 ($(cat "$WORK/err.txt"))"
-  grep -qE "$2" "$WORK/err.txt" || fail "$1: stderr lacks /$2/: $(cat "$WORK/err.txt")"
+  expect_exit 2 "$2" "$TAILCAUSE" run --listen "127.0.0.1:$(free_port)" --config "$WORK/bad.yaml"
   bpf_prog_ids >"$WORK/progs.now"
   [ -z "$(comm -13 "$WORK/progs.before" "$WORK/progs.now")" ] || fail "$1: BPF programs left loaded"
-  pass "$1: exit 2, '$(grep -E "$2" "$WORK/err.txt" | head -1)'"
+  pass "$1: exit 2, '$EXIT_LINE'"
 }
 paths="breaker: {socket: $WORK/b.sock, state_file: $WORK/b.state}
 journal: {path: $WORK/j.db}"
@@ -66,7 +61,7 @@ EOF
 start_daemon -c "$WORK/down.yaml"
 "$AGENT" --tenants ta,tb --rate 25 --concurrency 2 --duration 16 >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
-trap 'kill $AGENT_PID 2>/dev/null || true; cleanup' EXIT
+on_exit 'stop_pid AGENT_PID'
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$DAEMON_PID/status"; }
 sleep 6
 rss1=$(rss)
@@ -75,6 +70,7 @@ sleep 8
 rss2=$(rss)
 queue2=$(metric_value 'tailcause_otlp_queue_spans')
 wait $AGENT_PID || fail "agent: $(tail -3 "$WORK/agent.log")"
+AGENT_PID=""
 errors=$(scrape | awk '/^tailcause_otlp_export_errors_total\{kind="connection"\}/ { print $2 }')
 dropped=$(scrape | awk '/^tailcause_otlp_spans_dropped_total/ { s += $2 } END { print s + 0 }')
 [ "${errors%.*}" -gt 0 ] 2>/dev/null || fail "no connection errors counted: $(scrape | grep otlp_)"

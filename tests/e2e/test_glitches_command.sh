@@ -10,33 +10,30 @@ AGENT="$BUILD_DIR/examples/rag-agent"
 [ -x "$AGENT" ] || fail "no $AGENT"
 JOURNAL="$WORK/journal.db"
 
-# expect_exit CODE PATTERN ARGS...: `tailcause glitches ARGS` exits CODE saying PATTERN on stderr.
-expect_exit() {
-  local want=$1 pattern=$2; shift 2
-  set +e
-  "$TAILCAUSE" glitches "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
-  local rc=$?
-  set -e
-  [ "$rc" -eq "$want" ] || fail "glitches $*: exit $rc, want $want: $(cat "$WORK/err.txt")"
-  grep -qE -- "$pattern" "$WORK/err.txt" || fail "glitches $*: stderr lacks /$pattern/: $(cat "$WORK/err.txt")"
+# expect_glitches_exit CODE PATTERN ARGS...: `tailcause glitches ARGS` exits CODE saying PATTERN on
+# stderr and prints nothing on stdout.
+expect_glitches_exit() {
+  local want=$1 pattern=$2
+  shift 2
+  expect_exit "$want" "$pattern" "$TAILCAUSE" glitches "$@"
   [ ! -s "$WORK/out.txt" ] || fail "glitches $*: printed to stdout: $(head -3 "$WORK/out.txt")"
-  pass "glitches $*: exit $rc, '$(head -1 "$WORK/err.txt")'"
+  pass "glitches $*: exit $EXIT_RC, '$(head -1 "$WORK/err.txt")'"
 }
 
-expect_exit 1 "no journal at $WORK/none.db" --journal "$WORK/none.db"
+expect_glitches_exit 1 "no journal at $WORK/none.db" --journal "$WORK/none.db"
 [ ! -e "$WORK/none.db" ] || fail "a missing journal was created"
 printf 'journal:\n  path: %s/other.db\n' "$WORK" >"$WORK/other.yaml"
-expect_exit 1 "no journal at $WORK/other.db" --config "$WORK/other.yaml"
+expect_glitches_exit 1 "no journal at $WORK/other.db" --config "$WORK/other.yaml"
 [ ! -e "$WORK/other.db" ] || fail "a missing journal (from --config) was created"
-expect_exit 2 "invalid duration '5x': unknown unit 'x'" --journal "$JOURNAL" --since 5x
-expect_exit 2 "invalid duration '-1h': must not be negative" --journal "$JOURNAL" --since -1h
-expect_exit 2 "invalid duration '': empty" --journal "$JOURNAL" --since ''
-expect_exit 2 "limit must be in 1\.\.100000, got 0" --journal "$JOURNAL" --limit 0
-expect_exit 2 "limit" --journal "$JOURNAL" --limit lots
-expect_exit 2 "empty tenant name" --journal "$JOURNAL" --tenant ''
-expect_exit 2 "empty stage name" --journal "$JOURNAL" --stage ''
+expect_glitches_exit 2 "invalid duration '5x': unknown unit 'x'" --journal "$JOURNAL" --since 5x
+expect_glitches_exit 2 "invalid duration '-1h': must not be negative" --journal "$JOURNAL" --since -1h
+expect_glitches_exit 2 "invalid duration '': empty" --journal "$JOURNAL" --since ''
+expect_glitches_exit 2 "limit must be in 1\.\.100000, got 0" --journal "$JOURNAL" --limit 0
+expect_glitches_exit 2 "limit" --journal "$JOURNAL" --limit lots
+expect_glitches_exit 2 "empty tenant name" --journal "$JOURNAL" --tenant ''
+expect_glitches_exit 2 "empty stage name" --journal "$JOURNAL" --stage ''
 echo "not a database, just text" >"$WORK/garbage.db"
-expect_exit 1 "garbage.db" --journal "$WORK/garbage.db"
+expect_glitches_exit 1 "garbage.db" --journal "$WORK/garbage.db"
 
 cat >"$WORK/daemon.yaml" <<YAML
 glitch:

@@ -24,7 +24,7 @@ print(*db.execute("SELECT count(*), coalesce(max(id), 0) FROM glitches").fetchon
 
 "$AGENT" --tenants ta,tb --rate 20 --concurrency 2 --duration 30 >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
-trap 'kill $AGENT_PID 2>/dev/null || true; cleanup' EXIT
+on_exit 'stop_pid AGENT_PID'
 seen_max=0
 for round in 1 2 3; do
   start_daemon -c "$WORK/cfg.yaml"

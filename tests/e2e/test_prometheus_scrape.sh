@@ -17,7 +17,7 @@ YAML
 prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
 PROM_PID=$!
-trap 'kill $PROM_PID 2>/dev/null; wait $PROM_PID 2>/dev/null; cleanup' EXIT
+on_exit 'stop_pid PROM_PID'
 
 query() {
   curl -sf "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" |
