@@ -78,8 +78,8 @@ std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, uint64_t now
   std::optional<Glitch> out;
   if (c.glitch()) {
     // Explain against the profile as it stood before this record.
-    out = Glitch{r.id.tenant, r.id.agent, r.stage, r.id.trace_id, c,
-                 explain(r, s ? &s->profile : nullptr, hints)};
+    out = Glitch{.tenant = r.id.tenant, .agent = r.id.agent, .stage = r.stage, .trace_id = r.id.trace_id,
+                 .check = c, .verdict = explain(r, s ? &s->profile : nullptr, hints)};
     out->pid = r.id.pid;
     out->request_id = r.id.request_id;
     out->start_ns = r.start_ns;
@@ -105,7 +105,8 @@ std::optional<Glitch> GlitchDetector::observe(const RequestRecord& r) {
   if (!c.glitch()) return std::nullopt;
   Verdict v;
   v.evidence = std::string(kRequestStage) + " " + format_duration(wall);
-  Glitch g{r.id.tenant, r.id.agent, kRequestStage, r.id.trace_id, c, std::move(v)};
+  Glitch g{.tenant = r.id.tenant, .agent = r.id.agent, .stage = kRequestStage, .trace_id = r.id.trace_id,
+           .check = c, .verdict = std::move(v)};
   g.pid = r.id.pid;
   g.request_id = r.id.request_id;
   g.start_ns = r.start_ns;
