@@ -1,31 +1,55 @@
 # The two commands users need: `make run` and `make test`. Both install missing
-# Debian packages first, so they work on a fresh Debian 12 machine as root.
-BUILD ?= build
-JOBS  ?= $(shell nproc)
-ARGS  ?=
+# Debian packages first (`make run` what building and running need, `make test` also what
+# the tests need), so they work on a fresh Debian 12 machine as root.
+#   make test CMAKE_ARGS=-DTAILCAUSE_WERROR=ON   extra CMake options (also from the environment)
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+ARGS       ?=
+CMAKE_ARGS ?=
+# ccache when there is one: rebuilds after a pull cost seconds.
+LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_ARGS)
 
-.PHONY: all deps build run test bench vmlinux clean
+.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench vmlinux clean
 
 all: build
 
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh run
+
+deps-test:
+	@scripts/install-deps.sh test
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CONFIGURE) -B $(BUILD) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
+
+# The same tree, configured after the test packages are in (so GTest and Benchmark are found).
+build-tests: deps-test
+	@$(CONFIGURE) -B $(BUILD) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# The unit tests (and fuzz harnesses) under AddressSanitizer + UBSan, built by clang in their
+# own tree; only the targets the `sanitized` tests need.
+build-asan: deps-test
+	@CC=clang CXX=clang++ $(CONFIGURE) -B $(ASAN_BUILD) -DTAILCAUSE_SANITIZE=ON -DTAILCAUSE_FUZZ=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS) --target sanitized_tests
 
 run: build
 	$(BUILD)/tailcause run $(ARGS)
 
-test: build
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ctest -L sanitized --output-on-failure --timeout 900
+
+test: build-tests test-asan
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
-bench: build
+bench: build-tests
 	bench/run.sh $(BUILD)
 
 vmlinux:
 	scripts/gen-vmlinux.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)

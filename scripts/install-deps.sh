@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tailcause needs to build, run and test, skipping
-# what is already there so `make run` / `make test` stay fast on a prepared machine.
+# Installs the Debian packages tailcause needs, skipping what is already there so `make run` /
+# `make test` stay fast on a prepared machine.
+#   scripts/install-deps.sh [run]   building and running the daemon (`make run`)
+#   scripts/install-deps.sh test    the above, plus what the tests and benchmarks need (`make test`)
 set -euo pipefail
-pkgs=(
+profile=${1:-run}
+run_pkgs=(
   build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
-  systemtap-sdt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
-  prometheus stress-ng linux-perf bpftrace iproute2 util-linux libcap2-bin procps curl
-  python3 python3-numpy protobuf-compiler libprotobuf-dev
+  systemtap-sdt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev libcpp-httplib-dev libssl-dev protobuf-compiler libprotobuf-dev libcap2-bin
 )
-# The OTLP receiver test (tests/e2e/otlp_receiver) runs on node >= 18.19 with npm: Debian's
-# nodejs/npm only when there is none on the PATH (a vendor build is as good).
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  pkgs+=(nodejs npm)
-fi
+test_pkgs=(
+  libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus stress-ng linux-perf bpftrace iproute2 util-linux procps curl python3 python3-numpy
+)
+case "$profile" in
+  run) pkgs=("${run_pkgs[@]}") ;;
+  test)
+    pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}")
+    # The OTLP receiver test (tests/e2e/otlp_receiver) runs on node >= 18.19 with npm: Debian's
+    # nodejs/npm only when there is none on the PATH (a vendor build is as good).
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+      pkgs+=(nodejs npm)
+    fi
+    ;;
+  *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,7 +36,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
   exit 1
 fi
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps ($profile): installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
