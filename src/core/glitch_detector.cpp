@@ -78,8 +78,13 @@ std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, uint64_t now
   std::optional<Glitch> out;
   if (c.glitch()) {
     // Explain against the profile as it stood before this record.
-    out = Glitch{.tenant = r.id.tenant, .agent = r.id.agent, .stage = r.stage, .trace_id = r.id.trace_id,
-                 .check = c, .verdict = explain(r, s ? &s->profile : nullptr, hints)};
+    out.emplace();
+    out->tenant = r.id.tenant;
+    out->agent = r.id.agent;
+    out->stage = r.stage;
+    out->trace_id = r.id.trace_id;
+    out->check = c;
+    out->verdict = explain(r, s ? &s->profile : nullptr, hints);
     out->pid = r.id.pid;
     out->request_id = r.id.request_id;
     out->start_ns = r.start_ns;
@@ -105,8 +110,13 @@ std::optional<Glitch> GlitchDetector::observe(const RequestRecord& r) {
   if (!c.glitch()) return std::nullopt;
   Verdict v;
   v.evidence = std::string(kRequestStage) + " " + format_duration(wall);
-  Glitch g{.tenant = r.id.tenant, .agent = r.id.agent, .stage = kRequestStage, .trace_id = r.id.trace_id,
-           .check = c, .verdict = std::move(v)};
+  Glitch g;
+  g.tenant = r.id.tenant;
+  g.agent = r.id.agent;
+  g.stage = kRequestStage;
+  g.trace_id = r.id.trace_id;
+  g.check = c;
+  g.verdict = std::move(v);
   g.pid = r.id.pid;
   g.request_id = r.id.request_id;
   g.start_ns = r.start_ns;
