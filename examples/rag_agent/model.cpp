@@ -126,16 +126,33 @@ std::vector<float> embed(const Weights& w, std::span<const uint32_t> tokens) {
 }
 
 void KvCache::append(std::span<const float> state) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  room_.wait(lock, [&] { return !compaction_due(); });
   std::copy(state.begin(), state.end(), ring_.begin() + static_cast<long>(next_ * kHidden));
   next_ = (next_ + 1) % (ring_.size() / kHidden);
+  if (every_ > 0 && ++since_compaction_ == every_) full_.notify_one();
 }
 
-void KvCache::compact_holding_lock(std::chrono::microseconds hold) {
+void KvCache::run_compactor(std::size_t every, std::chrono::microseconds hold) {
+  std::unique_lock lock(mu_);
+  every_ = every;
+  while (true) {
+    full_.wait(lock, [&] { return stopped_ || compaction_due(); });
+    if (stopped_) break;
+    auto until = std::chrono::steady_clock::now() + hold;
+    for (float& v : ring_) v *= 0.5f;  // the short real part; the rest is waiting with the lock held
+    std::this_thread::sleep_until(until);
+    since_compaction_ = 0;
+    room_.notify_all();
+  }
+  every_ = 0;
+}
+
+void KvCache::stop_compactor() {
   std::lock_guard lock(mu_);
-  auto until = std::chrono::steady_clock::now() + hold;
-  for (float& v : ring_) v *= 0.5f;  // the short real part; the rest is waiting with the lock held
-  std::this_thread::sleep_until(until);
+  stopped_ = true;
+  full_.notify_all();
+  room_.notify_all();
 }
 
 Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context, std::size_t n_tokens,

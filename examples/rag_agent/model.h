@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <span>
 #include <string>
@@ -56,18 +57,29 @@ class Weights {
 // Residual two-layer MLP over each prompt token, mean-pooled and normalised.
 std::vector<float> embed(const Weights& w, std::span<const uint32_t> tokens);
 
-// Where the decoder appends its per-token state; the lock fault holds its mutex for long
-// stretches from another thread, so every token waits on a contended futex.
+// Where the decoder appends its per-token state. The lock fault runs a compactor on it: every
+// `every` appends the cache is full and the appender waits (a futex) while the compactor works
+// with the mutex held. The wait is per token, so the fault's cost does not shrink on a faster
+// CPU or when the compactor is scheduled late.
 class KvCache {
  public:
   void append(std::span<const float> state);
-  // Holds the lock for `hold`, touching the cache like a compaction would.
-  void compact_holding_lock(std::chrono::microseconds hold);
+  // The compactor's loop (its own thread) until stop_compactor(): each compaction holds the
+  // mutex for `hold`, touching the cache like a compaction would.
+  void run_compactor(std::size_t every, std::chrono::microseconds hold);
+  void stop_compactor();
 
  private:
+  bool compaction_due() const { return !stopped_ && every_ > 0 && since_compaction_ >= every_; }
+
   std::mutex mu_;
+  std::condition_variable full_;  // the compactor waits for a full cache
+  std::condition_variable room_;  // appenders wait for the compaction
   std::vector<float> ring_ = std::vector<float>(kHidden * 256, 0.0f);
   std::size_t next_ = 0;
+  std::size_t every_ = 0;  // 0: no compactor
+  std::size_t since_compaction_ = 0;
+  bool stopped_ = false;
 };
 
 struct Generation {
