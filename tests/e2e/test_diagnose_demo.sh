@@ -107,7 +107,7 @@ for section in Stages "Top glitches" "Throttled cgroups" "Noisy neighbours" "Slo
   grep -q "^$section" "$WORK/diagnose.txt" || fail "no $section section"
 done
 pass "SIGINT after 4 s of 60: text report with every section"
-stop_agent
+stop_pid AGENT_PID
 
 # Nothing to see: every section says so.
 "$TAILCAUSE" diagnose --duration 1s --binary "$AGENT" >"$WORK/empty.txt" 2>"$WORK/empty.err" ||
