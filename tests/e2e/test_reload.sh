@@ -5,6 +5,19 @@
 source "$(dirname "$0")/lib.sh"
 require_root
 
+# reload: SIGHUP, then waits (up to 30 s) for the daemon to log one more "configuration
+# reloaded" than before: it logs that after the families are detached and attached.
+reload() {
+  local before
+  before=$(grep -c "configuration reloaded" "$WORK/daemon.log" || true)
+  kill -HUP "$DAEMON_PID"
+  for _ in $(seq 1 300); do
+    [ "$(grep -c "configuration reloaded" "$WORK/daemon.log" || true)" -gt "$before" ] && return 0
+    sleep 0.1
+  done
+  fail "no reload logged within 30 s"
+}
+
 printf 'top_k: 50\n' >"$WORK/config.yaml"
 start_daemon --config "$WORK/config.yaml"
 held_prog_ids "$DAEMON_PID" >"$WORK/progs.1"
@@ -12,11 +25,7 @@ held_prog_ids "$DAEMON_PID" >"$WORK/progs.1"
 
 # Disable tcp: tcp's programs go away, every other program keeps its id.
 printf 'top_k: 50\nprobes:\n  tcp:\n    enabled: false\n' >"$WORK/config.yaml"
-kill -HUP "$DAEMON_PID"
-for _ in $(seq 1 50); do
-  [ "$(metric_value 'tailcause_probe_attached{probe="tcp"}')" = "0" ] && break
-  sleep 0.1
-done
+reload
 [ "$(metric_value 'tailcause_probe_attached{probe="tcp"}')" = "0" ] || fail "tcp still attached after reload"
 held_prog_ids "$DAEMON_PID" >"$WORK/progs.2"
 [ -s "$WORK/progs.2" ] || fail "all programs gone"
@@ -28,7 +37,7 @@ pass "reload detached tcp ($removed programs) and kept the other $(wc -l <"$WORK
 # A bad configuration is rejected; the running one stays.
 printf 'top_k: 50\nprobes:\n  tcp:\n    enabled: false\n  sched:\n    bogus: 1\n' >"$WORK/config.yaml"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 1 50); do grep -q "reload rejected" "$WORK/daemon.log" && break; sleep 0.1; done
+for _ in $(seq 1 300); do grep -q "reload rejected" "$WORK/daemon.log" && break; sleep 0.1; done
 grep -q "reload rejected, keeping the running configuration: .*config.yaml:6: probes.sched.bogus: unknown key" "$WORK/daemon.log" \
   || fail "bad reload not reported clearly"
 kill -0 "$DAEMON_PID" || fail "daemon died on a bad reload"
@@ -39,9 +48,7 @@ pass "bad configuration rejected, running one kept"
 
 # Changing a family's own setting restarts just that family.
 printf 'top_k: 50\nprobes:\n  tcp:\n    enabled: false\n  sched:\n    runqlen_sparse_hz: 20\n' >"$WORK/config.yaml"
-kill -HUP "$DAEMON_PID"
-for _ in $(seq 1 50); do grep -q "configuration reloaded" <(tail -n 5 "$WORK/daemon.log") && break; sleep 0.1; done
-sleep 0.3
+reload
 held_prog_ids "$DAEMON_PID" >"$WORK/progs.4"
 changed=$(comm -13 "$WORK/progs.3" "$WORK/progs.4" | wc -l)
 kept=$(comm -12 "$WORK/progs.3" "$WORK/progs.4" | wc -l)
