@@ -2,15 +2,21 @@
 # The fault matrix (issue 4): `tailcause demo` runs the example agent with each fault on tenant
 # ta, and ta's glitches are explained by that fault's component — quota: cpu_throttled, CPU hog:
 # runqueue, dropped page cache: block_io, slow peer: network, lock contention: lock — while a
-# clean run produces no glitch at all.
+# clean run blames nothing a fault would inject.
 #
-# SLOs, measured on the project's 2-CPU VM (10 s demos, other builds running): a clean run's
-# stages stay under 250 ms (generation P99 40-60 ms quiet, up to 230 ms under load) and its
-# retrievals under 25 ms (P99 3-13 ms quiet); quota and lock push ta's generation to 400-1000 ms,
-# the hog (hogs at 10x ta's CPU weight) to ~550 ms, the slow peer ta's tool calls to 300+ ms, and
-# the dropped page cache (readahead off) ta's retrievals to ~50 ms of disk reads. Only SLOs judge
-# here: a 10 s run is too short for a trustworthy P99, and the agent's small retrieval cache misses
-# most lookups by design, so cache breakdowns are left out. The whole matrix takes ~90 s.
+# SLOs, measured on the project's 2-CPU VM (10 s demos): a quiet clean run's stages stay under
+# 250 ms (generation P99 40-60 ms) and its retrievals under 25 ms (P99 3-13 ms); quota pushes ta's
+# generation to 400-1000 ms, the lock (25 ms after every 4 tokens) to >= 600 ms, the hog (hogs at
+# 10x ta's CPU weight) to ~550 ms, the slow peer ta's tool calls to 300+ ms, and the dropped page
+# cache (readahead off) ta's retrievals to ~50 ms of disk reads. Other processes' CPU load (this
+# machine is shared: load 14 on 2 CPUs during `make test` next to builds) slows every stage too,
+# clean retrievals to 30-75 ms, so no verdict here rests on wall time against an SLO alone:
+# a clean run may glitch, but only for CPU contention (runqueue, on_cpu; lock where a retrieval
+# joins its helper thread), never for throttling, disk, network or a lock in generation, which
+# only a fault brings; a dropped page cache is judged by block_io glitches in ta's retrievals and
+# none in tb's (outnumbered, under load, by runqueue ones). A 10 s run is too short for a
+# trustworthy P99, and the agent's small retrieval cache misses most lookups by design, so cache
+# breakdowns are left out. The whole matrix takes ~90 s.
 source "$(dirname "$0")/lib.sh"
 require_root
 AGENT="$BUILD_DIR/examples/rag-agent"
@@ -35,12 +41,26 @@ run() {
     >"$WORK/$1.json" 2>"$WORK/$1.err" || fail "demo --fault $1 exited $?: $(tail -5 "$WORK/$1.err")"
 }
 
-# verdict FAULT COMPONENT: ta glitched, mostly for COMPONENT, and the slowest such glitch says so.
+# verdict FAULT COMPONENT: ta glitched, mostly for COMPONENT, and the slowest such glitch says so;
+# for block_io: ta's retrievals glitched for it and tb's never did.
 verdict() {
   /usr/bin/python3 - "$WORK/$1.json" "$2" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 want = sys.argv[2]
+p99 = ", ".join(f"{s['tenant']}/{s['stage']} {s['p99_seconds']*1000:.0f}" for s in d["stages"]
+                if s["stage"] in ("retrieval", "generation", "tool"))
+if want == "block_io":
+    io = {t: sum(c["count"] for c in d["glitch_causes"] if c["tenant"] == t and c["cause"] == want)
+          for t in ("ta", "tb")}
+    io_ret = sum(c["count"] for c in d["glitch_causes"]
+                 if c["tenant"] == "ta" and c["cause"] == want and c["stage"] == "retrieval")
+    assert io_ret > 0 and io["tb"] == 0, f"block_io glitches {io}: {d['glitch_causes']}"
+    ex = [g for g in d["top_glitches"] if g["tenant"] == "ta" and g["cause"] == want]
+    assert all(want in g["evidence"] and g["culprits"][0]["component"] == want for g in ex), ex
+    print(f"{io_ret} of ta's retrieval glitches for {want}, none of tb's"
+          + (f": {ex[0]['evidence']}" if ex else "") + f" (p99 ms: {p99})")
+    sys.exit(0)
 ta = next(t for t in d["tenants"] if t["tenant"] == "ta")
 v = ta["verdict"]
 causes = [(c["stage"], c["cause"], c["count"]) for c in d["glitch_causes"] if c["tenant"] == "ta"]
@@ -50,8 +70,6 @@ assert v["cause"] == want, f"ta's glitches: {causes}"
 ex = v["example"]
 assert ex and ex["cause"] == want and want in ex["evidence"], ex
 assert ex["culprits"][0]["component"] == want, ex["culprits"]
-p99 = ", ".join(f"{s['tenant']}/{s['stage']} {s['p99_seconds']*1000:.0f}" for s in d["stages"]
-                if s["stage"] in ("retrieval", "generation", "tool"))
 print(f"{v['count']} of ta's {v['glitches']} glitches in {v['stage']} for {want}: {ex['evidence']} (p99 ms: {p99})")
 PY
 }
@@ -66,8 +84,15 @@ if result=$(/usr/bin/python3 - "$WORK/none.json" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert all(t["requests"] > 0 for t in d["tenants"]) and len(d["tenants"]) == 2, d["tenants"]
-assert d["glitches"] == 0, [(g["tenant"], g["stage"], g["evidence"]) for g in d["top_glitches"]]
-assert d["headline"].startswith("no glitches: "), d["headline"]
+def contention(c):  # what other processes' CPU load brings; anything else only a fault does
+    return c["cause"] in ("runqueue", "on_cpu") or (c["cause"] == "lock" and c["stage"] == "retrieval")
+blamed = [c for c in d["glitch_causes"] if not contention(c)]
+assert not blamed, (blamed, [(g["tenant"], g["stage"], g["evidence"]) for g in d["top_glitches"]])
+if d["glitches"] == 0:
+    assert d["headline"].startswith("no glitches: "), d["headline"]
+else:
+    print(f"NOTE: {d['glitches']} glitches, all CPU contention from other processes:",
+          [(c["tenant"], c["stage"], c["cause"], c["count"]) for c in d["glitch_causes"]])
 print(d["headline"], "(p99 ms: " + ", ".join(f"{s['tenant']}/{s['stage']} {s['p99_seconds']*1000:.0f}"
                                              for s in d["stages"]) + ")")
 PY
