@@ -72,10 +72,15 @@ assert {"embeddings", "chat", "execute_tool"} <= ops, ops
 bad = [s for s in stages if s["attributes"].get("tailcause.tenant") == "ta"
        and s["attributes"].get("gen_ai.operation.name") == "chat"
        and s["attributes"].get("tailcause.glitch") is True]
-assert bad, "no glitching chat span for ta"
-assert all("cpu_throttled" in s["attributes"]["tailcause.verdict"] for s in bad)
+# Under other processes' CPU load a ta generation can glitch for runqueue alone (it fitted in
+# its quota that period): ta's glitching chats include throttled ones; tb's never are throttled.
+throttled = [s for s in bad if "cpu_throttled" in s["attributes"]["tailcause.verdict"]]
+assert throttled, ("no throttled glitching chat span for ta", [s["attributes"]["tailcause.verdict"] for s in bad])
 assert all(s["status"]["code"] == "STATUS_CODE_ERROR" for s in bad)
-assert bad[0]["attributes"]["tailcause.component.cpu_throttled"] > 0
+assert all(s["attributes"]["tailcause.component.cpu_throttled"] > 0 for s in throttled)
+tb_throttled = [s for s in stages if s["attributes"].get("tailcause.tenant") == "tb"
+                and "cpu_throttled" in s["attributes"].get("tailcause.verdict", "")]
+assert not tb_throttled, ("tb throttled without a quota", tb_throttled[:2])
 exemplars = set(re.findall(r'# \{trace_id="([0-9a-f]{32})"\}', open(sys.argv[2]).read()))
 traces = {s["trace_id"] for s in spans}
 assert exemplars & traces, "no exemplar trace id among the exported traces"
