@@ -8,7 +8,8 @@
 namespace tailcause::core {
 
 std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
-  // Milliseconds, 1 ms to one hour.
+  // Milliseconds, 1 ms to one hour. The handlers that use it copy it ([&, ms]): they run after
+  // this function returns (ASan: stack-use-after-return).
   auto ms = [&r](uint32_t& field) {
     return [&r, &field](const YAML::Node& n, const std::string& k) {
       field = r.positive(n, k, 3600000);
@@ -16,7 +17,7 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
   };
   return {
                 {"glitch",
-                 [&](const YAML::Node& n, const std::string& k) {
+                 [&, ms](const YAML::Node& n, const std::string& k) {
                    auto& g = c.glitch;
                    r.mapping(
                        n, k,
@@ -65,7 +66,7 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                                }}});
                  }},
                 {"entropy",
-                 [&](const YAML::Node& n, const std::string& k) {
+                 [&, ms](const YAML::Node& n, const std::string& k) {
                    auto& e = c.entropy;
                    r.mapping(n, k,
                              {{"rise",
@@ -79,7 +80,7 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                               {"correlation_ms", ms(e.correlation_ms)}});
                  }},
                 {"breaker",
-                 [&](const YAML::Node& n, const std::string& k) {
+                 [&, ms](const YAML::Node& n, const std::string& k) {
                    auto& b = c.breaker;
                    r.mapping(n, k,
                              {{"slow_ms", ms(b.slow_ms)},
@@ -118,7 +119,7 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                                }}});
                  }},
                 {"otlp",
-                 [&](const YAML::Node& n, const std::string& k) {
+                 [&, ms](const YAML::Node& n, const std::string& k) {
                    auto& o = c.otlp;
                    r.mapping(
                        n, k,
