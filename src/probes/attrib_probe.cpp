@@ -36,6 +36,8 @@ template <class... Ts>
 struct overloaded : Ts... {
   using Ts::operator()...;
 };
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;  // clang 14 lacks C++20's aggregate deduction
 
 double realtime_minus_monotonic() {
   timespec rt{}, mono{};
