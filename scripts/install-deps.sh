@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
   systemtap-sdt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
+  libyaml-cpp-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev libssl-dev libmicrohttpd-dev libyaml-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux libcap2-bin procps curl
   python3 python3-numpy protobuf-compiler libprotobuf-dev
 )
