@@ -1,6 +1,6 @@
 // libFuzzer: the HTTP request path. Each input is sent as raw bytes to a real HttpServer
-// (libmicrohttpd, the daemon's limits) on a loopback port and the reply read back; it must come
-// within the idle timeout (or the server must close) and stay small (no range or pipelining amplification). The input's
+// (libmicrohttpd, the daemon's limits) on a loopback port and the reply read back; it must stay
+// small (no range or pipelining amplification) and the server must not crash. The input's
 // first line is also fed to HttpServer::answer() as method, path and Accept header.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -41,7 +41,14 @@ size_t round_trip(std::string_view request) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(server().port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) std::abort();
+  // Closed with a reset: thousands of exchanges a second would otherwise use up the ephemeral
+  // ports in TIME_WAIT.
+  const linger reset{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::perror("connect to the HTTP server");
+    std::abort();
+  }
   size_t received = 0;
   char buf[65536];
   size_t sent = 0;
@@ -53,15 +60,10 @@ size_t round_trip(std::string_view request) {
   shutdown(fd, SHUT_WR);
   for (;;) {
     pollfd p{fd, POLLIN, 0};
-    // Before any reply: well past the server's idle timeout, so a server that neither answers
-    // nor closes is a finding. After one: a keep-alive connection stays open after the client's
-    // half-close until the idle timeout, so a pause of 50 ms means the reply is complete.
-    const int ready = poll(&p, 1, received == 0 ? 30000 : 50);
-    if (ready == 0 && received > 0) break;
-    if (ready == 0) {
-      std::fprintf(stderr, "the server neither answered nor closed in 30 s\n");
-      std::abort();
-    }
+    // A silent pause of 100 ms ends the exchange: the server has answered what it will, and
+    // keeps a keep-alive or half-sent request open until its idle timeout (10 s), which the unit
+    // and end-to-end tests cover; waiting for it here would make a run a few inputs a second.
+    if (poll(&p, 1, 100) == 0) break;
     const ssize_t n = recv(fd, buf, sizeof buf, 0);
     if (n <= 0) break;
     received += static_cast<size_t>(n);
