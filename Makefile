@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_ARGS)
 
-.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench vmlinux clean
+.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench fuzz vmlinux clean
 
 all: build
 
@@ -47,6 +47,20 @@ test: build-tests test-asan
 
 bench: build-tests
 	bench/run.sh $(BUILD)
+
+# Every libFuzzer harness (tests/fuzz/) for FUZZ_SECONDS each, in a clang build with
+# address+undefined sanitizers; findings land in $(FUZZ_BUILD)/fuzz/artifacts.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	  -DCMAKE_CXX_COMPILER=clang++ -DTAILCAUSE_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $$(cd tests/fuzz && ls fuzz_*.cpp | sed 's/\.cpp$$//')
+	@set -e; for f in tests/fuzz/fuzz_*.cpp; do \
+	  n=$$(basename $$f .cpp); \
+	  echo "fuzz: $${n#fuzz_} for $(FUZZ_SECONDS) s"; \
+	  tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz/$$n $${n#fuzz_} $(FUZZ_SECONDS) . $(FUZZ_BUILD)/fuzz; \
+	done
 
 vmlinux:
 	scripts/gen-vmlinux.sh

@@ -15,11 +15,7 @@ namespace tailcause::cli {
 core::Config load_config(const CommonOptions& options) {
   core::Config config;
   if (!options.config_path.empty()) {
-    std::ifstream in(options.config_path);
-    if (!in) throw core::ConfigError(fmt::format("{}: cannot read the configuration file", options.config_path));
-    std::stringstream text;
-    text << in.rdbuf();
-    config = core::parse_config(text.str(), options.config_path);
+    config = core::load_config_file(options.config_path);
   }
   if (!options.listen.empty()) {
     core::parse_listen(options.listen);  // throws with a clear message

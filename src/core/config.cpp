@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include "core/config_reader.h"
+#include "core/config_yaml.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -103,12 +104,7 @@ void parse_recipe_list(Reader& r, const YAML::Node& n, const std::string& key,
 }  // namespace
 
 std::vector<Recipe> parse_recipe_file(std::string_view yaml_text, std::string_view source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(fmt::format("{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.msg));
-  }
+  const YAML::Node root = load_yaml_document(yaml_text, source);
   Reader r(source);
   std::vector<Recipe> out;
   r.mapping(root, "", {{"recipes", [&](const YAML::Node& n, const std::string& k) {
@@ -120,15 +116,8 @@ std::vector<Recipe> parse_recipe_file(std::string_view yaml_text, std::string_vi
 std::vector<Recipe> load_recipes(const AttribConfig& config, std::vector<std::string>& errors) {
   std::vector<Recipe> out = config.recipes;
   for (const auto& path : config.recipe_files) {
-    std::ifstream in(path);
-    if (!in) {
-      errors.push_back(fmt::format("{}: cannot read recipe file: {}", path, std::strerror(errno)));
-      continue;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
     try {
-      auto recipes = parse_recipe_file(text.str(), path);
+      auto recipes = parse_recipe_file(read_config_file(path), path);
       out.insert(out.end(), recipes.begin(), recipes.end());
     } catch (const ConfigError& e) {
       errors.push_back(e.what());
@@ -167,21 +156,10 @@ ListenAddress parse_listen(std::string_view text) {
 }
 
 Config parse_config(std::string_view yaml_text, std::string_view source) {
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(fmt::format("{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.msg));
-  }
+  // Bounded, and a second non-empty document refused (it would be silently ignored).
+  const YAML::Node root = load_yaml_document(yaml_text, source);
   Config c;
   Reader r(source);
-  // A second document would be silently ignored: refuse it (an empty trailing one is fine).
-  for (size_t i = 1; i < documents.size(); ++i) {
-    if (!documents[i].IsNull()) {
-      r.fail(documents[i], "(top level)", "expected one YAML document, found another");
-    }
-  }
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   auto enabled = [&](bool& field) {
     return [&r, &field](const YAML::Node& n, const std::string& k) { field = r.boolean(n, k); };
   };

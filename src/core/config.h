@@ -161,6 +161,12 @@ class ConfigError : public std::runtime_error {
 // Keys that are absent keep their defaults. Throws ConfigError.
 Config parse_config(std::string_view yaml_text, std::string_view source);
 
+// Reads a configuration or recipe file: a regular file (not a directory, FIFO or device) of at
+// most kMaxConfigBytes (config_yaml.h, 1 MiB). Throws ConfigError naming the path and the reason.
+std::string read_config_file(const std::string& path);
+// read_config_file() then parse_config().
+Config load_config_file(const std::string& path);
+
 // Parses a recipe file: YAML with one key, `recipes:`, a list like probes.attrib.recipes.
 // Throws ConfigError naming the file, the line and the key.
 std::vector<Recipe> parse_recipe_file(std::string_view yaml_text, std::string_view source);

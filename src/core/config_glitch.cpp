@@ -7,22 +7,27 @@
 
 namespace tailcause::core {
 
-std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
-  // Milliseconds, 1 ms to one hour. The handlers that use it copy it ([&, ms]): they run after
-  // this function returns (ASan: stack-use-after-return).
-  auto ms = [&r](uint32_t& field) {
-    return [&r, &field](const YAML::Node& n, const std::string& k) {
-      field = r.positive(n, k, 3600000);
-    };
+namespace {
+
+// Milliseconds, 1 ms to one hour. A function, not a local lambda: the section handlers call it
+// after glitch_section_handlers() has returned, so a local would be gone by then.
+Reader::Handler ms_handler(Reader& r, uint32_t& field) {
+  return [&r, &field](const YAML::Node& n, const std::string& k) {
+    field = r.positive(n, k, 3600000);
   };
+}
+
+}  // namespace
+
+std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
   return {
                 {"glitch",
-                 [&, ms](const YAML::Node& n, const std::string& k) {
+                 [&](const YAML::Node& n, const std::string& k) {
                    auto& g = c.glitch;
                    r.mapping(
                        n, k,
-                       {{"request_slo_ms", ms(g.request_slo_ms)},
-                        {"stage_slo_ms", ms(g.stage_slo_ms)},
+                       {{"request_slo_ms", ms_handler(r, g.request_slo_ms)},
+                        {"stage_slo_ms", ms_handler(r, g.stage_slo_ms)},
                         {"stage_slos_ms",
                          [&](const YAML::Node& v, const std::string& kk) {
                            if (v.IsNull()) return;
@@ -66,7 +71,7 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                                }}});
                  }},
                 {"entropy",
-                 [&, ms](const YAML::Node& n, const std::string& k) {
+                 [&](const YAML::Node& n, const std::string& k) {
                    auto& e = c.entropy;
                    r.mapping(n, k,
                              {{"rise",
@@ -77,13 +82,13 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                                [&](const YAML::Node& v, const std::string& kk) {
                                  e.outputs = r.positive(v, kk, 1000);
                                }},
-                              {"correlation_ms", ms(e.correlation_ms)}});
+                              {"correlation_ms", ms_handler(r, e.correlation_ms)}});
                  }},
                 {"breaker",
-                 [&, ms](const YAML::Node& n, const std::string& k) {
+                 [&](const YAML::Node& n, const std::string& k) {
                    auto& b = c.breaker;
                    r.mapping(n, k,
-                             {{"slow_ms", ms(b.slow_ms)},
+                             {{"slow_ms", ms_handler(r, b.slow_ms)},
                               {"trip_after",
                                [&](const YAML::Node& v, const std::string& kk) {
                                  b.trip_after = r.positive(v, kk, 1000);
@@ -119,7 +124,7 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                                }}});
                  }},
                 {"otlp",
-                 [&, ms](const YAML::Node& n, const std::string& k) {
+                 [&](const YAML::Node& n, const std::string& k) {
                    auto& o = c.otlp;
                    r.mapping(
                        n, k,
@@ -171,7 +176,7 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                          [&](const YAML::Node& v, const std::string& kk) {
                            o.batch_spans = r.positive(v, kk, 100000);
                          }},
-                        {"timeout_ms", ms(o.timeout_ms)}});
+                        {"timeout_ms", ms_handler(r, o.timeout_ms)}});
                  }}
   };
 }

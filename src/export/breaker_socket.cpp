@@ -62,7 +62,24 @@ void ensure_directory(const std::string& path) {
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) return;
   std::error_code ec;
-  if (fs::is_directory(dir, ec)) return;
+  if (fs::is_directory(dir, ec)) {
+    // Anyone who can write the directory can swap the socket for their own (agents would then
+    // trust a stranger's verdicts) or plant files in root's way: only the daemon's user may.
+    // Not repaired: chmod on a shared directory (/tmp) would break its other users.
+    struct stat st{};
+    if (stat(dir.c_str(), &st) != 0) {
+      throw BreakerSocketError(fmt::format("breaker socket {}: cannot inspect directory {}: {}",
+                                           path, dir.string(), strerror(errno)));
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 || st.st_uid != geteuid()) {
+      throw BreakerSocketError(fmt::format(
+          "breaker socket {}: directory {} (mode {:04o}, owner uid {}) is writable by others or "
+          "not owned by uid {}; use a directory only the daemon can write (chmod 0755, owner "
+          "root), or set breaker.socket to a path in one",
+          path, dir.string(), st.st_mode & 07777, st.st_uid, geteuid()));
+    }
+    return;
+  }
   fs::create_directories(dir, ec);
   if (ec) {
     throw BreakerSocketError(fmt::format("breaker socket {}: cannot create directory {}: {}", path,

@@ -1,98 +1,155 @@
 #include "export/http_server.h"
 
 #include <arpa/inet.h>
-#include <httplib.h>
+#include <fmt/format.h>
+#include <microhttpd.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 #include "export/exposition.h"
 
 namespace tailcause::exporter {
 namespace {
 
-// httplib reports a failed bind without a reason; one plain bind() names it (EADDRINUSE...).
-std::string bind_error(const core::ListenAddress& a) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(a.port);
-  if (int rc = getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    return gai_strerror(rc);
-  }
-  std::string reason = "unknown error";
-  const int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1) != 0) {
-      reason = strerror(errno);
-    }
-    close(fd);
-  }
-  freeaddrinfo(res);
-  return reason;
-}
-
 constexpr const char* kIndex =
     "<!doctype html><title>tailcause</title><h1>tailcause</h1>"
     "<p>Kernel causes of AI-agent tail latency.</p><p><a href=\"/metrics\">/metrics</a></p>\n";
 
-}  // namespace
-
-HttpServer::HttpServer(Collect collect)
-    : collect_(std::move(collect)), server_(std::make_unique<httplib::Server>()) {
-  server_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    core::MetricSet set;
-    collect_(set);
-    const Format format = negotiate(req.get_header_value("Accept"));
-    res.set_content(render(set, format), std::string(content_type(format)));
-  });
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(kIndex, "text/html; charset=utf-8");
-  });
-  // Read-only endpoint: every other method is refused.
-  auto refuse = [](const httplib::Request&, httplib::Response& res) {
-    res.status = 405;
-    res.set_header("Allow", "GET, HEAD");
-    res.set_content("method not allowed: this endpoint is read-only\n", "text/plain");
-  };
-  server_->Post(".*", refuse);
-  server_->Put(".*", refuse);
-  server_->Delete(".*", refuse);
-  server_->Patch(".*", refuse);
-  server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.status == 404) res.set_content("not found\n", "text/plain");
-  });
-  server_->set_payload_max_length(64 * 1024);
-  server_->set_read_timeout(5, 0);
-  server_->set_write_timeout(5, 0);
+// The listening socket, bound and listening; throws naming the reason (EADDRINUSE...).
+int listen_on(const core::ListenAddress& a, int& port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(a.port);
+  if (int rc = getaddrinfo(a.host.c_str(), service.c_str(), &hints, &res); rc != 0) {
+    throw std::runtime_error(
+        fmt::format("cannot listen on {}:{}: {}", a.host, a.port, gai_strerror(rc)));
+  }
+  const int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  std::string reason;
+  if (fd < 0) {
+    reason = strerror(errno);
+  } else {
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+      reason = strerror(errno);
+    }
+  }
+  freeaddrinfo(res);
+  if (!reason.empty()) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error(fmt::format("cannot listen on {}:{}: {}", a.host, a.port, reason));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  port = a.port;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+    port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  }
+  return fd;
 }
 
-HttpServer::~HttpServer() { stop(); }
+MHD_Result send_reply(MHD_Connection* connection, const HttpServer::Reply& reply) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (!response) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, reply.content_type.c_str());
+  if (reply.status == 405) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  // Generated content: no byte ranges (a Range header is ignored, the whole body is sent).
+  MHD_add_response_header(response, MHD_HTTP_HEADER_ACCEPT_RANGES, "none");
+  const MHD_Result rc = MHD_queue_response(connection, reply.status, response);
+  MHD_destroy_response(response);
+  return rc;
+}
+
+MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, const char* method,
+                      const char* /*version*/, const char* /*upload_data*/,
+                      size_t* upload_data_size, void** state) {
+  const auto* server = static_cast<const HttpServer*>(cls);
+  const bool read_only = std::strcmp(method, "GET") == 0 || std::strcmp(method, "HEAD") == 0;
+  // libmicrohttpd calls once the headers are in, then again once the body is: answering on the
+  // second call keeps the connection alive for the next (pipelined) request. Another method is
+  // refused at once, its body unread, and libmicrohttpd then closes the connection.
+  static int headers_seen;
+  if (*state == nullptr && read_only) {
+    *state = &headers_seen;
+    return MHD_YES;
+  }
+  *upload_data_size = 0;  // a GET with a body: answered now, the rest discarded with the connection
+  const char* accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Accept");
+  return send_reply(connection, server->answer(method, url, accept ? accept : ""));
+}
+
+void log_mhd(void*, const char* format, va_list ap) {
+  char line[512];
+  vsnprintf(line, sizeof line, format, ap);
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  spdlog::debug("http: {}", text);
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Collect collect) : collect_(std::move(collect)) {}
+
+HttpServer::~HttpServer() {
+  stop();
+  if (listen_fd_ >= 0) close(listen_fd_);
+}
+
+HttpServer::Reply HttpServer::answer(std::string_view method, std::string_view path,
+                                     std::string_view accept) const {
+  if (method != "GET" && method != "HEAD") {
+    return {405, "text/plain", "method not allowed: this endpoint is read-only\n"};
+  }
+  // The path without its query string.
+  path = path.substr(0, path.find('?'));
+  if (path == "/metrics") {
+    core::MetricSet set;
+    collect_(set);
+    const Format format = negotiate(std::string(accept));
+    return {200, std::string(content_type(format)), render(set, format)};
+  }
+  if (path == "/healthz") return {200, "text/plain", "ok\n"};
+  if (path == "/") return {200, "text/html; charset=utf-8", kIndex};
+  return {404, "text/plain", "not found\n"};
+}
 
 void HttpServer::bind(const core::ListenAddress& address) {
-  if (!server_->bind_to_port(address.host.c_str(), address.port)) {
-    throw std::runtime_error(fmt::format("cannot listen on {}:{}: {}", address.host, address.port,
-                                         bind_error(address)));
-  }
-  port_ = address.port;
+  if (listen_fd_ >= 0) close(listen_fd_);
+  listen_fd_ = listen_on(address, port_);
 }
 
 void HttpServer::start() {
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  if (listen_fd_ < 0) throw std::runtime_error("HttpServer::start() before bind()");
+  const HttpLimits& l = http_limits;
+  daemon_ = MHD_start_daemon(
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &on_request, this,
+      MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(listen_fd_),
+      MHD_OPTION_CONNECTION_TIMEOUT, l.idle_timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, l.connections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, l.per_address,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, l.connection_memory,
+      MHD_OPTION_EXTERNAL_LOGGER, &log_mhd, nullptr,
+      MHD_OPTION_END);
+  if (!daemon_) throw std::runtime_error("cannot start the HTTP server (libmicrohttpd)");
 }
 
 void HttpServer::stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!daemon_) return;
+  // MHD_stop_daemon closes the listening socket it was given.
+  MHD_stop_daemon(daemon_);
+  daemon_ = nullptr;
+  listen_fd_ = -1;
 }
 
 }  // namespace tailcause::exporter

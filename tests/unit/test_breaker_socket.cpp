@@ -404,5 +404,28 @@ TEST_F(BreakerSocketTest, BadPathsAreClearErrors) {
   EXPECT_THROW(under_a_file.start(), BreakerSocketError);
 }
 
+TEST_F(BreakerSocketTest, AWorldWritableDirectoryIsRefusedAndLeftAsItIs) {
+  const auto shared = dir.path / "shared";
+  std::filesystem::create_directory(shared);
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  BreakerSocket s((shared / "breaker.sock").string(), provider);
+  try {
+    s.start();
+    FAIL() << "a mode 1777 directory was accepted";
+  } catch (const BreakerSocketError& e) {
+    EXPECT_NE(std::string(e.what()).find("mode 1777"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("writable by others"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(shared / "breaker.sock"));
+  struct stat st{};
+  ASSERT_EQ(stat(shared.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01777u);  // not "repaired" behind its owner's back
+  // Group-writable too; an owner-only one serves.
+  ASSERT_EQ(chmod(shared.c_str(), 0775), 0);
+  EXPECT_THROW(s.start(), BreakerSocketError);
+  ASSERT_EQ(chmod(shared.c_str(), 0755), 0);
+  EXPECT_NO_THROW(s.start());
+}
+
 }  // namespace
 }  // namespace tailcause::exporter

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The hardening issue's reproducers against the real daemon: bad numbers and hostile YAML at
+# start and on SIGHUP, a directory in place of the configuration, and an endpoint under idle,
+# slow and hostile clients. Each must get a clear error or a bounded answer, and the daemon
+# must survive and keep serving scrapes.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# ---- configuration at start: a clear error (exit 2), never a crash ----------------------
+for bad in 'glitch: {request_slo_ms: 0}' 'glitch: {stage_slo_ms: 3600001}' 'breaker: {slow_ms: 0}' \
+           'otlp: {timeout_ms: 0}' 'entropy: {correlation_ms: 0}' ','; do
+  printf '%s\n' "$bad" >"$WORK/bad.yaml"
+  rc=0
+  # 4 GB of address space: BPF maps need room; yaml-cpp took 1.9 GB in 6 s on "," and kept going.
+  (ulimit -v 4000000; timeout 30 "$TAILCAUSE" run --config "$WORK/bad.yaml" --listen 127.0.0.1:1 \
+     >"$WORK/bad.log" 2>&1) || rc=$?
+  [ "$rc" -eq 2 ] || fail "'$bad' at start: exit $rc, expected 2: $(cat "$WORK/bad.log")"
+  grep -q "configuration error: $WORK/bad.yaml:1: " "$WORK/bad.log" \
+    || fail "'$bad': no clear error: $(cat "$WORK/bad.log")"
+done
+pass "out-of-range milliseconds and a stray ',' are configuration errors (exit 2)"
+
+printf 'top_k: 50\nglitch:\n  request_slo_ms: 700\n' >"$WORK/config.yaml"
+start_daemon --config "$WORK/config.yaml"
+rss_start=$(rss_kb "$DAEMON_PID")
+
+# ---- SIGHUP with hostile files: rejected, running configuration kept, memory bounded -----
+reload_with() {  # reload_with EXPECTED-LOG-PATTERN: sends SIGHUP and waits for the rejection
+  local before
+  before=$(grep -c "reload rejected" "$WORK/daemon.log" || true)
+  kill -HUP "$DAEMON_PID"
+  for _ in $(seq 1 100); do
+    [ "$(grep -c "reload rejected" "$WORK/daemon.log" || true)" -gt "$before" ] && break
+    kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon died on reload ($1)"
+    sleep 0.1
+  done
+  grep "reload rejected" "$WORK/daemon.log" | tail -1 | grep -q -- "$1" \
+    || fail "reload not rejected with '$1': $(grep 'reload' "$WORK/daemon.log" | tail -1)"
+}
+printf ',' >"$WORK/config.yaml"
+reload_with "config.yaml:1: invalid YAML"
+rm "$WORK/config.yaml"
+mkdir "$WORK/config.yaml"
+reload_with "config.yaml: cannot read the configuration file: it is a directory"
+rmdir "$WORK/config.yaml"
+head -c 2000000 /dev/zero | tr '\0' '#' >"$WORK/config.yaml"
+reload_with "more than the 1048576"
+rss_now=$(rss_kb "$DAEMON_PID")
+[ "$rss_now" -lt $((rss_start + 200000)) ] || fail "RSS grew from ${rss_start} kB to ${rss_now} kB"
+scrape -o /dev/null || fail "no scrape after rejected reloads"
+pass "',', a directory and a 2 MB file are rejected on SIGHUP (RSS ${rss_start} -> ${rss_now} kB)"
+
+# ---- the endpoint under hostile clients ----------------------------------------------
+# 200 idle or half-sent connections from 127.0.0.2 and 8 slow-header clients (a header line
+# every second) from 127.0.0.1, held open while scrapes are made. cpp-httplib's thread pool
+# blocked every scrape for ~30 s; here each must complete (curl gives up after 10 s).
+/usr/bin/python3 - "$PORT" >"$WORK/hold.log" 2>&1 <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+held = []
+for i in range(200):
+    s = socket.socket(); s.bind(("127.0.0.2", 0))
+    try:
+        s.connect(("127.0.0.1", port))
+        if i % 2: s.send(b"GET /metrics HTTP/1.1\r\n")
+    except OSError:
+        pass
+    held.append(s)
+slow = []
+for i in range(8):
+    s = socket.socket(); s.connect(("127.0.0.1", port)); s.send(b"GET /metrics HTTP/1.1\r\n")
+    slow.append(s)
+print("holding", flush=True)
+for _ in range(30):
+    for s in slow:
+        try: s.send(b"X-Slow: 1\r\n")
+        except OSError: pass
+    time.sleep(1)
+PY
+HOLD_PID=$!
+for _ in $(seq 1 100); do grep -q holding "$WORK/hold.log" && break; sleep 0.1; done
+grep -q holding "$WORK/hold.log" || fail "the hostile clients did not connect: $(cat "$WORK/hold.log")"
+for i in 1 2 3 4 5; do
+  curl -sf --max-time 10 "http://127.0.0.1:$PORT/metrics" -o /dev/null \
+    || fail "scrape $i did not complete within 10 s while 208 idle/slow clients were connected"
+  sleep 0.5
+done
+kill "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID" 2>/dev/null || true
+pass "5 scrapes answered while 200 idle and 8 slow-header clients were connected"
+
+# Range with 2,700 parts: the whole body once (cpp-httplib sent 312 MB for this 8 KB request).
+plain=$(scrape | wc -c)
+ranges="bytes=0-$(printf ',0-%.0s' $(seq 1 2700))"
+ranged=$(curl -s --max-time 10 -H "Range: $ranges" "http://127.0.0.1:$PORT/metrics" | wc -c)
+[ "$ranged" -lt $((plain * 2 + 4096)) ] || fail "Range with 2700 parts got $ranged bytes (plain: $plain)"
+pass "Range with 2700 parts: $ranged bytes (plain scrape: $plain)"
+
+# 1 MB of headers: refused with 431, memory bounded.
+rss_before=$(rss_kb "$DAEMON_PID")
+status=$(/usr/bin/python3 - "$PORT" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+req = b"GET /metrics HTTP/1.1\r\nHost: t\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 1000) for i in range(1050)) + b"\r\n"
+try: s.sendall(req)
+except OSError: pass
+data = b""
+try:
+    while True:
+        chunk = s.recv(65536)
+        if not chunk: break
+        data += chunk
+except OSError: pass
+print(data[9:12].decode() if data.startswith(b"HTTP/1.") else "closed")
+PY
+)
+[ "$status" = "431" ] || fail "1 MB of headers got '$status', expected 431"
+rss_after=$(rss_kb "$DAEMON_PID")
+[ "$rss_after" -lt $((rss_before + 50000)) ] || fail "1 MB of headers grew RSS from $rss_before to $rss_after kB"
+pass "1 MB of headers refused with 431 (RSS $rss_before -> $rss_after kB)"
+
+# Pipelined requests: each answered.
+answers=$(/usr/bin/python3 - "$PORT" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nGET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"
+          b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk: break
+    data += chunk
+print(data.count(b"HTTP/1.1 200"))
+PY
+)
+[ "$answers" = "3" ] || fail "3 pipelined requests got $answers answers"
+pass "3 pipelined requests, 3 answers"
+
+for method in OPTIONS TRACE PUT POST DELETE; do
+  code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X "$method" "http://127.0.0.1:$PORT/metrics")
+  [ "$code" = "405" ] || fail "$method got $code, expected 405"
+done
+pass "OPTIONS, TRACE, PUT, POST, DELETE get 405"
+
+kill -0 "$DAEMON_PID" || fail "daemon died"
+scrape -o /dev/null || fail "no scrape at the end"
+pass "daemon alive and serving (RSS $(rss_kb "$DAEMON_PID") kB)"
