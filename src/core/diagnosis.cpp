@@ -5,6 +5,8 @@
 #include <tuple>
 #include <utility>
 
+#include "core/schema.h"
+
 namespace tailcause::core {
 namespace {
 
@@ -72,11 +74,11 @@ std::map<Labels, HistogramDelta> histogram_delta(const MetricSet& before, const 
 }
 
 std::vector<ThrottledCgroup> throttled_cgroups(const MetricSet& before, const MetricSet& after) {
-  const auto seconds = counter_delta(before, after, "tailcause_cpu_throttled_seconds");
-  const auto throttled = counter_delta(before, after, "tailcause_cpu_throttled_periods");
-  const auto periods = counter_delta(before, after, "tailcause_cpu_periods");
-  const auto quota = samples_of(after, "tailcause_cpu_quota_seconds");
-  const auto period = samples_of(after, "tailcause_cpu_period_seconds");
+  const auto seconds = counter_delta(before, after, metric::kCpuThrottledSeconds);
+  const auto throttled = counter_delta(before, after, metric::kCpuThrottledPeriods);
+  const auto periods = counter_delta(before, after, metric::kCpuPeriods);
+  const auto quota = samples_of(after, metric::kCpuQuotaSeconds);
+  const auto period = samples_of(after, metric::kCpuPeriodSeconds);
   std::vector<ThrottledCgroup> out;
   auto get = [](const std::map<Labels, double>& m, const Labels& k) {
     auto it = m.find(k);
@@ -106,8 +108,8 @@ std::vector<ThrottledCgroup> throttled_cgroups(const MetricSet& before, const Me
 }
 
 std::vector<NoisyNeighbour> noisy_neighbours(const MetricSet& before, const MetricSet& after) {
-  const auto seconds = counter_delta(before, after, "tailcause_cgroup_preempted_seconds");
-  const auto count = counter_delta(before, after, "tailcause_cgroup_preemptions");
+  const auto seconds = counter_delta(before, after, metric::kCgroupPreemptedSeconds);
+  const auto count = counter_delta(before, after, metric::kCgroupPreemptions);
   std::vector<NoisyNeighbour> out;
   for (const auto& [k, s] : seconds) {
     NoisyNeighbour n;
@@ -126,8 +128,8 @@ std::vector<NoisyNeighbour> noisy_neighbours(const MetricSet& before, const Metr
 }
 
 std::vector<TcpPeer> tcp_peers(const MetricSet& before, const MetricSet& after) {
-  const auto durations = histogram_delta(before, after, "tailcause_tcp_connection_duration_seconds");
-  const auto rtts = histogram_delta(before, after, "tailcause_tcp_rtt_seconds");
+  const auto durations = histogram_delta(before, after, metric::kTcpConnectionDurationSeconds);
+  const auto rtts = histogram_delta(before, after, metric::kTcpRttSeconds);
   std::map<Labels, TcpPeer> by_pair;
   for (const auto& [k, d] : durations) {
     if (!d.count) continue;
@@ -160,8 +162,8 @@ std::vector<TcpPeer> tcp_peers(const MetricSet& before, const MetricSet& after) 
 std::vector<CauseCount> cause_counts(const AnalyzerSummary& summary, const MetricSet& before,
                                      const MetricSet& after) {
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts;
-  if (has_family(after, "tailcause_glitches")) {
-    for (const auto& [k, v] : counter_delta(before, after, "tailcause_glitches")) {
+  if (has_family(after, metric::kGlitches)) {
+    for (const auto& [k, v] : counter_delta(before, after, metric::kGlitches)) {
       const auto n = static_cast<uint64_t>(v + 0.5);
       if (n) counts[{label(k, "tenant"), label(k, "stage"), label(k, "cause")}] += n;
     }

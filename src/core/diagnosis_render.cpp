@@ -107,7 +107,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     rows.push_back({ss.tenant, ss.stage, ss.count ? format_duration(ss.p50_ns) : "-",
                     ss.count ? format_duration(ss.p99_ns) : "-", std::to_string(ss.count),
                     std::to_string(ss.glitches),
-                    s.leading ? fmt::format("{} {}", kComponentNames[static_cast<size_t>(*s.leading)],
+                    s.leading ? fmt::format("{} {}", component_name(*s.leading),
                                             percent(s.leading_share))
                               : "-"});
   }
@@ -183,7 +183,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
 nlohmann::json glitch_json(const Glitch& g) {
   nlohmann::json culprits = nlohmann::json::array();
   for (const auto& c : g.verdict.culprits) {
-    culprits.push_back({{"component", kComponentNames[static_cast<size_t>(c.component)]},
+    culprits.push_back({{"component", component_name(c.component)},
                         {"seconds", ns_to_s(c.ns)},
                         {"share", c.share_of_wall},
                         {"excess_seconds", c.excess_ns * 1e-9}});
@@ -244,7 +244,7 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
                       {"p99_seconds", ns_to_s(s.summary.p99_ns)},
                       {"glitches", s.summary.glitches},
                       {"leading_component",
-                       s.leading ? nlohmann::json(kComponentNames[static_cast<size_t>(*s.leading)]) : nlohmann::json(nullptr)},
+                       s.leading ? nlohmann::json(component_name(*s.leading)) : nlohmann::json(nullptr)},
                       {"leading_share", s.leading_share},
                       {"component_seconds", std::move(components)}});
   }

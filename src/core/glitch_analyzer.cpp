@@ -4,6 +4,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/schema.h"
+
 namespace tailcause::core {
 namespace {
 
@@ -118,7 +120,7 @@ void GlitchAnalyzer::on_stage(const StageRecord& r, AnalyzerOutput& out) {
     // map lookups). The profile did not learn from this glitch, so it is the same one.
     g->verdict = explain(r, detector_.profile(r.id.tenant, r.stage), hints_(r));
     if (!g->verdict.culprits.empty()) {
-      g->cause = kComponentNames[static_cast<size_t>(g->verdict.culprits.front().component)];
+      g->cause = component_name(g->verdict.culprits.front().component);
     }
   }
   if (st != stages_.end()) st->second.glitches++;
@@ -221,7 +223,7 @@ void GlitchAnalyzer::tick(uint64_t now_ns) {
 void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
   for (const auto& [key, n] : glitch_counts_) {
     const auto& [tenant, stage, cause] = key;
-    out.add("tailcause_glitches", MetricType::Counter,
+    out.add(metric::kGlitches, MetricType::Counter,
             "Requests and stages slower than their SLO or far above their recent P99, cache "
             "breakdowns and output-entropy spikes, by the cause their verdict names",
             {{"tenant", tenant}, {"stage", stage}, {"cause", cause}}, static_cast<double>(n));
@@ -234,31 +236,31 @@ void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
     v = std::max(v, e.state == BreakerState::open ? 1.0 : 0.0);
   }
   for (const auto& [key, v] : open) {
-    out.add("tailcause_circuit_breaker_open", MetricType::Gauge,
+    out.add(metric::kCircuitBreakerOpen, MetricType::Gauge,
             "Whether the circuit breaker of a tenant and agent is open (1): it trips after "
             "consecutive slow stages and closes after a quiet period",
             {{"tenant", key.first}, {"agent", key.second}}, v);
   }
-  out.add("tailcause_circuit_breaker_trips", MetricType::Counter,
+  out.add(metric::kCircuitBreakerTrips, MetricType::Counter,
           "Times a circuit breaker opened", {}, static_cast<double>(breaker_.trips()));
 
   for (const auto& c : caches_.snapshot(now_ns)) {
     const Labels l{{"tenant", c.tenant}, {"cache", c.cache}};
-    out.add("tailcause_cache_breakdown_ratio", MetricType::Gauge,
+    out.add(metric::kCacheBreakdownRatio, MetricType::Gauge,
             "Share of a cache's lookups that missed or returned stale results over the "
             "breakdown window",
             l, c.ratio);
-    out.add("tailcause_cache_breakdowns", MetricType::Counter,
+    out.add(metric::kCacheBreakdowns, MetricType::Counter,
             "Times a tenant's cache entered breakdown", l, static_cast<double>(c.breakdowns));
     for (auto [q, v] : {std::pair{"0.95", c.stale_age_p95_ns}, std::pair{"0.99", c.stale_age_p99_ns}}) {
       Labels ql = l;
       ql.emplace_back("quantile", q);
-      out.add("tailcause_cache_stale_age_seconds", MetricType::Gauge,
+      out.add(metric::kCacheStaleAgeSeconds, MetricType::Gauge,
               "Age of the stale results a cache returned over the breakdown window, by quantile",
               ql, static_cast<double>(v) * 1e-9, "seconds");
     }
   }
-  out.add("tailcause_glitch_requests_dropped", MetricType::Counter,
+  out.add(metric::kGlitchRequestsDropped, MetricType::Counter,
           "Requests whose stages were not kept for trace export (too many pending, or never "
           "ended)",
           {}, static_cast<double>(dropped_requests_));

@@ -93,7 +93,7 @@ std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, uint64_t now
     out->page_cache_misses = r.page_cache_misses;
     out->cause = out->verdict.culprits.empty()
                      ? "slow"
-                     : kComponentNames[static_cast<size_t>(out->verdict.culprits.front().component)];
+                     : component_name(out->verdict.culprits.front().component);
   }
   if (s != nullptr) {
     s->window.add(now_ns, r.wall_ns());

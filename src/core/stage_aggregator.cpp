@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/histogram_conversion.h"
+#include "core/schema.h"
 
 namespace tailcause::core {
 namespace {
@@ -154,24 +155,24 @@ void StageAggregator::collect_stages(MetricSet& out) const {
     const auto& [tenant, agent, stage] = key;
     const Labels l{{"tenant", tenant}, {"agent", agent}, {"stage", stage}};
     if (s.duration.count() > 0) {
-      out.add_histogram("tailcause_stage_duration_seconds",
+      out.add_histogram(metric::kStageDurationSeconds,
                         "Wall time of agent stages, per tenant, agent and stage", l,
                         s.duration.render(kDurationFirst, kDurationLast));
     }
     for (size_t c = 0; c < kComponents; ++c) {
       Labels lc = l;
       lc.emplace_back("component", kComponentNames[c]);
-      out.add("tailcause_stage_time_seconds", MetricType::Counter,
+      out.add(metric::kStageTimeSeconds, MetricType::Counter,
               "Stage wall time split into its kernel causes (the components add up to the "
               "stage time; helper-thread time of a stage counts too)",
               std::move(lc), s.component_ns[c] * 1e-9, "seconds");
     }
-    out.add("tailcause_stage_page_cache_misses", MetricType::Counter,
+    out.add(metric::kStagePageCacheMisses, MetricType::Counter,
             "Pages the page cache had to read in for a stage", l,
             static_cast<double>(s.page_cache_misses));
-    out.add("tailcause_stage_major_faults", MetricType::Counter,
+    out.add(metric::kStageMajorFaults, MetricType::Counter,
             "Major page faults taken during a stage", l, static_cast<double>(s.major_faults));
-    out.add("tailcause_stage_read_bytes", MetricType::Counter,
+    out.add(metric::kStageReadBytes, MetricType::Counter,
             "Bytes read through read(2), pread64(2), readv(2) and the like during a stage", l,
             static_cast<double>(s.bytes_read), "bytes");
   }
@@ -181,7 +182,7 @@ void StageAggregator::collect_requests(MetricSet& out) const {
   for (const auto& [key, s] : request_series_) {
     const Labels l{{"tenant", key.first}, {"agent", key.second}};
     if (s.duration.count() > 0) {
-      out.add_histogram("tailcause_request_duration_seconds",
+      out.add_histogram(metric::kRequestDurationSeconds,
                         "Wall time of agent requests, per tenant and agent", l,
                         s.duration.render(kDurationFirst, kDurationLast));
     }
@@ -189,17 +190,17 @@ void StageAggregator::collect_requests(MetricSet& out) const {
       for (const auto& [status, n] : {std::pair{"ok", s.ok}, std::pair{"error", s.error}}) {
         Labels ls = l;
         ls.emplace_back("status", status);
-        out.add("tailcause_requests", MetricType::Counter, "Agent requests that ended, by outcome",
+        out.add(metric::kRequests, MetricType::Counter, "Agent requests that ended, by outcome",
                 std::move(ls), static_cast<double>(n));
       }
     }
     if (s.ttft.count() > 0) {
-      out.add_histogram("tailcause_time_to_first_token_seconds",
+      out.add_histogram(metric::kTimeToFirstTokenSeconds,
                         "Time from request start to its first output token", l,
                         s.ttft.render(kDurationFirst, kDurationLast));
     }
     if (s.tpot.count() > 0) {
-      out.add_histogram("tailcause_time_per_output_token_seconds",
+      out.add_histogram(metric::kTimePerOutputTokenSeconds,
                         "Mean time between output tokens after the first, per request", l,
                         s.tpot.render(kTokenFirst, kTokenLast));
     }
@@ -214,7 +215,7 @@ void StageAggregator::collect_requests(MetricSet& out) const {
       }
       h.count = entropy_count;
       h.sum = s.entropy_sum;
-      out.add_histogram("tailcause_output_entropy",
+      out.add_histogram(metric::kOutputEntropy,
                         "Entropy of inference output distributions, as the model reports it", l,
                         std::move(h), "");
     }
@@ -227,12 +228,12 @@ void StageAggregator::collect_caches(MetricSet& out) const {
     for (int r = 0; r < 3; ++r) {
       Labels lr = l;
       lr.emplace_back("result", kCacheResults[r]);
-      out.add("tailcause_cache_lookups", MetricType::Counter,
+      out.add(metric::kCacheLookups, MetricType::Counter,
               "Application cache lookups, by result (hit, miss, stale)", std::move(lr),
               static_cast<double>(s.results[r]));
     }
     if (s.hit_age.count() > 0) {
-      out.add_histogram("tailcause_cache_hit_age_seconds",
+      out.add_histogram(metric::kCacheHitAgeSeconds,
                         "Age of the entries cache hits returned (how stale a hit was)", l,
                         s.hit_age.render(kAgeFirst, kAgeLast));
     }
@@ -244,7 +245,7 @@ void StageAggregator::collect_layers(MetricSet& out) const {
     const auto sep = key.find(kSeparator);
     const std::string layer = sep == std::string::npos ? key : key.substr(0, sep);
     const std::string batch = sep == std::string::npos ? key : key.substr(sep + 1);
-    out.add_histogram("tailcause_layer_duration_seconds",
+    out.add_histogram(metric::kLayerDurationSeconds,
                       "Time of one model layer over one batch, by layer and batch size",
                       {{"layer", layer}, {"batch_size", batch}},
                       log2_to_buckets(t.slots, t.sum_ns, 1e-9, kLayerFirst, kLayerLast));
@@ -259,7 +260,7 @@ void StageAggregator::collect_errors(MetricSet& out) const {
   for (const auto& [kind, n] : kernel_errors_) totals[kind] += n;
   for (const auto& [kind, n] : user_errors_) totals[kind] += n;
   for (const auto& [kind, n] : totals) {
-    out.add("tailcause_sdk_errors", MetricType::Counter,
+    out.add(metric::kSdkErrors, MetricType::Counter,
             "Bad input from the SDK probes (out-of-order calls, bad strings), by kind",
             {{"kind", kind}}, static_cast<double>(n));
   }

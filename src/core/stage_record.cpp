@@ -22,7 +22,16 @@ static_assert(kKernelErrors.size() == ATTRIB_KERNEL_ERRORS);
 constexpr std::array<const char*, ATTRIB_STAGE_KINDS> kStageNames = {
     "prompt", "embedding", "retrieval", "generation", "tool", "response", "other"};
 
+// core/schema.h lists the components in the kernel's order, unattributed last.
 static_assert(ATTRIB_KERNEL_COMPONENTS + 1 == kComponents, "unattributed is the last component");
+static_assert(index_of(Component::on_cpu) == ATTRIB_ON_CPU &&
+                  index_of(Component::runqueue) == ATTRIB_RUNQUEUE &&
+                  index_of(Component::cpu_throttled) == ATTRIB_CPU_THROTTLED &&
+                  index_of(Component::block_io) == ATTRIB_BLOCK_IO &&
+                  index_of(Component::network) == ATTRIB_NETWORK &&
+                  index_of(Component::lock) == ATTRIB_LOCK && index_of(Component::gpu) == ATTRIB_GPU &&
+                  index_of(Component::sleep) == ATTRIB_SLEEP,
+              "core/schema.h and bpf/attrib.h order the components alike");
 static_assert(sizeof(attrib_stage_record) % 8 == 0 && sizeof(attrib_request_record) % 8 == 0 &&
                   sizeof(attrib_cache_record) % 8 == 0 && sizeof(attrib_quality_record) % 8 == 0 &&
                   sizeof(attrib_anomaly) % 8 == 0 && sizeof(attrib_peer) % 8 == 0 &&
@@ -156,9 +165,8 @@ size_t sequence_length(unsigned char lead) {
 }  // namespace
 
 std::optional<Component> anomaly_component(std::string_view kind) {
-  for (size_t c = 0; c < ATTRIB_KERNEL_COMPONENTS; ++c) {
-    if (kind == kComponentNames[c]) return static_cast<Component>(c);
-  }
+  const auto c = component_from_name(kind);
+  if (c && index_of(*c) < ATTRIB_KERNEL_COMPONENTS) return c;
   return std::nullopt;
 }
 

@@ -12,16 +12,9 @@
 #include <string_view>
 #include <variant>
 
-namespace tailcause::core {
+#include "core/schema.h"
 
-// Where a stage's wall time went; they add up to the wall time.
-enum class Component : uint8_t {
-  on_cpu, runqueue, cpu_throttled, block_io, network, lock, gpu, sleep, unattributed
-};
-inline constexpr size_t kComponents = 9;
-inline constexpr std::array<const char*, kComponents> kComponentNames = {
-    "on_cpu", "runqueue", "cpu_throttled", "block_io", "network",
-    "lock",   "gpu",      "sleep",         "unattributed"};
+namespace tailcause::core {
 
 // Label values the decoder substitutes.
 inline constexpr const char* kUnknownLabel = "unknown";     // no request_begin seen, or empty
@@ -113,7 +106,7 @@ struct CacheRecord {
 struct KernelAnomaly {
   uint64_t end_ns = 0;       // CLOCK_MONOTONIC
   uint64_t duration_ns = 0;  // 0 for a major fault (not measured)
-  std::string kind;          // "runqueue", "cpu_throttled", "block_io" or "major_fault"
+  std::string kind;          // a component's name (runqueue, cpu_throttled, block_io) or "major_fault"
   bool operator==(const KernelAnomaly&) const = default;
 };
 inline constexpr const char* kMajorFaultAnomaly = "major_fault";

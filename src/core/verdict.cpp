@@ -105,7 +105,7 @@ Verdict explain(const StageRecord& r, const ComponentProfile* normal, const Evid
   v.evidence = fmt::format("{} {}", r.stage, format_duration(wall));
   for (const auto& c : v.culprits) {
     v.evidence += fmt::format(", {:.0f}% {}", std::round(c.share_of_wall * 100),
-                              kComponentNames[static_cast<size_t>(c.component)]);
+                              component_name(c.component));
     std::string extra = extra_for(c.component, r, hints);
     if (!extra.empty()) v.evidence += ": " + extra;
   }

@@ -11,11 +11,11 @@
 namespace tailcause::exporter {
 namespace {
 
-// The components in core::kComponentNames order, with their journal values.
+// The components in core::Component order, named as everywhere else, with their journal values.
 std::vector<std::pair<const char*, double>> components_of(const GlitchComponents& c) {
-  return {{"on_cpu", c.on_cpu},         {"runqueue", c.runqueue}, {"cpu_throttled", c.cpu_throttled},
-          {"block_io", c.block_io},     {"network", c.network},   {"lock", c.lock},
-          {"gpu", c.gpu},               {"sleep", c.sleep},       {"unattributed", c.unattributed}};
+  std::vector<std::pair<const char*, double>> out;
+  for (core::Component k : core::kAllComponents) out.emplace_back(core::component_name(k), c[k]);
+  return out;
 }
 
 std::string wall_text(double seconds) {

@@ -19,7 +19,8 @@ std::string format_local_time(int64_t unix_ns);
 // `what` describes the query there ("in the last 1h for tenant ta").
 std::string render_glitch_table(const std::vector<GlitchRow>& rows, const std::string& what);
 
-// One object per row with every GlitchRow field; components as an object of seconds.
+// One object per row with every GlitchRow field; components as an object of seconds keyed by
+// core::component_name().
 nlohmann::json glitch_rows_json(const std::vector<GlitchRow>& rows);
 
 }  // namespace tailcause::exporter

@@ -12,8 +12,18 @@
 namespace tailcause::exporter {
 namespace {
 
+// The component columns, "on_cpu_s REAL NOT NULL, runqueue_s REAL NOT NULL, ..." with `suffix`
+// after each name ("" for a column list).
+std::string component_columns(const char* suffix) {
+  std::string out;
+  for (core::Component c : core::kAllComponents)
+    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", journal_column(c), suffix);
+  return out;
+}
+
 // Schema v1. A column per component keeps queries like "sum of runqueue by tenant" plain SQL.
-constexpr const char* kSchemaV1 = R"sql(
+std::string schema_v1() {
+  return fmt::format(R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT INTO meta VALUES('last_batch', 0);
 CREATE TABLE glitches(
@@ -22,20 +32,29 @@ CREATE TABLE glitches(
   time_ns INTEGER NOT NULL,
   tenant TEXT NOT NULL, agent TEXT NOT NULL, stage TEXT NOT NULL,
   wall_s REAL NOT NULL,
-  on_cpu_s REAL NOT NULL, runqueue_s REAL NOT NULL, cpu_throttled_s REAL NOT NULL,
-  block_io_s REAL NOT NULL, network_s REAL NOT NULL, lock_s REAL NOT NULL,
-  gpu_s REAL NOT NULL, sleep_s REAL NOT NULL, unattributed_s REAL NOT NULL,
+  {},
   page_cache_misses INTEGER NOT NULL,
   cause TEXT NOT NULL, verdict TEXT NOT NULL, evidence TEXT NOT NULL, trace_id TEXT NOT NULL);
 CREATE INDEX glitches_time ON glitches(time_ns);
 CREATE INDEX glitches_tenant_time ON glitches(tenant, time_ns);
 CREATE INDEX glitches_stage_time ON glitches(stage, time_ns);
-)sql";
+)sql",
+                     component_columns(" REAL NOT NULL"));
+}
 
-constexpr const char* kColumns =
-    "id, batch, time_ns, tenant, agent, stage, wall_s, on_cpu_s, runqueue_s, cpu_throttled_s, "
-    "block_io_s, network_s, lock_s, gpu_s, sleep_s, unattributed_s, page_cache_misses, cause, "
-    "verdict, evidence, trace_id";
+// The columns a row is written from and read into, in this order (query() reads by position).
+std::string row_columns() {
+  return fmt::format("batch, time_ns, tenant, agent, stage, wall_s, {}, page_cache_misses, cause, "
+                     "verdict, evidence, trace_id",
+                     component_columns(""));
+}
+constexpr int kRowColumns = 6 + static_cast<int>(core::kComponents) + 5;
+
+std::string insert_sql() {
+  std::string params;
+  for (int i = 1; i <= kRowColumns; ++i) params += fmt::format("{}?{}", i > 1 ? "," : "", i);
+  return fmt::format("INSERT INTO glitches({}) VALUES({})", row_columns(), params);
+}
 
 struct StmtDeleter {
   void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
@@ -54,6 +73,8 @@ void bind_text(sqlite3_stmt* s, int index, const std::string& value) {
 }
 
 }  // namespace
+
+std::string journal_column(core::Component c) { return fmt::format("{}_s", core::component_name(c)); }
 
 Journal::Journal(std::string path, JournalLimits limits)
     : path_(std::move(path)), limits_(limits) {
@@ -98,11 +119,7 @@ Journal::Journal(std::string path, JournalLimits limits)
       throw JournalError(fmt::format("journal {}: schema version {} is newer than this build ({})",
                                      path_, version, kSchemaVersion));
     }
-    insert_ = prepare(
-        "INSERT INTO glitches(batch, time_ns, tenant, agent, stage, wall_s, on_cpu_s, runqueue_s, "
-        "cpu_throttled_s, block_io_s, network_s, lock_s, gpu_s, sleep_s, unattributed_s, "
-        "page_cache_misses, cause, verdict, evidence, trace_id) "
-        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)");
+    insert_ = prepare(insert_sql().c_str());
     next_batch_ = prepare(
         "UPDATE meta SET value = value + 1 WHERE key = 'last_batch' RETURNING value");
   } catch (...) {
@@ -151,7 +168,7 @@ void Journal::create_schema() {
   try {
     // Another process may have created it while we waited for the write lock.
     if (scalar("PRAGMA user_version") == 0) {
-      exec(kSchemaV1);
+      exec(schema_v1().c_str());
       exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
     }
     exec("COMMIT");
@@ -178,15 +195,14 @@ int64_t Journal::append(const std::vector<GlitchRow>& rows) {
       bind_text(s, 3, row.tenant);
       bind_text(s, 4, row.agent);
       bind_text(s, 5, row.stage);
-      int i = 6;
-      for (double v : {row.wall_seconds, c.on_cpu, c.runqueue, c.cpu_throttled, c.block_io,
-                       c.network, c.lock, c.gpu, c.sleep, c.unattributed})
-        sqlite3_bind_double(s, i++, v);
-      sqlite3_bind_int64(s, 16, row.page_cache_misses);
-      bind_text(s, 17, row.cause);
-      bind_text(s, 18, row.verdict);
-      bind_text(s, 19, row.evidence);
-      bind_text(s, 20, row.trace_id);
+      sqlite3_bind_double(s, 6, row.wall_seconds);
+      int i = 7;
+      for (double v : c.seconds) sqlite3_bind_double(s, i++, v);
+      sqlite3_bind_int64(s, i++, row.page_cache_misses);
+      bind_text(s, i++, row.cause);
+      bind_text(s, i++, row.verdict);
+      bind_text(s, i++, row.evidence);
+      bind_text(s, i++, row.trace_id);
       if (sqlite3_step(s) != SQLITE_DONE) fail("cannot insert a glitch");
     }
     sqlite3_reset(insert_);
@@ -257,9 +273,9 @@ std::vector<GlitchRow> Journal::query(const JournalFilter& filter) const {
                                             kMaxQueryLimit, filter.limit));
 
   const std::string sql = fmt::format(
-      "SELECT {} FROM glitches WHERE time_ns >= ?1 AND (?2 IS NULL OR tenant = ?2) "
+      "SELECT id, {} FROM glitches WHERE time_ns >= ?1 AND (?2 IS NULL OR tenant = ?2) "
       "AND (?3 IS NULL OR stage = ?3) ORDER BY time_ns DESC, id DESC LIMIT ?4",
-      kColumns);
+      row_columns());
   Stmt stmt(prepare(sql.c_str()));
   sqlite3_stmt* s = stmt.get();
   sqlite3_bind_int64(s, 1, filter.since_ns);
@@ -280,14 +296,12 @@ std::vector<GlitchRow> Journal::query(const JournalFilter& filter) const {
     r.wall_seconds = sqlite3_column_double(s, 6);
     GlitchComponents& c = r.components;
     int col = 7;
-    for (double* v : {&c.on_cpu, &c.runqueue, &c.cpu_throttled, &c.block_io, &c.network, &c.lock,
-                      &c.gpu, &c.sleep, &c.unattributed})
-      *v = sqlite3_column_double(s, col++);
-    r.page_cache_misses = sqlite3_column_int64(s, 16);
-    r.cause = column_text(s, 17);
-    r.verdict = column_text(s, 18);
-    r.evidence = column_text(s, 19);
-    r.trace_id = column_text(s, 20);
+    for (double& v : c.seconds) v = sqlite3_column_double(s, col++);
+    r.page_cache_misses = sqlite3_column_int64(s, col++);
+    r.cause = column_text(s, col++);
+    r.verdict = column_text(s, col++);
+    r.evidence = column_text(s, col++);
+    r.trace_id = column_text(s, col++);
     rows.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) fail("query failed");

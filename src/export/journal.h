@@ -4,12 +4,15 @@
 // from one thread at a time (a second process may open the same file; WAL serialises writers).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "core/schema.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -20,12 +23,18 @@ struct JournalError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Seconds each kernel cause explained; a fixed column each (see core::kComponentNames).
+// Seconds each kernel cause explained, in core::Component order; a column each
+// (journal_column()).
 struct GlitchComponents {
-  double on_cpu = 0, runqueue = 0, cpu_throttled = 0, block_io = 0, network = 0, lock = 0,
-         gpu = 0, sleep = 0, unattributed = 0;
+  std::array<double, core::kComponents> seconds{};
+  double& operator[](core::Component c) { return seconds[core::index_of(c)]; }
+  double operator[](core::Component c) const { return seconds[core::index_of(c)]; }
   bool operator==(const GlitchComponents&) const = default;
 };
+
+// The journal column of a component: its name with the unit, "runqueue_s". Renaming a
+// component renames its column, which needs a schema version and a migration.
+std::string journal_column(core::Component c);
 
 struct GlitchRow {
   int64_t id = 0;     // assigned by the journal on append (read back by query)

@@ -135,10 +135,10 @@ void add_stage_span(const core::RequestTrace& t, size_t index, const std::string
   set_int(a, "tailcause.tid", s.tid);
   if (s.worker()) set_bool(a, "tailcause.worker", true);
   if (s.aborted()) set_bool(a, "tailcause.aborted", true);
-  for (size_t c = 0; c < core::kComponents; ++c) {
-    if (s.component_ns[c] == 0) continue;
-    set_double(a, std::string("tailcause.component.") + core::kComponentNames[c],
-               static_cast<double>(s.component_ns[c]) * 1e-9);
+  for (core::Component c : core::kAllComponents) {
+    const uint64_t ns = s.component_ns[core::index_of(c)];
+    if (ns == 0) continue;
+    set_double(a, component_attribute(c), static_cast<double>(ns) * 1e-9);
   }
   set_int(a, "tailcause.page_cache_misses", static_cast<int64_t>(s.page_cache_misses));
   set_int(a, "tailcause.major_faults", static_cast<int64_t>(s.major_faults));
@@ -155,6 +155,10 @@ OtlpResourceInfo local_resource(std::string service_name) {
   std::array<char, 256> host{};
   if (gethostname(host.data(), host.size() - 1) == 0) info.host_name = host.data();
   return info;
+}
+
+std::string component_attribute(core::Component c) {
+  return std::string("tailcause.component.") + core::component_name(c);
 }
 
 std::optional<std::string_view> gen_ai_operation(std::string_view stage) {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/request_trace.h"
+#include "core/schema.h"
 
 namespace tailcause::exporter {
 
@@ -31,6 +32,8 @@ std::string encode_traces(std::span<const core::RequestTrace> traces,
                           const OtlpResourceInfo& resource, size_t* skipped = nullptr);
 
 // Building blocks, public for tests.
+// The span attribute of a component's seconds: "tailcause.component.runqueue".
+std::string component_attribute(core::Component c);
 // The GenAI operation of a stage ("embeddings", "chat", "execute_tool"), or nullopt.
 std::optional<std::string_view> gen_ai_operation(std::string_view stage);
 // "embeddings" / "chat" / "execute_tool" for those stages, else the stage name.

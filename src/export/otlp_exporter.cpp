@@ -9,6 +9,7 @@
 #include <ctime>
 #include <random>
 
+#include "core/schema.h"
 #include "otlp/trace_service.pb.h"
 
 namespace tailcause::exporter {
@@ -289,19 +290,19 @@ OtlpExporter::Stats OtlpExporter::stats() const {
 void OtlpExporter::collect(core::MetricSet& out) const {
   const Stats s = stats();
   using core::MetricType;
-  out.add("tailcause_otlp_spans_exported", MetricType::Counter,
+  out.add(core::metric::kOtlpSpansExported, MetricType::Counter,
           "Spans the OTLP collector accepted.", {}, static_cast<double>(s.exported));
   for (const auto& [reason, n] : s.dropped) {
     if (reason == "invalid" && n == 0) continue;  // a bug elsewhere if ever non-zero
-    out.add("tailcause_otlp_spans_dropped", MetricType::Counter,
+    out.add(core::metric::kOtlpSpansDropped, MetricType::Counter,
             "Spans not exported, by reason: queue_full, budget (over otlp.budget_spans_per_s), "
             "rejected (by the collector), shutdown, retries_exhausted.",
             {{"reason", reason}}, static_cast<double>(n));
   }
-  out.add("tailcause_otlp_spans_unsampled", MetricType::Counter,
+  out.add(core::metric::kOtlpSpansUnsampled, MetricType::Counter,
           "Spans of normal requests left out by otlp.sample_normal (by design, not a loss).", {},
           static_cast<double>(s.unsampled));
-  auto& errors = out.family("tailcause_otlp_export_errors", MetricType::Counter,
+  auto& errors = out.family(core::metric::kOtlpExportErrors, MetricType::Counter,
                             "Failed OTLP export attempts, by kind: connection or http_<status>.");
   for (const auto& [kind, n] : s.errors) {
     core::Sample sample;
@@ -309,7 +310,7 @@ void OtlpExporter::collect(core::MetricSet& out) const {
     sample.value = static_cast<double>(n);
     errors.samples.push_back(std::move(sample));
   }
-  out.add("tailcause_otlp_queue_spans", MetricType::Gauge,
+  out.add(core::metric::kOtlpQueueSpans, MetricType::Gauge,
           "Spans waiting to be exported (queued and in flight).", {},
           static_cast<double>(s.queued_spans + s.in_flight_spans));
 
@@ -324,7 +325,7 @@ void OtlpExporter::collect(core::MetricSet& out) const {
     h.count = cumulative + seconds_buckets_.back();
     h.sum = seconds_sum_;
   }
-  out.add_histogram("tailcause_otlp_export_seconds", "Duration of OTLP export attempts (POSTs).",
+  out.add_histogram(core::metric::kOtlpExportSeconds, "Duration of OTLP export attempts (POSTs).",
                     {}, std::move(h));
 }
 

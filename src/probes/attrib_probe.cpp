@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "bpf/attrib.h"
+#include "core/schema.h"
 #include "core/trace_ids.h"
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
@@ -429,21 +430,21 @@ void AttribProbe::collect(core::MetricSet& out) {
   aggregator_->set_layers(layers);
   aggregator_->collect(out);
 
-  out.add("tailcause_events_lost", core::MetricType::Counter,
+  out.add(core::metric::kEventsLost, core::MetricType::Counter,
           "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
           static_cast<double>(events_lost()));
-  out.add("tailcause_attrib_missed_switches", core::MetricType::Counter,
+  out.add(core::metric::kAttribMissedSwitches, core::MetricType::Counter,
           "Context switches of stage threads the kernel did not report to the attribution "
           "probes (recovered from the scheduler's own records)",
           {}, static_cast<double>(missed_switches()));
   for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
     const core::Recipe& r = recipes_.recipes()[i];
-    out.add("tailcause_recipe_calls", core::MetricType::Counter,
+    out.add(core::metric::kRecipeCalls, core::MetricType::Counter,
             "Calls of the symbols uprobe recipes name (all threads, nested calls included)",
             {{"library", r.library}, {"symbol", r.symbol}},
             static_cast<double>(recipe_calls(i)));
   }
-  out.add("tailcause_usdt_attached_binaries", core::MetricType::Gauge,
+  out.add(core::metric::kUsdtAttachedBinaries, core::MetricType::Gauge,
           "Executables and libraries whose tailcause USDT probes are attached", {},
           static_cast<double>(attached_.size()));
 }

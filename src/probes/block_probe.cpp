@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/histogram_conversion.h"
+#include "core/schema.h"
 #include "probes/bpf_loader.h"
 #include "bpf/block.h"
 #include "block.skel.h"
@@ -157,10 +158,10 @@ void BlockProbe::collect(core::MetricSet& out) {
       const OpIo& op = io.ops[i];
       if (!op.seen) continue;
       const core::Labels labels{{"device", device}, {"op", kOps[i]}};
-      out.add_histogram("tailcause_block_io_latency_seconds",
+      out.add_histogram(core::metric::kBlockIoLatencySeconds,
                         "Block request latency from issue to the driver until completion",
                         labels, core::log2_to_buckets(op.slots, op.sum_ns, 1e-9, 9, 34));
-      out.add("tailcause_block_io_bytes", MetricType::Counter,
+      out.add(core::metric::kBlockIoBytes, MetricType::Counter,
               "Bytes transferred by completed block requests", labels,
               static_cast<double>(op.bytes), "bytes");
     }

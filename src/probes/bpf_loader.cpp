@@ -7,6 +7,8 @@
 #include <deque>
 #include <mutex>
 
+#include "core/schema.h"
+
 namespace tailcause::probes {
 namespace {
 
@@ -85,7 +87,7 @@ uint64_t percpu_sum(int fd, uint32_t key) {
 }
 
 void add_events_lost(core::MetricSet& out, const char* source, uint64_t lost) {
-  out.add("tailcause_events_lost", core::MetricType::Counter,
+  out.add(core::metric::kEventsLost, core::MetricType::Counter,
           "Events dropped because a BPF map or ring buffer was full", {{"source", source}},
           static_cast<double>(lost));
 }

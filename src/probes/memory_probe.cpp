@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core/schema.h"
 #include "probes/bpf_loader.h"
 #include "bpf/memory.h"
 #include "memory.skel.h"
@@ -277,11 +278,11 @@ void MemoryProbe::collect(core::MetricSet& out) {
   }
   const bool faults = counts_major_faults();
   for (const auto& [cgroup, c] : series_->cgroups.fold(by_cgroup)) {
-    out.add("tailcause_page_cache_misses", MetricType::Counter,
+    out.add(core::metric::kPageCacheMisses, MetricType::Counter,
             "Pages the page cache had to add for reads and page faults, per cgroup",
             {{"cgroup", cgroup}}, static_cast<double>(c.page_cache_misses));
     if (faults) {
-      out.add("tailcause_major_faults", MetricType::Counter,
+      out.add(core::metric::kMajorFaults, MetricType::Counter,
               "Page faults that waited for I/O, per cgroup", {{"cgroup", cgroup}},
               static_cast<double>(c.major_faults));
     }
@@ -290,11 +291,11 @@ void MemoryProbe::collect(core::MetricSet& out) {
     const auto it = labels.find(pk);
     const core::Labels l{{"cgroup", it != labels.end() ? it->second.first : core::kOtherLabel},
                          {"process", it != labels.end() ? it->second.second : core::kOtherLabel}};
-    out.add("tailcause_process_page_cache_misses", MetricType::Counter,
+    out.add(core::metric::kProcessPageCacheMisses, MetricType::Counter,
             "Pages the page cache had to add for reads and page faults, per process name",
             l, static_cast<double>(c.page_cache_misses));
     if (faults) {
-      out.add("tailcause_process_major_faults", MetricType::Counter,
+      out.add(core::metric::kProcessMajorFaults, MetricType::Counter,
               "Page faults that waited for I/O, per process name", l,
               static_cast<double>(c.major_faults));
     }

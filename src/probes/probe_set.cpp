@@ -12,6 +12,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/schema.h"
 #include "probes/families.h"
 
 namespace tailcause::probes {
@@ -181,7 +182,7 @@ void ProbeSet::collect(core::MetricSet& out) {
     if (r.family) r.family->collect(out);
   }
   for (const auto& r : families_) {
-    out.add("tailcause_probe_attached", MetricType::Gauge,
+    out.add(core::metric::kProbeAttached, MetricType::Gauge,
             "Whether a probe family is loaded and attached (1) or not (0).",
             {{"probe", r.status.name}}, r.status.attached ? 1 : 0);
   }
@@ -195,10 +196,10 @@ void ProbeSet::collect(core::MetricSet& out) {
       __u32 len = sizeof info;
       if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.run_cnt == 0) continue;
       const core::Labels labels{{"probe", r.status.name}, {"program", bpf_program__name(prog)}};
-      out.add("tailcause_bpf_program_run_seconds", MetricType::Counter,
+      out.add(core::metric::kBpfProgramRunSeconds, MetricType::Counter,
               "Time the kernel spent running a BPF program (needs bpf_stats).", labels,
               static_cast<double>(info.run_time_ns) * 1e-9, "seconds");
-      out.add("tailcause_bpf_program_runs", MetricType::Counter,
+      out.add(core::metric::kBpfProgramRuns, MetricType::Counter,
               "Times the kernel ran a BPF program (needs bpf_stats).", labels,
               static_cast<double>(info.run_cnt));
     }
@@ -207,7 +208,7 @@ void ProbeSet::collect(core::MetricSet& out) {
   for (const auto& r : families_) {
     if (r.family) folded += r.family->folded_label_values();
   }
-  out.add("tailcause_label_values_folded", MetricType::Gauge,
+  out.add(core::metric::kLabelValuesFolded, MetricType::Gauge,
           "Distinct label values folded into __other__ by the top-K cardinality bound.", {},
           static_cast<double>(folded));
   static const std::string kernel = [] {
@@ -215,7 +216,7 @@ void ProbeSet::collect(core::MetricSet& out) {
     uname(&u);
     return std::string(u.release);
   }();
-  out.add("tailcause_build_info", MetricType::Gauge, "Build and host information.",
+  out.add(core::metric::kBuildInfo, MetricType::Gauge, "Build and host information.",
           {{"version", TAILCAUSE_VERSION_STRING},
            {"libbpf", fmt::format("{}.{}", libbpf_major_version(), libbpf_minor_version())},
            {"kernel", kernel},

@@ -24,6 +24,7 @@
 
 #include "bpf/sched.h"
 #include "core/histogram_conversion.h"
+#include "core/schema.h"
 #include "probes/bpf_loader.h"
 #include "sched.skel.h"
 
@@ -333,11 +334,11 @@ void SchedProbe::collect_cgroups(core::MetricSet& out) {
     if (const auto name = cgroup_name(id)) current[*name] += t;
   }
   for (const auto& [name, t] : series_->cgroups.fold(current)) {
-    out.add_histogram("tailcause_runqueue_latency_seconds",
+    out.add_histogram(core::metric::kRunqueueLatencySeconds,
                       "Time from becoming runnable to running on a CPU, per cgroup",
                       {{"cgroup", name}}, core::log2_to_buckets(t.slots, t.sum_ns, 1e-9, 9, 34));
     for (int s = 0; s < SCHED_OFFCPU_STATES; ++s) {
-      out.add("tailcause_offcpu_seconds", MetricType::Counter,
+      out.add(core::metric::kOffcpuSeconds, MetricType::Counter,
               "Time tasks spent off CPU: waiting in the run queue, in uninterruptible (io) "
               "or other (sleep) waits",
               {{"cgroup", name}, {"state", kOffcpuStates[s]}}, t.offcpu_ns[s] * 1e-9, "seconds");
@@ -365,10 +366,10 @@ void SchedProbe::collect_preemptions(core::MetricSet& out) {
     const std::string victim = it != labels.end() ? it->second.first : core::kOtherLabel;
     const std::string by = it != labels.end() ? it->second.second : core::kOtherLabel;
     const core::Labels l{{"cgroup", victim}, {"by_cgroup", by}};
-    out.add("tailcause_cgroup_preemptions", MetricType::Counter,
+    out.add(core::metric::kCgroupPreemptions, MetricType::Counter,
             "Times a runnable task of cgroup was switched out for a task of by_cgroup", l,
             static_cast<double>(t.preemptions));
-    out.add("tailcause_cgroup_preempted_seconds", MetricType::Counter,
+    out.add(core::metric::kCgroupPreemptedSeconds, MetricType::Counter,
             "Run-queue wait of cgroup's tasks after being preempted by by_cgroup", l,
             t.wait_ns * 1e-9, "seconds");
   }
@@ -381,7 +382,7 @@ void SchedProbe::collect_runqlen(core::MetricSet& out) {
   for (int cpu : sampled_cpus_) {
     if (cpu >= static_cast<int>(per_cpu.size())) continue;
     const auto& h = per_cpu[cpu].hist;
-    out.add_histogram("tailcause_runqueue_length",
+    out.add_histogram(core::metric::kRunqueueLength,
                       "Sampled number of runnable tasks on a CPU, the running one included",
                       {{"cpu", std::to_string(cpu)}},
                       core::linear_to_buckets(widen(h.slots), h.sum), "");

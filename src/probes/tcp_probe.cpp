@@ -13,6 +13,7 @@
 #include <map>
 
 #include "core/histogram_conversion.h"
+#include "core/schema.h"
 #include "core/service_pair.h"
 #include "probes/bpf_loader.h"
 #include "bpf/hist.h"
@@ -168,24 +169,24 @@ void TcpProbe::collect(core::MetricSet& out) {
   consume();
   for (const auto& [pair, t] : pairs_->totals) {
     const core::Labels labels = {{"local", pair.local}, {"remote", pair.remote}};
-    out.add_histogram("tailcause_tcp_connection_duration_seconds",
+    out.add_histogram(core::metric::kTcpConnectionDurationSeconds,
                       "Lifetime of closed TCP connections, from connect or accept to close",
                       labels,
                       core::log2_to_buckets(t.duration_us.slots, t.duration_us.sum, 1e-6,
                                             kDurationFirst, kDurationLast));
-    out.add_histogram("tailcause_tcp_rtt_seconds",
+    out.add_histogram(core::metric::kTcpRttSeconds,
                       "Smoothed TCP round-trip time: one sample per closed connection plus "
                       "samples of received traffic",
                       labels,
                       core::log2_to_buckets(t.rtt_us.slots, t.rtt_us.sum, 1e-6, kRttFirst,
                                             kRttLast));
-    out.add("tailcause_tcp_sent_bytes", MetricType::Counter,
+    out.add(core::metric::kTcpSentBytes, MetricType::Counter,
             "Payload bytes sent and acknowledged on closed TCP connections", labels,
             static_cast<double>(t.sent_bytes), "bytes");
-    out.add("tailcause_tcp_received_bytes", MetricType::Counter,
+    out.add(core::metric::kTcpReceivedBytes, MetricType::Counter,
             "Payload bytes received on closed TCP connections", labels,
             static_cast<double>(t.received_bytes), "bytes");
-    out.add("tailcause_tcp_retransmits", MetricType::Counter, "TCP segments retransmitted",
+    out.add(core::metric::kTcpRetransmits, MetricType::Counter, "TCP segments retransmitted",
             labels, static_cast<double>(t.retransmits));
   }
 

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/schema.h"
+
 namespace tailcause::probes {
 namespace {
 
@@ -17,12 +19,12 @@ constexpr double kNsPerSecond = 1e9;
 constexpr double kUsPerSecond = 1e6;
 
 // Counter families are named without `_total`; the renderers add it.
-constexpr const char* kThrottledSeconds = "tailcause_cpu_throttled_seconds";
-constexpr const char* kThrottledPeriods = "tailcause_cpu_throttled_periods";
-constexpr const char* kPeriods = "tailcause_cpu_periods";
-constexpr const char* kQuota = "tailcause_cpu_quota_seconds";
-constexpr const char* kPeriod = "tailcause_cpu_period_seconds";
-constexpr const char* kWeight = "tailcause_cpu_weight";
+constexpr const char* kThrottledSeconds = core::metric::kCpuThrottledSeconds;
+constexpr const char* kThrottledPeriods = core::metric::kCpuThrottledPeriods;
+constexpr const char* kPeriods = core::metric::kCpuPeriods;
+constexpr const char* kQuota = core::metric::kCpuQuotaSeconds;
+constexpr const char* kPeriod = core::metric::kCpuPeriodSeconds;
+constexpr const char* kWeight = core::metric::kCpuWeight;
 
 // A cgroup file's whole content; nullopt when it is absent (controller off, cgroup removed).
 std::optional<std::string> read_small_file(const std::string& path) {

@@ -41,9 +41,9 @@ GlitchRow throttled_row() {
   r.agent = "rag-agent";
   r.stage = "generation";
   r.wall_seconds = 1.42;
-  r.components.on_cpu = 0.3;
-  r.components.cpu_throttled = 0.9;
-  r.components.unattributed = 0.22;
+  r.components[tailcause::core::Component::on_cpu] = 0.3;
+  r.components[tailcause::core::Component::cpu_throttled] = 0.9;
+  r.components[tailcause::core::Component::unattributed] = 0.22;
   r.page_cache_misses = 12;
   r.cause = "cpu_throttled";
   r.verdict = "63% cpu_throttled";
@@ -95,6 +95,21 @@ TEST(GlitchListing, TableExplainsEachRow) {
 TEST(GlitchListing, EmptyListSaysSo) {
   EXPECT_EQ(render_glitch_table({}, "for tenant ta"), "no glitches for tenant ta\n");
   EXPECT_EQ(render_glitch_table({}, ""), "no glitches\n");
+}
+
+// Every component (core/schema.h) is listed under its name with its own value.
+TEST(GlitchListing, JsonListsEveryComponentByName) {
+  GlitchRow r = throttled_row();
+  for (auto c : tailcause::core::kAllComponents)
+    r.components[c] = 0.5 + static_cast<double>(tailcause::core::index_of(c));
+  const auto components = glitch_rows_json({r})[0]["components"];
+  ASSERT_EQ(components.size(), tailcause::core::kComponents);
+  for (auto c : tailcause::core::kAllComponents) {
+    const char* name = tailcause::core::component_name(c);
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(components.contains(name));
+    EXPECT_DOUBLE_EQ(components[name].get<double>(), 0.5 + static_cast<double>(tailcause::core::index_of(c)));
+  }
 }
 
 TEST(GlitchListing, JsonHasEveryField) {

@@ -76,7 +76,7 @@ TEST(Journal, RoundTripKeepsEveryFieldAndUsesWal) {
   Journal j(dir.file(), JournalLimits{});
   GlitchRow older = make_row(kNow, "tenant-a", "retrieve", "trace-1");
   GlitchRow newer = make_row(kNow + kSecond, "tenant-b", "generate", "trace-2");
-  newer.components.gpu = 0.9;
+  newer.components[tailcause::core::Component::gpu] = 0.9;
   newer.cause = "gpu";
   newer.evidence = "quote ' and \"double\" and unicode µs";
   const int64_t batch = j.append({older, newer});
@@ -102,6 +102,34 @@ TEST(Journal, RoundTripKeepsEveryFieldAndUsesWal) {
   EXPECT_NE(rows[0].id, rows[1].id);
   EXPECT_EQ(raw_text(dir.file(), "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw_text(dir.file(), "PRAGMA user_version"), std::to_string(Journal::kSchemaVersion));
+}
+
+// Every component (core/schema.h) has its own column, "<name>_s", that holds its seconds and
+// reads back into the same component; v1's column names stay what existing journals hold.
+TEST(Journal, EveryComponentHasItsOwnColumn) {
+  using tailcause::core::Component;
+  EXPECT_EQ(tailcause::exporter::journal_column(Component::runqueue), "runqueue_s");
+  EXPECT_EQ(tailcause::exporter::journal_column(Component::unattributed), "unattributed_s");
+  TempDir dir;
+  Journal j(dir.file(), JournalLimits{});
+  std::set<std::string> columns;
+  for (Component c : tailcause::core::kAllComponents) {
+    const std::string column = tailcause::exporter::journal_column(c);
+    SCOPED_TRACE(column);
+    EXPECT_TRUE(columns.insert(column).second);
+    GlitchRow row = make_row(kNow, "tenant-a", column, "trace");
+    row.components = {};
+    row.components[c] = 0.25;
+    j.append({row});
+    EXPECT_EQ(raw_text(dir.file(), fmt::format("SELECT {} FROM glitches WHERE stage = '{}'", column, column).c_str()),
+              "0.25");
+    JournalFilter f;
+    f.stage = column;
+    const auto rows = j.query(f);
+    ASSERT_EQ(rows.size(), 1u);
+    for (Component other : tailcause::core::kAllComponents)
+      EXPECT_EQ(rows[0].components[other], other == c ? 0.25 : 0.0) << tailcause::core::component_name(other);
+  }
 }
 
 TEST(Journal, FiltersBySinceTenantStageAndLimit) {

@@ -230,6 +230,31 @@ TEST(OtlpEncode, StageBreakdownCountersAndVerdict) {
   EXPECT_EQ(spans[3].status().message(), evidence);
 }
 
+// Every component (core/schema.h) reaches the span under its own attribute, named after it.
+TEST(OtlpEncode, EveryComponentHasItsOwnAttribute) {
+  auto t = sample_trace();
+  auto s = stage("generation", 1300 * ms, 1900 * ms, 4244);
+  for (Component c : core::kAllComponents) s.component_ns[core::index_of(c)] = (core::index_of(c) + 1) * ms;
+  t.stages = {s};
+  t.glitches.clear();
+  const auto req = decode({t});
+  const auto& spans = req.resource_spans(0).scope_spans(0).spans();
+  ASSERT_EQ(spans.size(), 2);
+  auto a = attrs(spans[1].attributes());
+  std::set<std::string> keys;
+  for (Component c : core::kAllComponents) {
+    const std::string key = component_attribute(c);
+    SCOPED_TRACE(key);
+    EXPECT_EQ(key, std::string("tailcause.component.") + core::component_name(c));
+    EXPECT_TRUE(keys.insert(key).second);
+    ASSERT_EQ(a.count(key), 1u);
+    EXPECT_DOUBLE_EQ(std::get<double>(a[key]), static_cast<double>(core::index_of(c) + 1) * 1e-3);
+  }
+  size_t component_attrs = 0;
+  for (const auto& [k, v] : a) component_attrs += k.rfind("tailcause.component.", 0) == 0;
+  EXPECT_EQ(component_attrs, core::kComponents);
+}
+
 TEST(OtlpEncode, FailedRequestWithoutGlitchAndNoTokens) {
   auto t = sample_trace();
   t.glitches.clear();
