@@ -2,8 +2,11 @@
 // `bpftool feature probe`, which misreports tracing programs on some kernels.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+struct btf;
 
 namespace tailcause::probes {
 
@@ -25,9 +28,16 @@ struct Features {
   bool kprobes = false;         // optional paths only
   bool fentry = false;          // optional paths only
   std::vector<Feature> list;    // everything above, for `tailcause probes`
+  // The BTF at btf_path, parsed once (several MB) and shared by the features probe and the
+  // families' starts; the probe set drops it once its families are started (null then, or
+  // when invalid).
+  std::shared_ptr<const ::btf> parsed_btf;
 };
 
 // `btf_path` empty means the running kernel's /sys/kernel/btf/vmlinux.
 Features probe_features(const std::string& btf_path);
+
+// Parses a BTF file; null (errno set) when it is not valid BTF.
+std::shared_ptr<const ::btf> parse_btf(const std::string& path);
 
 }  // namespace tailcause::probes

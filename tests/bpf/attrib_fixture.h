@@ -173,10 +173,6 @@ class AttribTest : public ::testing::Test {
     probe->collect(m);
     return m;
   }
-  double value(const core::MetricSet& m, const char* name, const core::Labels& want) {
-    const core::Sample* s = find_sample(m, name, want);
-    return s ? s->value : -1;
-  }
 
   core::Config config;
   probes::NodeSignals signals;
