@@ -8,7 +8,7 @@
 
 /* Set by the loader. Records are submitted without waking the reader; the one that makes the
  * backlog cross this many bytes wakes it (it also drains every tick). See submit_flags(). */
-const volatile __u64 wakeup_bytes = 1 << 20;
+const volatile __u64 wakeup_bytes = ATTRIB_RINGBUF_BYTES / ATTRIB_RINGBUF_WAKEUP_DIVISOR;
 /* A run-queue wait, throttled stretch or block-I/O sleep this long or longer is a kernel
  * anomaly: its end is stamped on the thread and its process (see note_anomaly()). */
 const volatile __u64 anomaly_min_ns = 1000000;

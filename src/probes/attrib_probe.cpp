@@ -32,7 +32,7 @@ constexpr const char* kFamily = "attrib";
 constexpr auto kRescanInterval = std::chrono::seconds(1);
 constexpr auto kGcInterval = std::chrono::seconds(10);
 // Wake the reader early once this much is waiting; otherwise it drains every tick (100 ms).
-constexpr uint64_t kWakeupBytes = 1 << 20;
+constexpr uint64_t kWakeupBytes = ATTRIB_RINGBUF_BYTES / ATTRIB_RINGBUF_WAKEUP_DIVISOR;
 
 template <class... Ts>
 struct overloaded : Ts... {
@@ -291,8 +291,16 @@ void AttribProbe::handle_pending() {
 void AttribProbe::tick(const ProbeContext& ctx) {
   consume();
   const auto now = Clock::now();
-  if (only_binary_.empty() && now - last_scan_ >= kRescanInterval) rescan();
-  if (now - last_recipe_scan_ >= kRescanInterval) rescan_recipes();
+  // Each scan reads /proc (milliseconds on a busy node): drain after it, so the small ring
+  // is not left filling for two scans in a row.
+  if (only_binary_.empty() && now - last_scan_ >= kRescanInterval) {
+    rescan();
+    drain();
+  }
+  if (now - last_recipe_scan_ >= kRescanInterval) {
+    rescan_recipes();
+    drain();
+  }
   if (now - last_gc_ >= kGcInterval) {
     last_gc_ = now;
     free_requests({}, true);
