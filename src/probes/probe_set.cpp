@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/utsname.h>
@@ -110,6 +111,10 @@ void ProbeSet::apply(const core::Config& config) {
   }
   for (auto& t : loaders) t.join();
   features_.parsed_btf.reset();
+  // Loading parses the kernel BTF again inside libbpf, once per object, on the loader threads:
+  // tens of MB freed by now, but glibc keeps freed pages of its per-thread arenas resident.
+  // Hand them back, or they stay in the daemon's RSS for its whole life.
+  if (!to_start.empty()) malloc_trim(0);
   for (size_t i : to_start) {
     Running& r = families_[i];
     if (started[i]) {
