@@ -59,7 +59,8 @@ std::string sysfs_dir(uint32_t major, uint32_t minor) {
 
 // Kernels before 5.11 pass (queue, request) to block_rq_issue: read its BTF prototype.
 bool rq_issue_has_queue(const Features& features) {
-  const btf* b = features.parsed_btf.get();
+  const auto parsed = start_btf(features);
+  const btf* b = parsed.get();
   if (!b) return false;
   bool has_queue = false;
   const int id = btf__find_by_name_kind(b, "btf_trace_block_rq_issue", BTF_KIND_TYPEDEF);

@@ -124,8 +124,8 @@ Features probe_features(const std::string& btf_path) {
   if (!std::filesystem::exists(out.btf_path)) {
     btf_f.detail = out.btf_path + " does not exist (kernel built without CONFIG_DEBUG_INFO_BTF?)";
   } else {
-    out.parsed_btf = parse_btf(out.btf_path);
-    if (!out.parsed_btf) {
+    out.parsed_btf.set(parse_btf(out.btf_path));
+    if (!out.parsed_btf.get()) {
       btf_f.detail = out.btf_path + " is not valid BTF: " + err_text(errno);
     } else {
       btf_f.available = true;
@@ -191,6 +191,12 @@ Features probe_features(const std::string& btf_path) {
   out.list.push_back(fe);
 
   return out;
+}
+
+std::shared_ptr<const btf> start_btf(const Features& features) {
+  std::shared_ptr<const btf> b = features.parsed_btf.hold();
+  if (!b && features.btf) b = parse_btf(features.btf_path);
+  return b;
 }
 
 std::shared_ptr<const btf> parse_btf(const std::string& path) {

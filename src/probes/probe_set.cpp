@@ -85,8 +85,8 @@ void ProbeSet::apply(const core::Config& config) {
   }
   // The BTF is parsed once for all the loaders (the features probe's copy at the first start),
   // and dropped when they are done: it is several MB the daemon does not need between starts.
-  if (!to_start.empty() && features_.btf && !features_.parsed_btf) {
-    features_.parsed_btf = parse_btf(features_.btf_path);
+  if (!to_start.empty() && features_.btf && !features_.parsed_btf.get()) {
+    features_.parsed_btf.set(parse_btf(features_.btf_path));
   }
   const ProbeContext ctx = context();
   std::vector<std::unique_ptr<ProbeFamily>> started(entries.size());
@@ -110,7 +110,7 @@ void ProbeSet::apply(const core::Config& config) {
     });
   }
   for (auto& t : loaders) t.join();
-  features_.parsed_btf.reset();
+  features_.parsed_btf.drop();
   // Loading parses the kernel BTF again inside libbpf, once per object, on the loader threads:
   // tens of MB freed by now, but glibc keeps freed pages of its per-thread arenas resident.
   // Hand them back, or they stay in the daemon's RSS for its whole life.

@@ -112,7 +112,8 @@ struct KernelFacts {
 
 KernelFacts kernel_facts(const Features& features) {
   KernelFacts k;
-  if (const btf* b = features.parsed_btf.get()) {
+  const auto parsed = start_btf(features);
+  if (const btf* b = parsed.get()) {
     k.rq_clock = struct_has_members(b, "cfs_rq", {"rq"});
     k.sched_info = k.rq_clock && struct_has_members(b, "sched_info", {"run_delay", "last_queued"});
   }
