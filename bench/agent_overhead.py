@@ -6,7 +6,8 @@ Measures, on the example agent and the attribution family (bench/README.md, "Age
      by the daemon's default configuration, alternating in rounds: completed requests per second
      and per CPU-second of the tenants, the daemon's own CPU, the stage records it counted;
   2. stage records per second the daemon consumes without loss, from attrib_target's `flood`
-     mode (stage_begin/stage_end as fast as the threads can) and /metrics deltas.
+     mode (stage_begin/stage_end as fast as the threads can) and /metrics deltas, with the
+     daemon's resident memory idle (attached, before the floods) and at its peak under them.
 It prints figures and targets; it never fails on a timing. Standard library only.
 """
 import argparse
@@ -20,9 +21,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
-from harness import Daemon, cleanup, die, log, on_signal, scrape, spawn, stop_process
+from harness import (Daemon, cleanup, die, log, on_signal, proc_status, scrape, spawn,
+                     stop_process)
 
 STAGES = ("prompt", "embedding", "retrieval", "generation", "tool", "response")
 FLOOD_TENANT = "attrib-flood"  # attrib_target's flood mode labels its stages with it
@@ -231,6 +234,30 @@ def report_throughput(untraced, traced, attach_s):
 # Stage records per second
 
 
+def mb(n):
+    return f"{n / 1048576:.1f} MB"
+
+
+class RssSampler:
+    """The daemon's peak VmRSS while it runs, sampled every 20 ms on a thread."""
+
+    def __init__(self, pid):
+        self.pid, self.peak, self.done = pid, 0, threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while True:
+            self.peak = max(self.peak, proc_status(self.pid)["VmRSS"])
+            if self.done.wait(0.02):
+                return
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        return max(self.peak, proc_status(self.pid)["VmRSS"])
+
+
 def flood_phase(args, build):
     target = os.path.realpath(os.path.join(build, "testprogs", "attrib_target"))
     log(f"\n== stage records/s: attrib_target flood {args.flood_stages} stages x "
@@ -239,11 +266,21 @@ def flood_phase(args, build):
     daemon, _ = start_attached_daemon(os.path.join(build, "tailcause"), target)
     runs = []
     try:
+        # Idle: attached, a few ticks and scrapes in, nothing traced yet.
+        for _ in range(5):
+            metrics(daemon)
+            time.sleep(0.2)
+        idle_rss = proc_status(daemon.proc.pid)["VmRSS"]
+        log(f"daemon resident memory idle (attached, before the floods): VmRSS {mb(idle_rss)}")
         for i in range(args.flood_runs):
             before = Counters(daemon, {FLOOD_TENANT})
-            out = subprocess.run([target, "flood", str(args.flood_stages),
-                                  str(args.flood_threads), "1"],
-                                 capture_output=True, text=True, timeout=120)
+            sampler = RssSampler(daemon.proc.pid)
+            try:
+                out = subprocess.run([target, "flood", str(args.flood_stages),
+                                      str(args.flood_threads), "1"],
+                                     capture_output=True, text=True, timeout=120)
+            finally:
+                peak_rss = sampler.stop()
             m = re.search(r"elapsed_ns=(\d+)", out.stdout)
             if out.returncode != 0 or not m:
                 die(f"attrib_target flood failed (rc {out.returncode}):\n"
@@ -263,12 +300,14 @@ def flood_phase(args, build):
             consumed, lost = after.stages - before.stages, after.lost - before.lost
             cpu = after.cpu - before.cpu
             runs.append(dict(elapsed=elapsed, emitted=emitted, consumed=consumed, lost=lost,
-                             rate=consumed / elapsed, cpu=cpu, drained=drained))
+                             rate=consumed / elapsed, cpu=cpu, drained=drained,
+                             idle_rss=idle_rss, peak_rss=peak_rss))
             log(f"run {i + 1}: {emitted} stages emitted in {elapsed:.3f} s "
                 f"({emitted / elapsed / 1e6:.2f} M/s), {consumed:.0f} consumed "
                 f"({consumed / elapsed / 1e6:.2f} M/s over the emitting window), {lost:.0f} lost, "
                 f"all in {drained:.2f} s after the flood ended; daemon CPU {cpu:.2f} s "
-                f"({cpu * 1e9 / max(consumed, 1):.0f} ns per record)")
+                f"({cpu * 1e9 / max(consumed, 1):.0f} ns per record); VmRSS at most "
+                f"{mb(peak_rss)} during it")
     finally:
         daemon.stop()
         held.close()
@@ -280,6 +319,12 @@ def flood_phase(args, build):
 
 def summary(t, flood):
     log("\n== summary ==")
+    if t is not None:
+        throughput_summary(t)
+    flood_summary(flood)
+
+
+def throughput_summary(t):
     loss_rps, loss_cpu = loss_pct(t["rps_u"], t["rps_t"]), loss_pct(t["cpu_u"], t["cpu_t"])
     log(f"example-agent throughput untraced vs fully traced (target: under 2% loss): "
         f"{t['rps_u']:.1f} vs {t['rps_t']:.1f} req/s ({loss_rps:+.1f}% loss; paired ratio "
@@ -290,6 +335,9 @@ def summary(t, flood):
         f"request; tailcause_stage_duration_seconds_count grew by {t['stages']:.0f} for the "
         f"{t['counted']} stages the agent counted ({t['stages'] / max(t['counted'], 1) * 100:.1f}%);"
         f" tailcause_events_lost_total{{source=\"attrib\"}} grew by {t['lost']:.0f}")
+
+
+def flood_summary(flood):
     clean = [r for r in flood if r["lost"] == 0 and r["consumed"] >= r["emitted"]]
     best = statistics.median(r["rate"] for r in clean) if clean else 0.0
     lost = sum(r["lost"] for r in flood)
@@ -301,6 +349,9 @@ def summary(t, flood):
         f"emitters' rate bounds the figure from below")
     log(f"  the daemon's own CPU: {per_cpu / 1e6:.2f} M records per CPU-second "
         f"({1e9 / per_cpu:.0f} ns per record, all its families included)")
+    if flood:
+        log(f"daemon resident memory (target <= 30 MB): VmRSS idle {mb(flood[0]['idle_rss'])}, "
+            f"at most {mb(max(r['peak_rss'] for r in flood))} under the floods")
 
 
 def main():
@@ -316,6 +367,8 @@ def main():
                    help="stages per emitting thread of each flood (1000000)")
     p.add_argument("--flood-threads", type=int, default=2, help="emitting threads (2)")
     p.add_argument("--flood-runs", type=int, default=3, help="flood runs (3)")
+    p.add_argument("--flood-only", action="store_true",
+                   help="skip the agent throughput phase (records/s and resident memory only)")
     args = p.parse_args()
     args.tenants = args.tenants.split(",")
     build = args.build_dir
@@ -333,8 +386,10 @@ def main():
     began = time.monotonic()
     log(f"tailcause agent overhead benchmark: {os.cpu_count()} CPUs, kernel "
         f"{os.uname().release}, load average {os.getloadavg()[0]:.1f}")
-    with tempfile.TemporaryDirectory(prefix="tailcause-agentbench-") as workdir:
-        figures = report_throughput(*throughput_phase(args, build, workdir))
+    figures = None
+    if not args.flood_only:
+        with tempfile.TemporaryDirectory(prefix="tailcause-agentbench-") as workdir:
+            figures = report_throughput(*throughput_phase(args, build, workdir))
     flood = flood_phase(args, build)
     summary(figures, flood)
     log(f"(benchmark took {time.monotonic() - began:.0f} s)")

@@ -316,6 +316,8 @@ int BPF_USDT(layer_begin, __u64 layer, __u64 batch_size)
 	return 0;
 }
 
+static const struct tailcause_log2_hist zero_hist;
+
 SEC("usdt")
 int BPF_USDT(layer_end, __u64 layer, __u64 batch_size)
 {
@@ -330,18 +332,8 @@ int BPF_USDT(layer_end, __u64 layer, __u64 batch_size)
 	}
 	key.layer = layer > 0xffffffffULL ? 0xffffffffU : (__u32)layer;
 	key.batch_size = batch_size > 0xffffffffULL ? 0xffffffffU : (__u32)batch_size;
-	h = bpf_map_lookup_elem(&attrib_layers, &key);
-	if (!h) {
-		static const struct tailcause_log2_hist zero;
-		long err = bpf_map_update_elem(&attrib_layers, &key, &zero, BPF_NOEXIST);
-
-		if (err && err != -EEXIST) {
-			count_lost();
-			c->layer_start = 0;
-			return 0;
-		}
-		h = bpf_map_lookup_elem(&attrib_layers, &key);
-	}
+	h = lookup_or_insert(&attrib_layers, &key, &zero_hist, &attrib_events_lost,
+			     ATTRIB_LOST_DROPPED);
 	if (h)
 		log2_hist_add(h, now - c->layer_start);
 	c->layer_start = 0;

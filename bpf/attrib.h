@@ -10,7 +10,13 @@
 #define ATTRIB_MAX_REQUESTS 16384 /* requests between request_begin and request_end */
 #define ATTRIB_MAX_PROCESSES 4096 /* processes with live requests (cleanup at exit) */
 #define ATTRIB_MAX_LAYERS 1024    /* distinct {layer, batch size} pairs */
-#define ATTRIB_RINGBUF_BYTES (16 << 20)
+/* Records in flight to user space. The daemon maps the ring's data pages twice (records that
+ * wrap read contiguously) and the kernel maps them all at once, so it costs twice its size in
+ * resident memory: kept small, and the reader is woken early instead (next line). */
+#define ATTRIB_RINGBUF_BYTES (4 << 20)
+/* The reader is woken once the backlog passes this share of the ring (1/8: 512 KiB), and
+ * drains it while the rest absorbs what arrives meanwhile. */
+#define ATTRIB_RINGBUF_WAKEUP_DIVISOR 8
 #define ATTRIB_MAX_RECIPES 256    /* uprobe recipes (library + symbol -> stage) */
 #define ATTRIB_MAX_ANOMALY_PROCESSES 8192 /* processes whose last kernel anomaly is kept (LRU) */
 

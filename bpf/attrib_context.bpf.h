@@ -6,18 +6,9 @@
 #include "common.bpf.h"
 #include "attrib.h"
 
-#define TASK_RUNNING 0x0
-#define TASK_UNINTERRUPTIBLE 0x2
-#define TASK_NOLOAD 0x400 /* TASK_IDLE = UNINTERRUPTIBLE | NOLOAD: not I/O */
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
-#define EEXIST 17
-#define AF_INET 2
-#define AF_INET6 10
-
 /* Set by the loader. Records are submitted without waking the reader; the one that makes the
  * backlog cross this many bytes wakes it (it also drains every tick). See submit_flags(). */
-const volatile __u64 wakeup_bytes = 1 << 20;
+const volatile __u64 wakeup_bytes = ATTRIB_RINGBUF_BYTES / ATTRIB_RINGBUF_WAKEUP_DIVISOR;
 /* A run-queue wait, throttled stretch or block-I/O sleep this long or longer is a kernel
  * anomaly: its end is stamped on the thread and its process (see note_anomaly()). */
 const volatile __u64 anomaly_min_ns = 1000000;
@@ -160,25 +151,16 @@ struct {
 	__type(value, __u64);
 } attrib_recipe_calls SEC(".maps");
 
-static __always_inline void count_lost_kind(__u32 kind)
-{
-	__u64 *lost = bpf_map_lookup_elem(&attrib_events_lost, &kind);
-
-	if (lost)
-		*lost += 1;
-}
-
-static __always_inline void count_lost(void)
-{
-	count_lost_kind(ATTRIB_LOST_DROPPED);
-}
-
+/* Bad SDK input of `kind` (enum attrib_sdk_error), counted. */
 static __always_inline void count_error(__u32 kind)
 {
-	__u64 *n = bpf_map_lookup_elem(&attrib_sdk_errors, &kind);
+	count_in(&attrib_sdk_errors, kind);
+}
 
-	if (n)
-		*n += 1;
+/* An event dropped (ring buffer or map full, task storage refused), counted. */
+static __always_inline void count_lost(void)
+{
+	count_in(&attrib_events_lost, ATTRIB_LOST_DROPPED);
 }
 
 /* Flags to submit a reserved record of `size` bytes with: wake the reader only when this record

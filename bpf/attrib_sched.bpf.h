@@ -6,6 +6,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "attrib_context.bpf.h"
+#include "syscalls.bpf.h"
 
 /* ---- CPU throttling ------------------------------------------------------------------ */
 
@@ -70,7 +71,6 @@ static __always_inline __u64 throttled_part(struct attrib_task *c, struct task_s
 
 /* ---- why a thread sleeps ------------------------------------------------------------- */
 
-#if defined(__TARGET_ARCH_x86)
 /* The file of descriptor `fd` of task `t` when it is a socket, else NULL. Only asked for
  * threads in a span going to sleep in a system call on a descriptor. */
 static __always_inline struct file *socket_file(struct task_struct *t, long fd)
@@ -125,7 +125,7 @@ static __always_inline void socket_peer(struct file *f, struct attrib_peer *out)
 /* The descriptor of a poll()/ppoll() on one descriptor (its first struct pollfd), or -1. */
 static __always_inline long polled_fd(struct pt_regs *regs)
 {
-	const struct pollfd *fds = (const struct pollfd *)BPF_CORE_READ(regs, di);
+	const struct pollfd *fds = (const struct pollfd *)syscall_arg(regs, 0);
 	int fd = -1;
 
 	if (!fds || bpf_probe_read_user(&fd, sizeof(fd), &fds->fd))
@@ -134,66 +134,39 @@ static __always_inline long polled_fd(struct pt_regs *regs)
 }
 
 /* An interruptible sleep, classified by the system call it sleeps in: the task's user-mode
- * frame holds the syscall number (orig_ax) and arguments while it is in the kernel. A sleep
- * in a call on one socket also names that socket's peer in `peer`. */
+ * frame holds the syscall number and arguments while it is in the kernel, and the loader's
+ * table (bpf/syscalls.bpf.h) says what the number is. A sleep in a call on one socket also
+ * names that socket's peer in `peer`. */
 static __always_inline __u32 syscall_component(struct task_struct *t, struct attrib_peer *peer)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u8 flags = syscall_flags(regs);
 	struct file *f;
-	long nr;
 
-	if (!regs || BPF_CORE_READ(regs, cs) != 0x33) /* not a 64-bit user frame */
-		return ATTRIB_SLEEP;
-	nr = BPF_CORE_READ(regs, orig_ax);
-	switch (nr) {
-	case 202: /* futex */
-	case 449: /* futex_waitv */
-	case 455: /* futex_wait */
-	case 456: /* futex_requeue */
+	if (flags & TAILCAUSE_SYS_LOCK)
 		return ATTRIB_LOCK;
-	case 7:   /* poll */
-	case 271: /* ppoll */
+	if (flags & TAILCAUSE_SYS_POLL) {
 		/* On one descriptor (HTTP clients with timeouts, Python sockets with a timeout):
 		 * its peer. The array is in the sleeping task's memory: `t` is current here. */
-		if (BPF_CORE_READ(regs, si) == 1)
+		if (syscall_arg(regs, 1) == 1)
 			socket_peer(socket_file(t, polled_fd(regs)), peer);
 		return ATTRIB_NETWORK;
-	case 23:  /* select: many descriptors, no one peer */
-	case 232: /* epoll_wait */
-	case 270: /* pselect6 */
-	case 281: /* epoll_pwait */
-	case 441: /* epoll_pwait2 */
+	}
+	if (flags & TAILCAUSE_SYS_WAIT_MANY) /* select/epoll: many descriptors, no one peer */
 		return ATTRIB_NETWORK;
-	case 42:  /* connect: the first argument is the socket */
-	case 43:  /* accept */
-	case 44:  /* sendto */
-	case 45:  /* recvfrom */
-	case 46:  /* sendmsg */
-	case 47:  /* recvmsg */
-	case 288: /* accept4 */
-	case 299: /* recvmmsg */
-	case 307: /* sendmmsg */
-		socket_peer(socket_file(t, BPF_CORE_READ(regs, di)), peer);
+	if (flags & TAILCAUSE_SYS_SOCKET) { /* connect, accept, send*, recv*: arg 0 is the socket */
+		socket_peer(socket_file(t, syscall_arg(regs, 0)), peer);
 		return ATTRIB_NETWORK;
-	case 0:  /* read */
-	case 1:  /* write */
-	case 19: /* readv */
-	case 20: /* writev */
-		f = socket_file(t, BPF_CORE_READ(regs, di));
+	}
+	if (flags & TAILCAUSE_SYS_FD_IO) { /* read, write, readv, writev: network on a socket */
+		f = socket_file(t, syscall_arg(regs, 0));
 		if (!f)
 			return ATTRIB_SLEEP;
 		socket_peer(f, peer);
 		return ATTRIB_NETWORK;
-	default:
-		return ATTRIB_SLEEP;
 	}
-}
-#else
-static __always_inline __u32 syscall_component(struct task_struct *t, struct attrib_peer *peer)
-{
 	return ATTRIB_SLEEP;
 }
-#endif
 
 /* Why a thread in a span sleeps (`t`: the current task, going to sleep); `peer` gets the
  * socket peer of a network sleep that has one (the caller clears its family first). */
@@ -320,7 +293,7 @@ static __always_inline void repair_missed_switch_in(struct attrib_task *c, struc
 
 	if (c->last_in || !pending)
 		return;
-	count_lost_kind(ATTRIB_LOST_SWITCHES);
+	count_in(&attrib_events_lost, ATTRIB_LOST_SWITCHES);
 	if (!bpf_core_field_exists(t->sched_info.last_arrival) || !c->clock_offset)
 		return; /* the gap stays unattributed */
 	arrival = BPF_CORE_READ(t, sched_info.last_arrival);

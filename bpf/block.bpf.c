@@ -39,19 +39,7 @@ struct {
 	__type(value, __u64);
 } block_events_lost SEC(".maps");
 
-/* Before 5.19 a request named its disk directly; later only through its queue. */
-struct request___rq_disk {
-	struct gendisk *rq_disk;
-} __attribute__((preserve_access_index));
-
-static __always_inline void count_lost(void)
-{
-	__u32 zero = 0;
-	__u64 *lost = bpf_map_lookup_elem(&block_events_lost, &zero);
-
-	if (lost)
-		(*lost)++;
-}
+static const struct block_value zero_value;
 
 static __always_inline __u32 op_of(struct request *rq)
 {
@@ -80,7 +68,7 @@ static __always_inline int on_issue(struct request *rq)
 	__u64 now = bpf_ktime_get_ns();
 
 	if (bpf_map_update_elem(&block_issue_ns, &key, &now, BPF_ANY))
-		count_lost();
+		count_in(&block_events_lost, 0);
 	return 0;
 }
 
@@ -102,17 +90,9 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 		.minor = BPF_CORE_READ(disk, first_minor),
 		.op = op_of(rq),
 	};
-	v = bpf_map_lookup_elem(&block_io, &key);
-	if (!v) {
-		static const struct block_value zero;
-
-		bpf_map_update_elem(&block_io, &key, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&block_io, &key);
-		if (!v) {
-			count_lost();
-			return 0;
-		}
-	}
+	v = lookup_or_insert(&block_io, &key, &zero_value, &block_events_lost, 0);
+	if (!v)
+		return 0;
 	/* Bytes on every completion (a request may complete in parts), latency once per request:
 	 * the first completion consumed the issue time. Requests issued before attach have none. */
 	v->bytes += nr_bytes;

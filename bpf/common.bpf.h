@@ -7,7 +7,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "core_fixes.bpf.h"
 #include "hist.h"
+#include "maps.bpf.h"
 
 /* Set by the loader before load: true when tenants are told apart by the cgroup v1 cpu
  * controller (hybrid hosts), false when the unified (v2) hierarchy is used. */

@@ -29,14 +29,7 @@ struct {
 	__type(value, __u64);
 } memory_events_lost SEC(".maps");
 
-static __always_inline void count_lost(void)
-{
-	__u32 zero = 0;
-	__u64 *lost = bpf_map_lookup_elem(&memory_events_lost, &zero);
-
-	if (lost)
-		(*lost)++;
-}
+static const struct memory_value zero_value;
 
 static __always_inline void account(__u64 misses, __u64 major_faults)
 {
@@ -45,19 +38,11 @@ static __always_inline void account(__u64 misses, __u64 major_faults)
 		.cgroup_id = task_cgroup_id(task),
 		.tgid = bpf_get_current_pid_tgid() >> 32,
 	};
-	struct memory_value *v = bpf_map_lookup_elem(&process_memory, &key);
+	struct memory_value *v =
+		lookup_or_insert(&process_memory, &key, &zero_value, &memory_events_lost, 0);
 
-	if (!v) {
-		static const struct memory_value zero;
-
-		/* EEXIST (another CPU won the race) is fine; a full map shows up as a failed lookup. */
-		bpf_map_update_elem(&process_memory, &key, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&process_memory, &key);
-		if (!v) {
-			count_lost();
-			return;
-		}
-	}
+	if (!v)
+		return;
 	v->page_cache_misses += misses;
 	v->major_faults += major_faults;
 	/* Refreshed on every event so that a process that exec()s is soon shown by its new name. */

@@ -15,11 +15,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define EEXIST 17
-#define TASK_RUNNING 0x0
-#define TASK_UNINTERRUPTIBLE 0x2
-#define TASK_NOLOAD 0x400 /* TASK_IDLE = UNINTERRUPTIBLE | NOLOAD: idle kthreads, not I/O */
-
 /* Set by the loader when the kernel has task->sched_info and cfs_rq->rq (see sched_now()). */
 const volatile bool use_sched_info = false;
 /* Set by the loader to time every event with ktime (precise, dearer; never with sched_info). */
@@ -107,31 +102,6 @@ static const struct sched_task_state zero_task;
 static const struct sched_cgroup_stats zero_stats;
 static const struct sched_pair_stats zero_pair;
 
-static __always_inline void count_lost(void)
-{
-	__u32 zero = 0;
-	__u64 *lost = bpf_map_lookup_elem(&sched_events_lost, &zero);
-
-	if (lost)
-		*lost += 1;
-}
-
-/* Finds the entry for `key`, creating it zeroed on first use; NULL (counted) when full. */
-static __always_inline void *lookup_or_create(void *map, const void *key, const void *zero)
-{
-	void *v = bpf_map_lookup_elem(map, key);
-	long err;
-
-	if (v)
-		return v;
-	err = bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count_lost();
-		return NULL;
-	}
-	return bpf_map_lookup_elem(map, key);
-}
-
 /* `btf` is a compile-time constant in every caller: on the tp_btf path task pointers are
  * trusted BTF pointers and read directly (cheap loads); on raw_tp they need probe reads. */
 static __always_inline __u32 task_tid(struct task_struct *t, bool btf)
@@ -198,11 +168,11 @@ static __always_inline struct sched_task_state *task_state(struct task_struct *t
 		st = bpf_task_storage_get(&sched_task_store, t, 0,
 					  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 		if (!st && create)
-			count_lost();
+			count_in(&sched_events_lost, 0);
 		return st;
 	}
 	if (create)
-		return lookup_or_create(&sched_task_hash, &tid, &zero_task);
+		return lookup_or_insert(&sched_task_hash, &tid, &zero_task, &sched_events_lost, 0);
 	return bpf_map_lookup_elem(&sched_task_hash, &tid);
 }
 
@@ -245,7 +215,8 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 					 __u64 now)
 {
 	__u64 wait = now > since ? now - since : 0;
-	struct sched_cgroup_stats *stats = lookup_or_create(&sched_cgroup_stats, &cgroup, &zero_stats);
+	struct sched_cgroup_stats *stats =
+		lookup_or_insert(&sched_cgroup_stats, &cgroup, &zero_stats, &sched_events_lost, 0);
 
 	if (stats) {
 		/* Run-queue seconds are the histogram's sum: offcpu_ns[RUNQUEUE] stays 0. */
@@ -259,7 +230,8 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 	}
 	if (st && st->runnable_ts && st->preempted_by) {
 		struct sched_pair_key key = { .cgroup = cgroup, .by_cgroup = st->preempted_by };
-		struct sched_pair_stats *pair = lookup_or_create(&sched_preemptions, &key, &zero_pair);
+		struct sched_pair_stats *pair = lookup_or_insert(&sched_preemptions, &key, &zero_pair,
+							  &sched_events_lost, 0);
 
 		if (pair) {
 			pair->preemptions += 1;

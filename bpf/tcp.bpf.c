@@ -26,10 +26,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define AF_INET 2
-#define AF_INET6 10
-#define IPPROTO_TCP 6
-
 /* One RTT sample per this many received segments per CPU (a power of two). */
 #define RTT_SAMPLE_EVERY 64
 
@@ -79,14 +75,6 @@ struct {
 	__type(value, __u32);
 } tcp_rtt_gate SEC(".maps");
 
-static __always_inline void count_lost(__u32 reason)
-{
-	__u64 *n = bpf_map_lookup_elem(&tcp_lost, &reason);
-
-	if (n)
-		(*n)++;
-}
-
 static __always_inline bool is_tcp(const struct sock *sk)
 {
 	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
@@ -104,7 +92,7 @@ static __always_inline struct tailcause_tcp_event *new_event(const struct sock *
 	struct tailcause_tcp_event *e = bpf_ringbuf_reserve(&tcp_events, sizeof(*e), 0);
 
 	if (!e) {
-		count_lost(TAILCAUSE_TCP_LOST_RINGBUF);
+		count_in(&tcp_lost, TAILCAUSE_TCP_LOST_RINGBUF);
 		return NULL;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
@@ -200,7 +188,7 @@ static __always_inline int on_set_state(const struct sock *sk, int oldstate, int
 		};
 
 		if (bpf_map_update_elem(&tcp_conns, &key, &fresh, BPF_ANY))
-			count_lost(TAILCAUSE_TCP_LOST_CONNS);
+			count_in(&tcp_lost, TAILCAUSE_TCP_LOST_CONNS);
 		return 0;
 	}
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <random>
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include "core/trace_ids.h"
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
+#include "probes/syscall_classes.h"
 #include "attrib.skel.h"
 
 namespace tailcause::probes {
@@ -31,7 +33,7 @@ constexpr const char* kFamily = "attrib";
 constexpr auto kRescanInterval = std::chrono::seconds(1);
 constexpr auto kGcInterval = std::chrono::seconds(10);
 // Wake the reader early once this much is waiting; otherwise it drains every tick (100 ms).
-constexpr uint64_t kWakeupBytes = 1 << 20;
+constexpr uint64_t kWakeupBytes = ATTRIB_RINGBUF_BYTES / ATTRIB_RINGBUF_WAKEUP_DIVISOR;
 
 template <class... Ts>
 struct overloaded : Ts... {
@@ -49,7 +51,18 @@ double realtime_minus_monotonic() {
 
 bool process_alive(uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
 
+// Stops the probe when start() leaves by an exception: a failed start leaves nothing loaded.
+struct StopOnFailure {
+  AttribProbe& probe;
+  const int exceptions = std::uncaught_exceptions();
+  ~StopOnFailure() {
+    if (std::uncaught_exceptions() > exceptions) probe.stop();
+  }
+};
+
 }  // namespace
+
+TAILCAUSE_SKELETON_DESTROY(attrib_bpf)
 
 AttribProbe::AttribProbe() = default;
 AttribProbe::~AttribProbe() { stop(); }
@@ -65,54 +78,51 @@ void AttribProbe::start(const ProbeContext& ctx) {
   if (ctx.on_record) observer_ = *ctx.on_record;
   trace_salt_ = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32);
   records_ = malformed_ = 0;
-  try {
-    std::string missing;
-    if (!ctx.features.tp_btf) missing += " BTF tracepoints";
-    if (!ctx.features.task_storage) missing += " task storage";
-    if (!ctx.features.ringbuf) missing += " BPF ring buffer";
-    if (!missing.empty()) {
-      throw ProbeError("attrib: the kernel lacks" + missing + " (needs Linux 5.15 or later)");
-    }
-    if (!only_binary_.empty() && access(only_binary_.c_str(), R_OK) != 0) {
-      throw ProbeError(fmt::format("attrib: binary {}: {}", only_binary_, strerror(errno)));
-    }
-    if (only_pid_ && !process_alive(only_pid_)) {
-      throw ProbeError(fmt::format("attrib: no process {}", only_pid_));
-    }
-    const bpf_object_open_opts opts = open_options(ctx.features);
-    skel_ = attrib_bpf__open_opts(&opts);
-    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
-    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
-    skel_->rodata->wakeup_bytes = kWakeupBytes;
-    skel_->rodata->report_exec = only_pid_ == 0 && only_binary_.empty();
-    // Optional source: major faults need software perf events.
-    bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
-    check(attrib_bpf__load(skel_), kFamily, "load BPF programs");
-    cgroups_ = &ctx.cgroups;
-    attach_core_programs(ctx);
-    load_recipes(cfg);
-    ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.attrib_events), &AttribProbe::on_event, this,
-                             nullptr);
-    if (!ring_) check(errno ? -errno : -ENOMEM, kFamily, "open ring buffer");
-    if (!only_binary_.empty()) {
-      MappedBinary b{{}, only_binary_, tailcause_probes_in(only_binary_), {}};
-      if (b.probes.empty()) {
-        throw ProbeError("attrib: " + only_binary_ + " carries no tailcause USDT probes");
-      }
-      attach_all_probes(b, only_pid_ ? only_pid_ : -1);
-      if (attached_.empty()) throw ProbeError("attrib: cannot attach to " + only_binary_);
-    } else {
-      rescan();
-    }
-    rescan_recipes();
-    last_gc_ = Clock::now();
-    spdlog::info("attrib: attached ({} binar{} with tailcause probes{})", attached_.size(),
-                 attached_.size() == 1 ? "y" : "ies",
-                 only_pid_ ? fmt::format(", process {} only", only_pid_) : std::string());
-  } catch (...) {
-    stop();
-    throw;
+  const StopOnFailure guard{*this};
+  std::string missing;
+  if (!ctx.features.tp_btf) missing += " BTF tracepoints";
+  if (!ctx.features.task_storage) missing += " task storage";
+  if (!ctx.features.ringbuf) missing += " BPF ring buffer";
+  if (!missing.empty()) {
+    throw ProbeError("attrib: the kernel lacks" + missing + " (needs Linux 5.15 or later)");
   }
+  if (!only_binary_.empty() && access(only_binary_.c_str(), R_OK) != 0) {
+    throw ProbeError(fmt::format("attrib: binary {}: {}", only_binary_, strerror(errno)));
+  }
+  if (only_pid_ && !process_alive(only_pid_)) {
+    throw ProbeError(fmt::format("attrib: no process {}", only_pid_));
+  }
+  const bpf_object_open_opts opts = open_options(ctx.features);
+  skel_.reset(attrib_bpf__open_opts(&opts));
+  if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+  skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+  skel_->rodata->wakeup_bytes = kWakeupBytes;
+  skel_->rodata->report_exec = only_pid_ == 0 && only_binary_.empty();
+  // Optional source: major faults need software perf events.
+  bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
+  fill_syscall_classes(skel_->rodata->syscall_class);
+  check(attrib_bpf__load(skel_.get()), kFamily, "load BPF programs");
+  cgroups_ = &ctx.cgroups;
+  attach_core_programs(ctx);
+  load_recipes(cfg);
+  ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.attrib_events), &AttribProbe::on_event,
+                               this, nullptr));
+  if (!ring_) check(errno ? -errno : -ENOMEM, kFamily, "open ring buffer");
+  if (!only_binary_.empty()) {
+    MappedBinary b{{}, only_binary_, tailcause_probes_in(only_binary_), {}};
+    if (b.probes.empty()) {
+      throw ProbeError("attrib: " + only_binary_ + " carries no tailcause USDT probes");
+    }
+    attach_all_probes(b, only_pid_ ? only_pid_ : -1);
+    if (attached_.empty()) throw ProbeError("attrib: cannot attach to " + only_binary_);
+  } else {
+    rescan();
+  }
+  rescan_recipes();
+  last_gc_ = Clock::now();
+  spdlog::info("attrib: attached ({} binar{} with tailcause probes{})", attached_.size(),
+               attached_.size() == 1 ? "y" : "ies",
+               only_pid_ ? fmt::format(", process {} only", only_pid_) : std::string());
 }
 
 void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
@@ -120,9 +130,9 @@ void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
                              skel_->progs.attrib_exit_btf, skel_->progs.attrib_exec_btf,
                              skel_->progs.attrib_page_cache_add_btf};
   for (bpf_program* p : required) {
-    bpf_link* l = bpf_program__attach(p);
+    LinkHandle l(bpf_program__attach(p));
     if (!l) check(-errno, kFamily, std::string("attach ") + bpf_program__name(p));
-    links_.push_back(l);
+    links_.push_back(std::move(l));
   }
   if (ctx.features.perf_event) attach_major_faults();
 }
@@ -182,44 +192,36 @@ void AttribProbe::attach_major_faults() {
     attr.type = PERF_TYPE_SOFTWARE;
     attr.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
     attr.sample_period = 1;
-    const int fd = static_cast<int>(
-        syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0) {
+    Fd fd(static_cast<int>(
+        syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
+    if (!fd) {
       if (errno == ENODEV) continue;  // offline CPU
       spdlog::warn("attrib: major faults not counted: perf_event_open(cpu {}): {}", cpu,
                    strerror(errno));
       return;
     }
-    bpf_link* l = bpf_program__attach_perf_event(skel_->progs.attrib_major_fault, fd);
+    LinkHandle l(bpf_program__attach_perf_event(skel_->progs.attrib_major_fault, fd.get()));
     if (!l) {
       spdlog::warn("attrib: major faults not counted: {}", strerror(errno));
-      close(fd);
       return;
     }
-    perf_fds_.push_back(fd);
-    links_.push_back(l);
+    fd.release();  // the link owns it now and closes it when destroyed
+    links_.push_back(std::move(l));
   }
 }
 
 void AttribProbe::stop() {
+  // Links before the object that holds their programs, the ring before its map.
   recipes_.detach_all();
-  for (auto& [id, a] : attached_) {
-    for (bpf_link* l : a.links) bpf_link__destroy(l);
-  }
   attached_.clear();
-  for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
-  for (int fd : perf_fds_) close(fd);
-  perf_fds_.clear();
-  if (ring_) ring_buffer__free(ring_);
-  ring_ = nullptr;
-  if (skel_) attrib_bpf__destroy(skel_);
-  skel_ = nullptr;
+  ring_.reset();
+  skel_.reset();
   pending_execs_.clear();
   pending_exits_.clear();
 }
 
-int AttribProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_) : -1; }
+int AttribProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_.get()) : -1; }
 
 int AttribProbe::on_event(void* self, void* data, size_t size) {
   static_cast<AttribProbe*>(self)->on_record({static_cast<const std::byte*>(data), size});
@@ -265,7 +267,7 @@ void AttribProbe::on_record(std::span<const std::byte> bytes) {
 }
 
 void AttribProbe::drain() {
-  if (ring_) ring_buffer__consume(ring_);
+  if (ring_) ring_buffer__consume(ring_.get());
 }
 
 void AttribProbe::consume() {
@@ -292,8 +294,16 @@ void AttribProbe::handle_pending() {
 void AttribProbe::tick(const ProbeContext& ctx) {
   consume();
   const auto now = Clock::now();
-  if (only_binary_.empty() && now - last_scan_ >= kRescanInterval) rescan();
-  if (now - last_recipe_scan_ >= kRescanInterval) rescan_recipes();
+  // Each scan reads /proc (milliseconds on a busy node): drain after it, so the small ring
+  // is not left filling for two scans in a row.
+  if (only_binary_.empty() && now - last_scan_ >= kRescanInterval) {
+    rescan();
+    drain();
+  }
+  if (now - last_recipe_scan_ >= kRescanInterval) {
+    rescan_recipes();
+    drain();
+  }
   if (now - last_gc_ >= kGcInterval) {
     last_gc_ = now;
     free_requests({}, true);
@@ -331,13 +341,13 @@ void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
     bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, probe.c_str());
     if (!prog || bpf_program__type(prog) != BPF_PROG_TYPE_KPROBE) continue;  // unknown probe
     if (!layers_ && (probe == "layer_begin" || probe == "layer_end")) continue;  // opt-in
-    bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.path.c_str(), kUsdtProvider,
-                                           probe.c_str(), nullptr);
+    LinkHandle l(bpf_program__attach_usdt(prog, pid, binary.path.c_str(), kUsdtProvider,
+                                          probe.c_str(), nullptr));
     if (!l) {
       spdlog::warn("attrib: cannot attach {}:{}: {}", binary.path, probe, strerror(errno));
       continue;
     }
-    a.links.push_back(l);
+    a.links.push_back(std::move(l));
   }
   if (a.links.empty()) return;
   spdlog::info("attrib: attached {} probe(s) in {}", a.links.size(), binary.path);
@@ -348,7 +358,6 @@ void AttribProbe::release(const BinaryId& id) {
   auto it = attached_.find(id);
   if (it == attached_.end()) return;
   spdlog::info("attrib: released {} (no process maps it)", it->second.path);
-  for (bpf_link* l : it->second.links) bpf_link__destroy(l);
   attached_.erase(it);
 }
 

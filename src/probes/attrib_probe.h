@@ -16,15 +16,16 @@
 
 #include "core/stage_aggregator.h"
 #include "core/stage_record.h"
+#include "probes/handles.h"
 #include "probes/probe_family.h"
 #include "probes/recipe_attach.h"
 #include "probes/usdt_discovery.h"
 
 struct attrib_bpf;
-struct bpf_link;
-struct ring_buffer;
 
 namespace tailcause::probes {
+
+TAILCAUSE_SKELETON_HANDLE(attrib_bpf);
 
 class AttribProbe final : public ProbeFamily {
  public:
@@ -69,7 +70,7 @@ class AttribProbe final : public ProbeFamily {
  private:
   struct Attachment {
     std::string path;
-    std::vector<bpf_link*> links;
+    std::vector<LinkHandle> links;
   };
 
   static int on_event(void* self, void* data, size_t size);
@@ -86,10 +87,9 @@ class AttribProbe final : public ProbeFamily {
   // Deletes requests of processes in `dead` (or of any dead process when `all_dead`).
   void free_requests(const std::set<uint32_t>& dead, bool all_dead);
 
-  attrib_bpf* skel_ = nullptr;
-  ring_buffer* ring_ = nullptr;
-  std::vector<bpf_link*> links_;  // tracepoints and perf events
-  std::vector<int> perf_fds_;
+  Handle<attrib_bpf> skel_;
+  RingHandle ring_;
+  std::vector<LinkHandle> links_;  // tracepoints and perf events (each owns its perf fd)
   std::map<BinaryId, Attachment> attached_;
   UsdtDiscovery discovery_;
   RecipeAttacher recipes_;

@@ -60,8 +60,8 @@ std::string sysfs_dir(uint32_t major, uint32_t minor) {
 
 // Kernels before 5.11 pass (queue, request) to block_rq_issue: read its BTF prototype.
 bool rq_issue_has_queue(const Features& features) {
-  if (!features.btf) return false;
-  btf* b = btf__parse(features.btf_path.c_str(), nullptr);
+  const auto parsed = start_btf(features);
+  const btf* b = parsed.get();
   if (!b) return false;
   bool has_queue = false;
   const int id = btf__find_by_name_kind(b, "btf_trace_block_rq_issue", BTF_KIND_TYPEDEF);
@@ -69,11 +69,12 @@ bool rq_issue_has_queue(const Features& features) {
   if (t) t = btf__type_by_id(b, t->type);
   if (t && btf_is_ptr(t)) t = btf__type_by_id(b, t->type);
   if (t && btf_is_func_proto(t)) has_queue = btf_vlen(t) == 3;  // (void *, q, rq)
-  btf__free(b);
   return has_queue;
 }
 
 }  // namespace
+
+TAILCAUSE_SKELETON_DESTROY(block_bpf)
 
 std::string block_device_name(uint32_t major, uint32_t minor) {
   std::ifstream in(sysfs_dir(major, minor) + "/uevent");
@@ -98,28 +99,22 @@ void BlockProbe::start(const ProbeContext& ctx) {
   series_ = std::make_unique<Series>(ctx.config.top_k);
   names_.clear();
   last_gc_ = Clock::now();
-  try {
-    const bpf_object_open_opts opts = open_options(ctx.features);
-    skel_ = block_bpf__open_opts(&opts);
-    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
-    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
-    skel_->rodata->rq_issue_has_queue = rq_issue_has_queue(ctx.features);
-    select_tracepoint_flavour(skel_->obj, ctx.features);
-    check(block_bpf__load(skel_), kFamily, "load BPF programs");
-    check(block_bpf__attach(skel_), kFamily,
-          std::string("attach block_rq_issue/block_rq_complete (") +
-              (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
-    spdlog::info("block: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
-  } catch (...) {
-    stop();
-    throw;
-  }
+  // Built here and kept only when complete: a failure frees it on the way out.
+  const bpf_object_open_opts opts = open_options(ctx.features);
+  Handle<block_bpf> skel(block_bpf__open_opts(&opts));
+  if (!skel) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+  skel->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+  skel->rodata->rq_issue_has_queue = rq_issue_has_queue(ctx.features);
+  select_tracepoint_flavour(skel->obj, ctx.features);
+  check(block_bpf__load(skel.get()), kFamily, "load BPF programs");
+  check(block_bpf__attach(skel.get()), kFamily,
+        std::string("attach block_rq_issue/block_rq_complete (") +
+            (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
+  skel_ = std::move(skel);
+  spdlog::info("block: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
 }
 
-void BlockProbe::stop() {
-  if (skel_) block_bpf__destroy(skel_);
-  skel_ = nullptr;
-}
+void BlockProbe::stop() { skel_.reset(); }
 
 std::vector<const bpf_program*> BlockProbe::programs() const {
   return loaded_programs(skel_ ? skel_->obj : nullptr);

@@ -10,11 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "probes/handles.h"
 #include "probes/probe_family.h"
 
 struct block_bpf;
 
 namespace tailcause::probes {
+
+TAILCAUSE_SKELETON_HANDLE(block_bpf);
 
 // The kernel name of the disk major:minor from /sys/dev/block/MAJ:MIN/uevent (DEVNAME), or
 // empty when the device is unknown.
@@ -39,7 +42,7 @@ class BlockProbe final : public ProbeFamily {
   std::string device_label(const Device& dev);
   void forget_removed_devices();
 
-  block_bpf* skel_ = nullptr;
+  Handle<block_bpf> skel_;
   std::unique_ptr<Series> series_;
   std::map<Device, std::string> names_;  // cached: sysfs is read once per disk
   std::chrono::steady_clock::time_point last_gc_{};

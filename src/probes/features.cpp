@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "probes/handles.h"
+
 namespace tailcause::probes {
 namespace {
 
@@ -26,7 +28,7 @@ const bpf_insn kReturnZero[] = {
 std::string err_text(int err) { return strerror(err < 0 ? -err : err); }
 
 // Loads a tracing program against a BTF id and attaches it; `kind` is the attach type.
-Feature probe_tracing(const char* name, btf* vmlinux, const char* target, __u32 btf_kind,
+Feature probe_tracing(const char* name, const btf* vmlinux, const char* target, __u32 btf_kind,
                       bpf_attach_type kind) {
   Feature f{name, false, ""};
   if (!vmlinux) {
@@ -39,38 +41,34 @@ Feature probe_tracing(const char* name, btf* vmlinux, const char* target, __u32 
     return f;
   }
   LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = kind, .attach_btf_id = (__u32)id);
-  const int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "probe", "GPL", kReturnZero, 2, &opts);
-  if (fd < 0) {
+  const Fd prog(bpf_prog_load(BPF_PROG_TYPE_TRACING, "probe", "GPL", kReturnZero, 2, &opts));
+  if (!prog) {
     f.detail = "load: " + err_text(errno);
     return f;
   }
-  const int link = bpf_link_create(fd, 0, kind, nullptr);
-  if (link < 0) {
+  const Fd link(bpf_link_create(prog.get(), 0, kind, nullptr));
+  if (!link) {
     f.detail = "attach: " + err_text(errno);
   } else {
     f.available = true;
-    close(link);
   }
-  close(fd);
   return f;
 }
 
 Feature probe_raw_tp() {
   Feature f{"raw_tracepoint", false, ""};
-  const int fd =
-      bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "probe", "GPL", kReturnZero, 2, nullptr);
-  if (fd < 0) {
+  const Fd prog(
+      bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "probe", "GPL", kReturnZero, 2, nullptr));
+  if (!prog) {
     f.detail = "load: " + err_text(errno);
     return f;
   }
-  const int link = bpf_raw_tracepoint_open("sched_switch", fd);
-  if (link < 0) {
+  const Fd link(bpf_raw_tracepoint_open("sched_switch", prog.get()));
+  if (!link) {
     f.detail = "attach: " + err_text(errno);
   } else {
     f.available = true;
-    close(link);
   }
-  close(fd);
   return f;
 }
 
@@ -106,12 +104,12 @@ Feature probe_perf_event() {
   attr.freq = 1;
   attr.sample_freq = 10;
   attr.disabled = 1;
-  const int fd = syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0) {
+  const Fd fd(static_cast<int>(
+      syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));
+  if (!fd) {
     f.detail = "perf_event_open: " + err_text(errno);
     return f;
   }
-  close(fd);
   f.available = true;
   return f;
 }
@@ -123,12 +121,11 @@ Features probe_features(const std::string& btf_path) {
   out.btf_path = btf_path.empty() ? kKernelBtf : btf_path;
 
   Feature btf_f{"btf", false, out.btf_path};
-  btf* custom = nullptr;
   if (!std::filesystem::exists(out.btf_path)) {
     btf_f.detail = out.btf_path + " does not exist (kernel built without CONFIG_DEBUG_INFO_BTF?)";
   } else {
-    custom = btf__parse(out.btf_path.c_str(), nullptr);
-    if (!custom) {
+    out.parsed_btf.set(parse_btf(out.btf_path));
+    if (!out.parsed_btf.get()) {
       btf_f.detail = out.btf_path + " is not valid BTF: " + err_text(errno);
     } else {
       btf_f.available = true;
@@ -136,12 +133,14 @@ Features probe_features(const std::string& btf_path) {
   }
   out.btf = btf_f.available;
   out.list.push_back(btf_f);
+  const btf* custom = out.parsed_btf.get();
 
   // Attaching by BTF id always needs the running kernel's own BTF (parsed once when the
   // configured BTF is the kernel's: it is several megabytes).
   const bool custom_is_kernel = out.btf_path == kKernelBtf;
-  btf* kernel = custom_is_kernel ? custom : btf__load_vmlinux_btf();
-  if (!kernel || libbpf_get_error(kernel)) kernel = nullptr;
+  Handle<btf> own_kernel(custom_is_kernel ? nullptr : btf__load_vmlinux_btf());
+  if (libbpf_get_error(own_kernel.get())) own_kernel.release();
+  const btf* kernel = custom_is_kernel ? custom : own_kernel.get();
 
   Feature tp_btf = probe_tracing("tp_btf", kernel, "btf_trace_sched_switch", BTF_KIND_TYPEDEF,
                                  BPF_TRACE_RAW_TP);
@@ -166,7 +165,7 @@ Features probe_features(const std::string& btf_path) {
 
   Feature rq{"runqueues_ksym", false, ""};
   if (custom || kernel) {
-    btf* b = custom ? custom : kernel;
+    const btf* b = custom ? custom : kernel;
     if (btf__find_by_name_kind(b, "runqueues", BTF_KIND_VAR) < 0) {
       rq.detail = "per-CPU variable runqueues not in BTF";
     } else if (!kallsyms_has("runqueues")) {
@@ -191,9 +190,19 @@ Features probe_features(const std::string& btf_path) {
   out.fentry = fe.available;
   out.list.push_back(fe);
 
-  btf__free(custom);
-  if (!custom_is_kernel) btf__free(kernel);
   return out;
+}
+
+std::shared_ptr<const btf> start_btf(const Features& features) {
+  std::shared_ptr<const btf> b = features.parsed_btf.hold();
+  if (!b && features.btf) b = parse_btf(features.btf_path);
+  return b;
+}
+
+std::shared_ptr<const btf> parse_btf(const std::string& path) {
+  btf* b = btf__parse(path.c_str(), nullptr);
+  if (!b || libbpf_get_error(b)) return nullptr;
+  return std::shared_ptr<const btf>(b, [](const btf* p) { btf__free(const_cast<btf*>(p)); });
 }
 
 }  // namespace tailcause::probes

@@ -2,8 +2,11 @@
 // `bpftool feature probe`, which misreports tracing programs on some kernels.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+struct btf;
 
 namespace tailcause::probes {
 
@@ -11,6 +14,20 @@ struct Feature {
   std::string name;
   bool available = false;
   std::string detail;  // why not, or what was found
+};
+
+// The parsed BTF, shared by every copy of a Features (the daemon's start-up keeps one, the probe
+// set another): drop() frees it for all of them, so no forgotten copy keeps megabytes alive.
+class SharedBtf {
+ public:
+  const ::btf* get() const { return slot_->get(); }
+  std::shared_ptr<const ::btf> hold() const { return *slot_; }
+  void set(std::shared_ptr<const ::btf> parsed) { *slot_ = std::move(parsed); }
+  void drop() { slot_->reset(); }
+
+ private:
+  std::shared_ptr<std::shared_ptr<const ::btf>> slot_ =
+      std::make_shared<std::shared_ptr<const ::btf>>();
 };
 
 struct Features {
@@ -25,9 +42,20 @@ struct Features {
   bool kprobes = false;         // optional paths only
   bool fentry = false;          // optional paths only
   std::vector<Feature> list;    // everything above, for `tailcause probes`
+  // The BTF at btf_path, parsed once (several MB) and shared by the features probe and the
+  // families' starts; the probe set drops it once its families are started (null then, or
+  // when invalid).
+  SharedBtf parsed_btf;
 };
 
 // `btf_path` empty means the running kernel's /sys/kernel/btf/vmlinux.
 Features probe_features(const std::string& btf_path);
+
+// Parses a BTF file; null (errno set) when it is not valid BTF.
+std::shared_ptr<const ::btf> parse_btf(const std::string& path);
+
+// The BTF a family's start reads: the shared parse, or (a family started on its own after a
+// probe set dropped it) a parse of its own; null without valid BTF.
+std::shared_ptr<const ::btf> start_btf(const Features& features);
 
 }  // namespace tailcause::probes

@@ -19,6 +19,7 @@
 
 #include "core/schema.h"
 #include "probes/bpf_loader.h"
+#include "probes/syscall_classes.h"
 #include "bpf/memory.h"
 #include "memory.skel.h"
 
@@ -57,11 +58,11 @@ bool read_entry(int fd, const memory_key& key, bool remove, std::vector<memory_v
   return true;
 }
 
-// Telling reads from writes reads the task's user register frame (bpf/memory.bpf.c), which
-// needs bpf_task_pt_regs() (5.15) on a BTF task pointer (5.11).
-// Only x86-64 has the syscall-number test; elsewhere every added page counts.
+// Telling reads from writes reads the task's user register frame (bpf/syscalls.bpf.h), which
+// needs bpf_task_pt_regs() (5.15) on a BTF task pointer (5.11), and a frame layout the BPF side
+// knows (x86-64, arm64); elsewhere every added page counts.
 bool can_tell_writes_apart() {
-#if !defined(__x86_64__)
+#if !defined(__x86_64__) && !defined(__aarch64__)
   return false;
 #endif
   for (const bpf_func_id helper : {BPF_FUNC_task_pt_regs, BPF_FUNC_get_current_task_btf}) {
@@ -79,7 +80,35 @@ int open_major_fault_event(int cpu) {
   return static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
 }
 
+// One major-fault perf event per CPU, each running `prog`. Optional: without them page-cache
+// misses still work, so a failure is logged and nothing is attached.
+std::vector<LinkHandle> attach_major_faults(bpf_program* prog) {
+  std::vector<LinkHandle> links;
+  std::string failure;
+  for (int cpu = 0; cpu < possible_cpus(); ++cpu) {
+    Fd fd(open_major_fault_event(cpu));
+    if (!fd) {
+      if (errno == ENODEV) continue;  // offline CPU
+      failure = fmt::format("perf_event_open(major-faults, cpu {}): {}", cpu, strerror(errno));
+      break;
+    }
+    LinkHandle link(bpf_program__attach_perf_event(prog, fd.get()));
+    if (!link) {
+      failure = fmt::format("attach to major-faults on cpu {}: {}", cpu, strerror(errno));
+      break;
+    }
+    fd.release();  // the link owns it now and closes it when destroyed
+    links.push_back(std::move(link));
+  }
+  if (failure.empty() && !links.empty()) return links;
+  spdlog::warn("memory: major faults not counted: {}",
+               failure.empty() ? "no online CPU" : failure);
+  return {};
+}
+
 }  // namespace
+
+TAILCAUSE_SKELETON_DESTROY(memory_bpf)
 
 struct MemoryProbe::Series {
   explicit Series(size_t top_k)
@@ -103,79 +132,52 @@ void MemoryProbe::start(const ProbeContext& ctx) {
   names_.clear();
   unresolved_since_.clear();
   last_harvest_ = last_gc_ = Clock::now();
-  try {
-    const bpf_object_open_opts opts = open_options(ctx.features);
-    skel_ = memory_bpf__open_opts(&opts);
-    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
-    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
-    select_tracepoint_flavour(skel_->obj, ctx.features);
+  // Built here and kept only when complete: a failure frees them on the way out.
+  const bpf_object_open_opts opts = open_options(ctx.features);
+  Handle<memory_bpf> skel(memory_bpf__open_opts(&opts));
+  if (!skel) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+  skel->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+  fill_syscall_classes(skel->rodata->syscall_class);
+  select_tracepoint_flavour(skel->obj, ctx.features);
 
-    const size_t per_entry = sizeof(memory_value) * static_cast<size_t>(possible_cpus());
-    max_processes_ = static_cast<uint32_t>(std::clamp<size_t>(
-        kMapBudgetBytes / per_entry, kMinProcesses, TAILCAUSE_MEMORY_MAX_PROCESSES));
-    check(bpf_map__set_max_entries(skel_->maps.process_memory, max_processes_), kFamily,
-          "size process_memory map");
+  const size_t per_entry = sizeof(memory_value) * static_cast<size_t>(possible_cpus());
+  max_processes_ = static_cast<uint32_t>(std::clamp<size_t>(
+      kMapBudgetBytes / per_entry, kMinProcesses, TAILCAUSE_MEMORY_MAX_PROCESSES));
+  check(bpf_map__set_max_entries(skel->maps.process_memory, max_processes_), kFamily,
+        "size process_memory map");
 
-    skel_->rodata->exclude_writes = can_tell_writes_apart();
-    if (!skel_->rodata->exclude_writes) {
-      spdlog::warn("memory: page-cache misses include pages added by writes ({})",
-#if defined(__x86_64__)
-                   "kernel lacks bpf_task_pt_regs()"
+  skel->rodata->exclude_writes = can_tell_writes_apart();
+  if (!skel->rodata->exclude_writes) {
+    spdlog::warn("memory: page-cache misses include pages added by writes ({})",
+#if defined(__x86_64__) || defined(__aarch64__)
+                 "kernel lacks bpf_task_pt_regs()"
 #else
-                   "reads and writes are told apart on x86-64 only"
+                 "reads and writes are told apart on x86-64 and arm64 only"
 #endif
-      );
-    }
-    bpf_program__set_autoload(skel_->progs.major_fault, ctx.features.perf_event);
-    check(memory_bpf__load(skel_), kFamily, "load BPF programs");
-    check(memory_bpf__attach(skel_), kFamily,
-          std::string("attach filemap/mm_filemap_add_to_page_cache (") +
-              (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
-    if (ctx.features.perf_event) {
-      attach_major_faults();
-    } else {
-      spdlog::warn("memory: major faults not counted: software perf events unavailable");
-    }
-    spdlog::info("memory: attached (page-cache misses{}, {} processes max)",
-                 fault_links_.empty() ? "" : fmt::format(", major faults on {} CPUs",
-                                                         fault_links_.size()),
-                 max_processes_);
-  } catch (...) {
-    stop();
-    throw;
+    );
   }
-}
-
-// Optional: without the perf events page-cache misses still work.
-void MemoryProbe::attach_major_faults() {
-  std::string failure;
-  for (int cpu = 0; cpu < possible_cpus(); ++cpu) {
-    const int fd = open_major_fault_event(cpu);
-    if (fd < 0) {
-      if (errno == ENODEV) continue;  // offline CPU
-      failure = fmt::format("perf_event_open(major-faults, cpu {}): {}", cpu, strerror(errno));
-      break;
-    }
-    bpf_link* link = bpf_program__attach_perf_event(skel_->progs.major_fault, fd);
-    if (!link) {
-      failure = fmt::format("attach to major-faults on cpu {}: {}", cpu, strerror(errno));
-      close(fd);
-      break;
-    }
-    fault_links_.push_back(link);  // the link owns fd and closes it when destroyed
+  bpf_program__set_autoload(skel->progs.major_fault, ctx.features.perf_event);
+  check(memory_bpf__load(skel.get()), kFamily, "load BPF programs");
+  check(memory_bpf__attach(skel.get()), kFamily,
+        std::string("attach filemap/mm_filemap_add_to_page_cache (") +
+            (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
+  std::vector<LinkHandle> fault_links;
+  if (ctx.features.perf_event) {
+    fault_links = attach_major_faults(skel->progs.major_fault);
+  } else {
+    spdlog::warn("memory: major faults not counted: software perf events unavailable");
   }
-  if (failure.empty() && !fault_links_.empty()) return;
-  for (bpf_link* l : fault_links_) bpf_link__destroy(l);
-  fault_links_.clear();
-  spdlog::warn("memory: major faults not counted: {}",
-               failure.empty() ? "no online CPU" : failure);
+  skel_ = std::move(skel);
+  fault_links_ = std::move(fault_links);
+  spdlog::info("memory: attached (page-cache misses{}, {} processes max)",
+               fault_links_.empty() ? "" : fmt::format(", major faults on {} CPUs",
+                                                       fault_links_.size()),
+               max_processes_);
 }
 
 void MemoryProbe::stop() {
-  for (bpf_link* l : fault_links_) bpf_link__destroy(l);
   fault_links_.clear();
-  if (skel_) memory_bpf__destroy(skel_);
-  skel_ = nullptr;
+  skel_.reset();
 }
 
 void MemoryProbe::tick(const ProbeContext&) {

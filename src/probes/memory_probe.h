@@ -12,12 +12,15 @@
 #include <utility>
 #include <vector>
 
+#include "probes/handles.h"
 #include "probes/probe_family.h"
 
 struct memory_bpf;
 struct bpf_link;
 
 namespace tailcause::probes {
+
+TAILCAUSE_SKELETON_HANDLE(memory_bpf);
 
 struct MemoryCounts {
   uint64_t page_cache_misses = 0;
@@ -55,14 +58,13 @@ class MemoryProbe final : public ProbeFamily {
   using ProcessKey = std::pair<uint64_t, uint32_t>;     // (cgroup id, tgid), as in the map
   using TotalsKey = std::pair<uint64_t, std::string>;  // (cgroup id, process name)
 
-  void attach_major_faults();
   void harvest();
   std::string cgroup_name(uint64_t id);
   void forget_removed_cgroups();
 
-  memory_bpf* skel_ = nullptr;
+  Handle<memory_bpf> skel_;
   CgroupNames* cgroups_ = nullptr;
-  std::vector<bpf_link*> fault_links_;
+  std::vector<LinkHandle> fault_links_;  // each owns its perf event fd
   uint32_t max_processes_ = 0;
   std::unique_ptr<Series> series_;
   // Per kernel entry, the counts already added to totals_ (deltas make deletions safe).

@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/utsname.h>
@@ -27,14 +28,10 @@ ProbeSet::ProbeSet(Features features, CgroupLayout layout)
     status.name = entry.name;
     families_.push_back(Running{nullptr, status});
   }
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
 }
 
-ProbeSet::~ProbeSet() {
-  stop_all();
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (stats_fd_ >= 0) close(stats_fd_);
-}
+ProbeSet::~ProbeSet() { stop_all(); }
 
 uint64_t monotonic_ns() {
   timespec ts{};
@@ -87,6 +84,11 @@ void ProbeSet::apply(const core::Config& config) {
     r.status.error = want ? "" : "disabled in configuration";
     if (want) to_start.push_back(i);
   }
+  // The BTF is parsed once for all the loaders (the features probe's copy at the first start),
+  // and dropped when they are done: it is several MB the daemon does not need between starts.
+  if (!to_start.empty() && features_.btf && !features_.parsed_btf.get()) {
+    features_.parsed_btf.set(parse_btf(features_.btf_path));
+  }
   const ProbeContext ctx = context();
   std::vector<std::unique_ptr<ProbeFamily>> started(entries.size());
   std::vector<std::string> errors(entries.size());
@@ -109,6 +111,11 @@ void ProbeSet::apply(const core::Config& config) {
     });
   }
   for (auto& t : loaders) t.join();
+  features_.parsed_btf.drop();
+  // Loading parses the kernel BTF again inside libbpf, once per object, on the loader threads:
+  // tens of MB freed by now, but glibc keeps freed pages of its per-thread arenas resident.
+  // Hand them back, or they stay in the daemon's RSS for its whole life.
+  if (!to_start.empty()) malloc_trim(0);
   for (size_t i : to_start) {
     Running& r = families_[i];
     if (started[i]) {
@@ -134,8 +141,7 @@ void ProbeSet::stop_all() {
 }
 
 void ProbeSet::rebuild_epoll() {
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
   for (size_t i = 0; i < families_.size(); ++i) {
     if (!families_[i].family) continue;
     const int fd = families_[i].family->event_fd();
@@ -143,13 +149,13 @@ void ProbeSet::rebuild_epoll() {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = i;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
   }
 }
 
 void ProbeSet::poll(int timeout_ms) {
   epoll_event events[8];
-  const int n = epoll_wait(epoll_fd_, events, 8, timeout_ms);
+  const int n = epoll_wait(epoll_fd_.get(), events, 8, timeout_ms);
   std::lock_guard lock(mu_);
   for (int i = 0; i < n; ++i) {
     const auto idx = events[i].data.u64;
@@ -167,12 +173,11 @@ void ProbeSet::poll(int timeout_ms) {
 }
 
 void ProbeSet::set_bpf_stats(bool on) {
-  if (on && stats_fd_ < 0) {
-    stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
-    if (stats_fd_ < 0) spdlog::warn("bpf_stats: kernel refused run-time statistics");
-  } else if (!on && stats_fd_ >= 0) {
-    close(stats_fd_);
-    stats_fd_ = -1;
+  if (on && !stats_fd_) {
+    stats_fd_.reset(bpf_enable_stats(BPF_STATS_RUN_TIME));
+    if (!stats_fd_) spdlog::warn("bpf_stats: kernel refused run-time statistics");
+  } else if (!on) {
+    stats_fd_.reset();
   }
 }
 

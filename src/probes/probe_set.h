@@ -15,6 +15,7 @@
 #include "core/metrics.h"
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
+#include "probes/handles.h"
 #include "probes/probe_family.h"
 
 namespace tailcause::probes {
@@ -73,8 +74,8 @@ class ProbeSet {
   NodeSignals signals_;
   RecordObserver record_observer_;
   std::vector<Running> families_;  // in known_families() order
-  int epoll_fd_ = -1;
-  int stats_fd_ = -1;  // holds kernel BPF run-time statistics on while open
+  Fd epoll_fd_;
+  Fd stats_fd_;  // holds kernel BPF run-time statistics on while open
   std::chrono::steady_clock::time_point last_tick_{};
 };
 

@@ -89,7 +89,6 @@ void RecipeAttacher::sync(pid_t only_pid) {
       continue;
     }
     spdlog::info("attrib: released recipes in {} (no process maps it)", it->second.path);
-    for (bpf_link* l : it->second.links) bpf_link__destroy(l);
     it = libraries_.erase(it);
   }
   if (!first_sync_done_) {
@@ -111,7 +110,7 @@ void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
     if (!recipe_matches(r.library, mapped_as)) continue;
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = false,
                 .func_name = r.symbol.c_str());
-    bpf_link* entry = bpf_program__attach_uprobe_opts(entry_, -1, path.c_str(), 0, &opts);
+    LinkHandle entry(bpf_program__attach_uprobe_opts(entry_, -1, path.c_str(), 0, &opts));
     if (!entry) {
       const int err = errno;
       report(fmt::format("recipe {}: cannot attach {} in {}: {}", r.source, r.symbol, path,
@@ -119,19 +118,17 @@ void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
                                                        : strerror(err)));
       continue;
     }
-    lib.links.push_back(entry);
     if (r.kind != "count") {
       opts.retprobe = true;
-      bpf_link* ret = bpf_program__attach_uprobe_opts(ret_, -1, path.c_str(), 0, &opts);
+      LinkHandle ret(bpf_program__attach_uprobe_opts(ret_, -1, path.c_str(), 0, &opts));
       if (!ret) {
         report(fmt::format("recipe {}: cannot attach the return of {} in {}: {}", r.source,
                            r.symbol, path, strerror(errno)));
-        bpf_link__destroy(entry);
-        lib.links.pop_back();
-        continue;
+        continue;  // `entry` goes with it
       }
-      lib.links.push_back(ret);
+      lib.links.push_back(std::move(ret));
     }
+    lib.links.push_back(std::move(entry));
     lib.symbols.insert(r.symbol);
   }
   if (!lib.symbols.empty()) {
@@ -140,12 +137,7 @@ void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
   libraries_[id] = std::move(lib);
 }
 
-void RecipeAttacher::detach_all() {
-  for (auto& [id, lib] : libraries_) {
-    for (bpf_link* l : lib.links) bpf_link__destroy(l);
-  }
-  libraries_.clear();
-}
+void RecipeAttacher::detach_all() { libraries_.clear(); }
 
 void RecipeAttacher::report(const std::string& problem) {
   if (!reported_.insert(problem).second) return;

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/config.h"
+#include "probes/handles.h"
 #include "probes/usdt_discovery.h"
 
-struct bpf_link;
 struct bpf_program;
 
 namespace tailcause::probes {
@@ -47,7 +47,7 @@ class RecipeAttacher {
  private:
   struct Library {
     std::string path;
-    std::vector<bpf_link*> links;
+    std::vector<LinkHandle> links;
     std::set<std::string> symbols;  // attached ones
   };
   // `path` reaches the file from here; `mapped_as` is the path the process maps it by.

@@ -113,12 +113,10 @@ struct KernelFacts {
 
 KernelFacts kernel_facts(const Features& features) {
   KernelFacts k;
-  btf* b = features.btf_path.empty() ? btf__load_vmlinux_btf()
-                                     : btf__parse(features.btf_path.c_str(), nullptr);
-  if (b) {
+  const auto parsed = start_btf(features);
+  if (const btf* b = parsed.get()) {
     k.rq_clock = struct_has_members(b, "cfs_rq", {"rq"});
     k.sched_info = k.rq_clock && struct_has_members(b, "sched_info", {"run_delay", "last_queued"});
-    btf__free(b);
   }
   k.runqueues_ksym = features.runqueues_ksym;
   return k;
@@ -134,6 +132,8 @@ int open_cpu_clock(int cpu, uint64_t period_ns) {
 }
 
 }  // namespace
+
+TAILCAUSE_SKELETON_DESTROY(sched_bpf)
 
 struct SchedProbe::Series {
   explicit Series(size_t top_k)
@@ -154,111 +154,107 @@ void SchedProbe::start(const ProbeContext& ctx) {
   names_.clear();
   unresolved_since_.clear();
   dense_ = false;
-  try {
-    const bpf_object_open_opts opts = open_options(ctx.features);
-    skel_ = sched_bpf__open_opts(&opts);
-    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
-    skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
-    const auto& sc = ctx.config.sched;
-    const uint32_t sparse = sc.runqlen_sparse_hz ? sc.runqlen_sparse_hz : 1;
-    skel_->rodata->runqlen_stride = std::max<uint32_t>(1, sc.runqlen_dense_hz / sparse);
+  // Built here and kept only when complete: a failure frees them on the way out.
+  const bpf_object_open_opts opts = open_options(ctx.features);
+  Handle<sched_bpf> skel(sched_bpf__open_opts(&opts));
+  if (!skel) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+  skel->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
+  const auto& sc = ctx.config.sched;
+  const uint32_t sparse = sc.runqlen_sparse_hz ? sc.runqlen_sparse_hz : 1;
+  skel->rodata->runqlen_stride = std::max<uint32_t>(1, sc.runqlen_dense_hz / sparse);
 
-    // Task storage is what makes the tp_btf path cheap; without it use raw_tp and a tid hash.
-    const bool use_btf = ctx.features.tp_btf && ctx.features.task_storage;
-    Features flavour = ctx.features;
-    flavour.tp_btf = use_btf;
-    select_tracepoint_flavour(skel_->obj, flavour);
-    bpf_map__set_autocreate(use_btf ? skel_->maps.sched_task_hash : skel_->maps.sched_task_store,
-                            false);
-    // Wakeup times from task->sched_info spare a program on every wakeup (see sched.bpf.c).
-    const KernelFacts kernel = kernel_facts(ctx.features);
-    const bool ktime = options_.precise_clock || !kernel.rq_clock;
-    const bool sched_info = options_.wakeups_from_sched_info && !ktime && kernel.sched_info;
-    skel_->rodata->use_ktime = ktime;
-    skel_->rodata->use_sched_info = sched_info;
-    if (sched_info) {
-      for (bpf_program* p :
-           {skel_->progs.handle_wakeup_btf, skel_->progs.handle_wakeup_raw,
-            skel_->progs.handle_wakeup_new_btf, skel_->progs.handle_wakeup_new_raw}) {
-        bpf_program__set_autoload(p, false);
-      }
+  // Task storage is what makes the tp_btf path cheap; without it use raw_tp and a tid hash.
+  const bool use_btf = ctx.features.tp_btf && ctx.features.task_storage;
+  Features flavour = ctx.features;
+  flavour.tp_btf = use_btf;
+  select_tracepoint_flavour(skel->obj, flavour);
+  bpf_map__set_autocreate(use_btf ? skel->maps.sched_task_hash : skel->maps.sched_task_store,
+                          false);
+  // Wakeup times from task->sched_info spare a program on every wakeup (see sched.bpf.c).
+  const KernelFacts kernel = kernel_facts(ctx.features);
+  const bool ktime = options_.precise_clock || !kernel.rq_clock;
+  const bool sched_info = options_.wakeups_from_sched_info && !ktime && kernel.sched_info;
+  skel->rodata->use_ktime = ktime;
+  skel->rodata->use_sched_info = sched_info;
+  if (sched_info) {
+    for (bpf_program* p :
+         {skel->progs.handle_wakeup_btf, skel->progs.handle_wakeup_raw,
+          skel->progs.handle_wakeup_new_btf, skel->progs.handle_wakeup_new_raw}) {
+      bpf_program__set_autoload(p, false);
     }
-
-    // Run-queue length: the per-CPU `runqueues` when the verifier can resolve it, else the
-    // run queue reached from the current task; both need software perf events.
-    const bool by_ksym = kernel.runqueues_ksym;
-    const bool runqlen =
-        ctx.features.perf_event && sc.runqlen_dense_hz > 0 && (by_ksym || kernel.rq_clock);
-    runqlen_prog_ = by_ksym ? skel_->progs.sample_runqlen_ksym : skel_->progs.sample_runqlen_task;
-    bpf_program__set_autoload(skel_->progs.sample_runqlen_ksym, runqlen && by_ksym);
-    bpf_program__set_autoload(skel_->progs.sample_runqlen_task, runqlen && !by_ksym);
-    if (!runqlen && !warned_no_runqlen_) {
-      warned_no_runqlen_ = true;
-      spdlog::warn("sched: run-queue length not sampled: {}",
-                   sc.runqlen_dense_hz == 0   ? "runqlen_dense_hz is 0"
-                   : !ctx.features.perf_event ? "software perf events unavailable"
-                                              : "neither `runqueues` in kallsyms nor cfs_rq->rq");
-    }
-
-    check(sched_bpf__load(skel_), kFamily, "load BPF programs");
-    check(sched_bpf__attach(skel_), kFamily,
-          std::string("attach sched tracepoints (") + (use_btf ? "tp_btf" : "raw_tp") + ")");
-    if (runqlen) attach_runqlen_sampler(ctx);
-    spdlog::info("sched: attached ({}, {}{})",
-                 use_btf ? "tp_btf, task storage" : "raw_tp, tid hash",
-                 sched_info ? "wakeups from sched_info"
-                 : ktime    ? "wakeup handlers, ktime"
-                            : "wakeup handlers",
-                 perf_links_.empty()
-                     ? ""
-                     : fmt::format(", run-queue length of {} CPUs via {} at {}/{} Hz",
-                                   perf_links_.size(), by_ksym ? "runqueues" : "current task",
-                                   sc.runqlen_sparse_hz, sc.runqlen_dense_hz));
-  } catch (...) {
-    stop();
-    throw;
   }
+
+  // Run-queue length: the per-CPU `runqueues` when the verifier can resolve it, else the
+  // run queue reached from the current task; both need software perf events.
+  const bool by_ksym = kernel.runqueues_ksym;
+  const bool runqlen =
+      ctx.features.perf_event && sc.runqlen_dense_hz > 0 && (by_ksym || kernel.rq_clock);
+  bpf_program__set_autoload(skel->progs.sample_runqlen_ksym, runqlen && by_ksym);
+  bpf_program__set_autoload(skel->progs.sample_runqlen_task, runqlen && !by_ksym);
+  if (!runqlen && !warned_no_runqlen_) {
+    warned_no_runqlen_ = true;
+    spdlog::warn("sched: run-queue length not sampled: {}",
+                 sc.runqlen_dense_hz == 0   ? "runqlen_dense_hz is 0"
+                 : !ctx.features.perf_event ? "software perf events unavailable"
+                                            : "neither `runqueues` in kallsyms nor cfs_rq->rq");
+  }
+
+  check(sched_bpf__load(skel.get()), kFamily, "load BPF programs");
+  check(sched_bpf__attach(skel.get()), kFamily,
+        std::string("attach sched tracepoints (") + (use_btf ? "tp_btf" : "raw_tp") + ")");
+  Sampler sampler;
+  if (runqlen) {
+    sampler = attach_runqlen_sampler(
+        ctx, by_ksym ? skel->progs.sample_runqlen_ksym : skel->progs.sample_runqlen_task);
+  }
+  skel_ = std::move(skel);
+  sampler_ = std::move(sampler);
+  spdlog::info("sched: attached ({}, {}{})",
+               use_btf ? "tp_btf, task storage" : "raw_tp, tid hash",
+               sched_info ? "wakeups from sched_info"
+               : ktime    ? "wakeup handlers, ktime"
+                          : "wakeup handlers",
+               sampler_.links.empty()
+                   ? ""
+                   : fmt::format(", run-queue length of {} CPUs via {} at {}/{} Hz",
+                                 sampler_.links.size(), by_ksym ? "runqueues" : "current task",
+                                 sc.runqlen_sparse_hz, sc.runqlen_dense_hz));
 }
 
 // The sampler is optional: when perf events cannot be opened the rest of the family works.
-void SchedProbe::attach_runqlen_sampler(const ProbeContext& ctx) {
+SchedProbe::Sampler SchedProbe::attach_runqlen_sampler(const ProbeContext& ctx,
+                                                       bpf_program* prog) {
   const uint64_t period_ns = 1000000000ull / ctx.config.sched.runqlen_dense_hz;
+  Sampler sampler;
   std::string failure;
   for (int cpu = 0; cpu < possible_cpus() && failure.empty(); ++cpu) {
-    const int fd = open_cpu_clock(cpu, period_ns);
-    if (fd < 0) {
+    Fd fd(open_cpu_clock(cpu, period_ns));
+    if (!fd) {
       if (errno == ENODEV) continue;  // offline CPU
       failure = fmt::format("perf_event_open(cpu-clock, cpu {}): {}", cpu, strerror(errno));
       break;
     }
-    bpf_link* link = bpf_program__attach_perf_event(runqlen_prog_, fd);
+    LinkHandle link(bpf_program__attach_perf_event(prog, fd.get()));
     if (!link) {
       failure = fmt::format("attach to cpu-clock on cpu {}: {}", cpu, strerror(errno));
-      close(fd);
       break;
     }
-    perf_links_.push_back(link);
-    sampled_cpus_.push_back(cpu);
+    fd.release();  // the link owns it now and closes it when destroyed
+    sampler.links.push_back(std::move(link));
+    sampler.cpus.push_back(cpu);
   }
-  if (failure.empty() && !perf_links_.empty()) return;
-  // A perf-event link owns its perf fd: destroying the link closes it.
-  for (bpf_link* l : perf_links_) bpf_link__destroy(l);
-  perf_links_.clear();
-  sampled_cpus_.clear();
+  if (failure.empty() && !sampler.links.empty()) return sampler;
   if (!warned_no_runqlen_) {
     warned_no_runqlen_ = true;
     spdlog::warn("sched: run-queue length not sampled: {}",
                  failure.empty() ? "no online CPU" : failure);
   }
+  return {};
 }
 
 void SchedProbe::stop() {
-  // A perf-event link owns its perf fd: destroying the link closes it.
-  for (bpf_link* l : perf_links_) bpf_link__destroy(l);
-  perf_links_.clear();
-  sampled_cpus_.clear();
-  if (skel_) sched_bpf__destroy(skel_);
-  skel_ = nullptr;
+  sampler_ = {};
+  skel_.reset();
   posted_preemptions_.clear();
 }
 
@@ -286,7 +282,7 @@ void SchedProbe::tick(const ProbeContext& ctx) {
     last_evidence_ = Clock::now();
     post_preemption_evidence(ctx.signals);
   }
-  if (!skel_ || perf_links_.empty() || dense_ == ctx.signals.cgroup_throttling) return;
+  if (!skel_ || sampler_.links.empty() || dense_ == ctx.signals.cgroup_throttling) return;
   dense_ = ctx.signals.cgroup_throttling;
   skel_->bss->runqlen_dense = dense_ ? 1 : 0;
   spdlog::debug("sched: run-queue length sampling {}", dense_ ? "dense" : "sparse");
@@ -376,10 +372,10 @@ void SchedProbe::collect_preemptions(core::MetricSet& out) {
 }
 
 void SchedProbe::collect_runqlen(core::MetricSet& out) {
-  if (perf_links_.empty()) return;
+  if (sampler_.links.empty()) return;
   const uint32_t zero = 0;
   const auto per_cpu = percpu_values<sched_runqlen>(bpf_map__fd(skel_->maps.sched_runqlen), &zero);
-  for (int cpu : sampled_cpus_) {
+  for (int cpu : sampler_.cpus) {
     if (cpu >= static_cast<int>(per_cpu.size())) continue;
     const auto& h = per_cpu[cpu].hist;
     out.add_histogram(core::metric::kRunqueueLength,

@@ -11,12 +11,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "probes/handles.h"
 #include "probes/probe_family.h"
 
 struct sched_bpf;
 struct bpf_link;
 
 namespace tailcause::probes {
+
+TAILCAUSE_SKELETON_HANDLE(sched_bpf);
 
 class SchedProbe final : public ProbeFamily {
  public:
@@ -44,13 +47,15 @@ class SchedProbe final : public ProbeFamily {
   std::vector<const bpf_program*> programs() const override;
   uint64_t folded_label_values() const override;
 
-  // Whether the run-queue length sampler is attached (needs software perf events).
-  bool samples_runqueue_length() const { return !perf_links_.empty(); }
-
  private:
   struct Series;  // label budgets and folded series, reset on each start()
 
-  void attach_runqlen_sampler(const ProbeContext& ctx);
+  // The run-queue length sampler: one perf-event link (owning its fd) per sampled CPU.
+  struct Sampler {
+    std::vector<LinkHandle> links;
+    std::vector<int> cpus;
+  };
+  Sampler attach_runqlen_sampler(const ProbeContext& ctx, bpf_program* prog);
   std::optional<std::string> cgroup_name(uint64_t id);
   void collect_cgroups(core::MetricSet& out);
   void collect_preemptions(core::MetricSet& out);
@@ -60,11 +65,9 @@ class SchedProbe final : public ProbeFamily {
   void post_preemption_evidence(NodeSignals& signals);
 
   Options options_;
-  sched_bpf* skel_ = nullptr;
-  bpf_program* runqlen_prog_ = nullptr;  // the sampler flavour loaded, if any
+  Handle<sched_bpf> skel_;
   CgroupNames* cgroups_ = nullptr;
-  std::vector<bpf_link*> perf_links_;
-  std::vector<int> sampled_cpus_;
+  Sampler sampler_;  // after skel_: detached before the program goes
   bool dense_ = false;
   bool warned_no_runqlen_ = false;
   std::unique_ptr<Series> series_;

@@ -69,6 +69,8 @@ core::IpAddress address(uint16_t family, const __u8 (&bytes)[16]) {
 
 }  // namespace
 
+TAILCAUSE_SKELETON_DESTROY(tcp_bpf)
+
 // Pairs are folded as records arrive rather than at collect time (FoldedSeries): admission is
 // sticky, so a folded pair always lands in "__other__" and every series stays monotonic, while
 // memory stays bounded by top_k + 1 pairs however many distinct peers a server sees.
@@ -95,37 +97,33 @@ void TcpProbe::start(const ProbeContext& ctx) {
     throw ProbeError("tcp: the kernel has no BPF ring buffer (needs Linux 5.8 or later)");
   }
   pairs_ = std::make_unique<Pairs>(ctx.config.top_k);
-  try {
-    const bpf_object_open_opts opts = open_options(ctx.features);
-    skel_ = tcp_bpf__open_opts(&opts);
-    if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
-    select_tracepoint_flavour(skel_->obj, ctx.features);
-    check(tcp_bpf__load(skel_), kFamily, "load BPF programs");
-    check(tcp_bpf__attach(skel_), kFamily,
-          std::string("attach tcp tracepoints (") + (ctx.features.tp_btf ? "tp_btf" : "raw_tp") +
-              ")");
-    ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.tcp_events), &TcpProbe::on_record, this,
-                             nullptr);
-    if (!ring_) check(errno ? -errno : -EINVAL, kFamily, "open ring buffer");
-    spdlog::info("tcp: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
-  } catch (...) {
-    stop();
-    throw;
-  }
+  // Built here and kept only when complete: a failure frees them on the way out.
+  const bpf_object_open_opts opts = open_options(ctx.features);
+  Handle<tcp_bpf> skel(tcp_bpf__open_opts(&opts));
+  if (!skel) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
+  select_tracepoint_flavour(skel->obj, ctx.features);
+  check(tcp_bpf__load(skel.get()), kFamily, "load BPF programs");
+  check(tcp_bpf__attach(skel.get()), kFamily,
+        std::string("attach tcp tracepoints (") + (ctx.features.tp_btf ? "tp_btf" : "raw_tp") +
+            ")");
+  RingHandle ring(ring_buffer__new(bpf_map__fd(skel->maps.tcp_events), &TcpProbe::on_record,
+                                   this, nullptr));
+  if (!ring) check(errno ? -errno : -EINVAL, kFamily, "open ring buffer");
+  skel_ = std::move(skel);
+  ring_ = std::move(ring);
+  spdlog::info("tcp: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
 }
 
 void TcpProbe::stop() {
-  if (ring_) ring_buffer__free(ring_);
-  ring_ = nullptr;
-  if (skel_) tcp_bpf__destroy(skel_);
-  skel_ = nullptr;
+  ring_.reset();
+  skel_.reset();
 }
 
-int TcpProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_) : -1; }
+int TcpProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_.get()) : -1; }
 
 void TcpProbe::consume() {
   if (!ring_) return;
-  const int n = ring_buffer__consume(ring_);
+  const int n = ring_buffer__consume(ring_.get());
   if (n < 0) spdlog::debug("tcp: ring buffer consume: {}", strerror(-n));
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "probes/handles.h"
 #include "probes/probe_family.h"
 
 struct tcp_bpf;
@@ -15,6 +16,8 @@ struct ring_buffer;
 struct tailcause_tcp_event;
 
 namespace tailcause::probes {
+
+TAILCAUSE_SKELETON_HANDLE(tcp_bpf);
 
 class TcpProbe final : public ProbeFamily {
  public:
@@ -40,8 +43,8 @@ class TcpProbe final : public ProbeFamily {
   static int on_record(void* self, void* data, size_t size);
   void handle(const tailcause_tcp_event& e);
 
-  tcp_bpf* skel_ = nullptr;
-  ring_buffer* ring_ = nullptr;
+  Handle<tcp_bpf> skel_;
+  RingHandle ring_;  // after skel_: freed before the map it reads
   std::unique_ptr<Pairs> pairs_;
 };
 

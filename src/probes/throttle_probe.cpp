@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/schema.h"
+#include "probes/handles.h"
 
 namespace tailcause::probes {
 namespace {
@@ -28,21 +29,17 @@ constexpr const char* kWeight = core::metric::kCpuWeight;
 
 // A cgroup file's whole content; nullopt when it is absent (controller off, cgroup removed).
 std::optional<std::string> read_small_file(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   std::string text;
   char buf[4096];
   for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
+    const ssize_t n = read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      close(fd);
-      return std::nullopt;
-    }
+    if (n < 0) return std::nullopt;
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
   }
-  close(fd);
   return text;
 }
 

@@ -14,23 +14,25 @@
 
 #include <spdlog/spdlog.h>
 
+#include "probes/handles.h"
+
 namespace tailcause::probes {
 namespace {
 
 constexpr uint32_t kNtStapsdt = 3;  // note type of SystemTap SDT notes
 
 struct ElfFile {
-  int fd = -1;
+  Fd fd;  // declared first: outlives the Elf that maps it
   Elf* elf = nullptr;
-  explicit ElfFile(const std::string& path) {
-    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
+  explicit ElfFile(const std::string& path) : fd(open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (!fd) return;
     elf_version(EV_CURRENT);
-    elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
   }
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
   ~ElfFile() {
     if (elf) elf_end(elf);
-    if (fd >= 0) close(fd);
   }
 };
 

@@ -51,8 +51,6 @@ class UsdtDiscovery {
   std::vector<MappedBinary> scan_process(pid_t pid);
   // The same for every process.
   std::map<BinaryId, MappedBinary> scan_all();
-  // Files examined so far (for tests and logs).
-  size_t cached_files() const { return cache_.size(); }
 
  private:
   struct Cached {

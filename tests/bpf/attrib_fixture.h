@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -134,11 +135,14 @@ class AttribTest : public ::testing::Test {
         ADD_FAILURE() << "attrib_target timed out";
         break;
       }
+      // As the daemon's collector does: wait up to 10 ms for the ring buffer's wake-up, then
+      // drain and tick.
+      pollfd ring{probe->event_fd(), POLLIN, 0};
+      if (ring.fd < 0 || poll(&ring, 1, 10) < 0) std::this_thread::sleep_for(10ms);
       const double cpu_before = thread_cpu_seconds();
       probe->tick(ctx);
       consume_cpu += thread_cpu_seconds() - cpu_before;
       read_out();
-      std::this_thread::sleep_for(10ms);
     }
     read_out();
     close(out[0]);
@@ -172,10 +176,6 @@ class AttribTest : public ::testing::Test {
     core::MetricSet m;
     probe->collect(m);
     return m;
-  }
-  double value(const core::MetricSet& m, const char* name, const core::Labels& want) {
-    const core::Sample* s = find_sample(m, name, want);
-    return s ? s->value : -1;
   }
 
   core::Config config;

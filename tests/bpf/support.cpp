@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace fs = std::filesystem;
 
@@ -105,6 +106,21 @@ void stop_child(pid_t pid) {
 const core::Sample* find_sample(const core::MetricSet& set, const std::string& name,
                                 const core::Labels& want) {
   return set.find(name, want);
+}
+
+std::optional<double> sample_value(const core::MetricSet& set, const std::string& name,
+                                   const core::Labels& want) {
+  const core::Sample* s = set.find(name, want);
+  if (!s) return std::nullopt;
+  return s->value;
+}
+
+double value(const core::MetricSet& set, const std::string& name, const core::Labels& want) {
+  if (auto v = sample_value(set, name, want)) return *v;
+  std::string labels;
+  for (const auto& [k, v] : want) labels += (labels.empty() ? "" : ",") + k + "=\"" + v + "\"";
+  ADD_FAILURE() << "no series " << name << "{" << labels << "}";
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::string& name) {

@@ -54,6 +54,13 @@ void stop_child(pid_t pid);
 // Finds the sample of family `name` whose labels include all of `want`; nullptr if none.
 const core::Sample* find_sample(const core::MetricSet& set, const std::string& name,
                                 const core::Labels& want);
+// The value of the sample of family `name` whose labels include all of `want`; nullopt when
+// there is none. For a series whose absence is a legitimate "nothing counted": value_or(0).
+std::optional<double> sample_value(const core::MetricSet& set, const std::string& name,
+                                   const core::Labels& want);
+// The same for a series that must be there: a missing one fails the test, naming the series,
+// and reads as NaN, which no comparison accepts.
+double value(const core::MetricSet& set, const std::string& name, const core::Labels& want);
 // All samples of a family (empty if absent).
 std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::string& name);
 

@@ -50,10 +50,6 @@ class SchedTest : public ::testing::Test {
     probe->collect(m);
     return m;
   }
-  double value(const core::MetricSet& m, const char* name, const core::Labels& want) {
-    const core::Sample* s = find_sample(m, name, want);
-    return s ? s->value : 0;
-  }
   uint64_t count(const core::MetricSet& m, const char* name, const core::Labels& want) {
     const core::Sample* s = find_sample(m, name, want);
     return s ? s->histogram.count : 0;
@@ -140,7 +136,7 @@ TEST_F(SchedTest, SleeperShowsOffcpuSleep) {
 
   const double sleep = value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "sleep"}});
   EXPECT_GT(sleep, 0.2);  // it sleeps nearly all the time
-  EXPECT_LT(value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "io"}}), sleep);
+  EXPECT_LT(sample_value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "io"}}).value_or(0), sleep);
   EXPECT_GT(count(m, kLatency, {{"cgroup", s.name()}}), 0u);  // every wakeup waits a little
 }
 

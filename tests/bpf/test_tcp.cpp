@@ -265,10 +265,6 @@ class TcpTest : public ::testing::Test {
     const core::Sample* s = find_sample(m, name, want);
     return s ? s->histogram.count : 0;
   }
-  static double value(const core::MetricSet& m, const char* name, const core::Labels& want) {
-    const core::Sample* s = find_sample(m, name, want);
-    return s ? s->value : -1;
-  }
   // Scrapes until both pairs counted `n` closed connections, or 10 s passed (records reach
   // user space asynchronously).
   core::MetricSet scrape_until_closed(const core::Labels& a, const core::Labels& b, uint64_t n) {
