@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "export/exposition.h"
 
@@ -87,7 +90,14 @@ void HttpServer::bind(const core::ListenAddress& address) {
 }
 
 void HttpServer::start() {
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([this, ended] {
+    server_->listen_after_bind();
+    *ended = true;
+  });
+  // httplib's stop() does nothing until the accept loop runs (and that loop would then never
+  // end): wait for it, so that a stop() right after start() cannot hang.
+  while (!server_->is_running() && !*ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void HttpServer::stop() {

@@ -1,7 +1,6 @@
-#include "cli/startup.h"
+#include "daemon/startup.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,9 +9,9 @@
 #include "probes/bpf_loader.h"
 #include "probes/privileges.h"
 
-namespace tailcause::cli {
+namespace tailcause::daemon {
 
-core::Config load_config(const CommonOptions& options) {
+core::Config load_config(const StartOptions& options) {
   core::Config config;
   if (!options.config_path.empty()) {
     std::ifstream in(options.config_path);
@@ -31,39 +30,34 @@ core::Config load_config(const CommonOptions& options) {
   return config;
 }
 
-std::optional<Startup> prepare(const CommonOptions& options) {
+Startup prepare(const StartOptions& options) {
   Startup s;
   try {
     s.config = load_config(options);
   } catch (const core::ConfigError& e) {
-    fmt::print(stderr, "tailcause: configuration error: {}\n", e.what());
-    return std::nullopt;
+    throw StartupError(fmt::format("configuration error: {}", e.what()));
   }
   if (auto missing = probes::missing_capabilities(); !missing.empty()) {
-    fmt::print(stderr,
-               "tailcause: missing capability {}: loading BPF programs needs CAP_BPF and "
-               "CAP_PERFMON (or root). Run as root or grant them, e.g. "
-               "setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep build/tailcause\n",
-               fmt::join(missing, ", "));
-    return std::nullopt;
+    throw StartupError(fmt::format(
+        "missing capability {}: loading BPF programs needs CAP_BPF and CAP_PERFMON (or root). Run "
+        "as root or grant them, e.g. setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep build/tailcause",
+        fmt::join(missing, ", ")));
   }
   probes::install_libbpf_logger();
   s.features = probes::probe_features(s.config.btf);
   if (!s.features.btf) {
-    fmt::print(stderr,
-               "tailcause: no usable BTF: {}. tailcause's CO-RE programs need type information "
-               "for the running kernel: use a kernel with CONFIG_DEBUG_INFO_BTF=y, or pass a BTF "
-               "file for it with --btf FILE (btf: in the configuration)\n",
-               s.features.list.front().detail);
-    return std::nullopt;
+    throw StartupError(fmt::format(
+        "no usable BTF: {}. tailcause's CO-RE programs need type information for the running "
+        "kernel: use a kernel with CONFIG_DEBUG_INFO_BTF=y, or pass a BTF file for it with --btf "
+        "FILE (btf: in the configuration)",
+        s.features.list.front().detail));
   }
   try {
     s.layout = probes::detect_cgroup_layout(s.config.cgroup);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "tailcause: cgroups: {}\n", e.what());
-    return std::nullopt;
+    throw StartupError(fmt::format("cgroups: {}", e.what()));
   }
   return s;
 }
 
-}  // namespace tailcause::cli
+}  // namespace tailcause::daemon
