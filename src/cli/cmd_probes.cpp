@@ -4,16 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "probes/probe_set.h"
+#include "daemon/family_check.h"
 
 namespace tailcause::cli {
 
 int print_probes(const CommonOptions& options, bool json) {
   const auto startup = daemon::prepare(options);
-  probes::ProbeSet set(startup.features, startup.layout);
-  set.apply(startup.config);
-  const auto statuses = set.status();
-  set.stop_all();
+  const auto statuses = daemon::check_families(startup);
 
   bool any_failed = false;
   for (const auto& s : statuses) any_failed = any_failed || (s.enabled && !s.attached);
