@@ -17,10 +17,11 @@
 #include <optional>
 #include <vector>
 
-#include "cli/collection.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/duration.h"
+#include "daemon/collection.h"
+#include "daemon/signals.h"
 
 namespace tailcause::cli {
 namespace {
@@ -72,7 +73,7 @@ class AgentProcess {
  public:
   AgentProcess(const fs::path& binary, const std::vector<std::string>& args) {
     log_fd_ = ::memfd_create("rag-agent-log", MFD_CLOEXEC);
-    if (log_fd_ < 0) throw CollectionError(fmt::format("memfd_create: {}", std::strerror(errno)));
+    if (log_fd_ < 0) throw daemon::StartupError(fmt::format("memfd_create: {}", std::strerror(errno)));
     std::vector<std::string> argv_s{binary.string()};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -80,7 +81,7 @@ class AgentProcess {
     argv.push_back(nullptr);
     const pid_t parent = ::getpid();
     pid_ = ::fork();
-    if (pid_ < 0) throw CollectionError(fmt::format("fork: {}", std::strerror(errno)));
+    if (pid_ < 0) throw daemon::StartupError(fmt::format("fork: {}", std::strerror(errno)));
     if (pid_ == 0) {
       ::setpgid(0, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -174,33 +175,18 @@ class AgentProcess {
 }  // namespace
 
 int run_demo(const CommonOptions& common, const DemoOptions& o) {
-  uint64_t duration_ns = 0;
-  try {
-    duration_ns = core::parse_duration_ns(o.duration);
-  } catch (const core::DurationError& e) {
-    fmt::print(stderr, "tailcause demo: --duration: {}\n", e.what());
-    return 2;
-  }
-  if (duration_ns < 1'000'000'000 || duration_ns > 3600'000'000'000) {
-    fmt::print(stderr, "tailcause demo: --duration must be between 1s and 1h, got {}\n", o.duration);
-    return 2;
-  }
+  const uint64_t duration_ns = core::parse_duration_ns(o.duration);  // validated
   fs::path agent;
   if (!o.agent.empty()) {
-    if (!executable(o.agent)) {
-      fmt::print(stderr, "tailcause demo: --agent {}: not an executable file\n", o.agent);
-      return 2;
-    }
-    agent = fs::absolute(o.agent);
+    agent = fs::absolute(o.agent);  // validated: an executable file
   } else {
     std::vector<std::string> looked;
     auto found = find_agent(looked);
     if (!found) {
-      fmt::print(stderr,
-                 "tailcause demo: cannot find the example agent {} (looked in {}); build it with "
-                 "`cmake --build build --target rag-agent` or pass --agent PATH\n",
-                 kAgentName, fmt::join(looked, ", "));
-      return 2;
+      throw daemon::StartupError(fmt::format(
+          "cannot find the example agent {} (looked in {}); build it with "
+          "`cmake --build build --target rag-agent` or pass --agent PATH",
+          kAgentName, fmt::join(looked, ", ")));
     }
     agent = *found;
   }
@@ -208,26 +194,26 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
   // Attribute only the agent's processes, whatever else carries the SDK on this host.
   CommonOptions options = common;
   if (options.pid == 0 && options.binary.empty()) options.binary = agent.string();
-  auto startup = prepare(options);
-  if (!startup) return 2;
+  const auto startup = daemon::prepare(options);
 
   const double seconds = static_cast<double>(duration_ns) * 1e-9;
   std::vector<std::string> args{"--tenants", "ta,tb", "--rate", fmt::format("{}", kAgentRate),
                                 "--concurrency", "2", "--duration", fmt::format("{}", seconds)};
   if (o.fault != "none") args.insert(args.end(), {"--fault", o.fault + ":ta"});
 
-  install_stop_handlers();
+  daemon::RunFlags flags;
+  daemon::SignalRouting signals(flags, /*reload=*/false);
   std::optional<AgentProcess> process;
   bool agent_failed = false, overran = false;
-  try {
-    Collection collection(*startup, duration_ns + static_cast<uint64_t>(kOverrunSeconds * 1e9));
+  {
+    daemon::Collection collection(startup, duration_ns + static_cast<uint64_t>(kOverrunSeconds * 1e9));
     collection.begin();
     spdlog::info("demo: {} {} (fault {} on tenant ta)", agent.string(), fmt::join(args, " "), o.fault);
     process.emplace(agent, args);
     Progress progress(fmt::format("demo, fault {}", o.fault), seconds);
     double next_checkpoint = 1.0;
     while (process->running()) {
-      if (stop_requested()) process->stop();
+      if (flags.stop) process->stop();
       if (collection.elapsed_seconds() > seconds + kOverrunSeconds) {
         if (!overran) spdlog::error("demo: the agent overran --duration by {:.0f} s: stopping it", kOverrunSeconds);
         overran = true;
@@ -268,9 +254,6 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     } else {
       fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));
     }
-  } catch (const CollectionError& e) {
-    fmt::print(stderr, "tailcause demo: {}\n", e.what());
-    return 2;
   }
   return agent_failed ? 1 : 0;
 }

@@ -4,42 +4,32 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cli/collection.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/diagnosis.h"
 #include "core/duration.h"
+#include "daemon/collection.h"
+#include "daemon/signals.h"
 
 namespace tailcause::cli {
 
 int diagnose(const CommonOptions& options, const DiagnoseOptions& diagnose_options) {
-  uint64_t duration_ns = 0;
-  try {
-    duration_ns = core::parse_duration_ns(diagnose_options.duration);
-  } catch (const core::DurationError& e) {
-    fmt::print(stderr, "tailcause diagnose: --duration: {}\n", e.what());
-    return 2;
-  }
-  if (duration_ns < 1'000'000'000) {
-    fmt::print(stderr, "tailcause diagnose: --duration must be at least 1s, got {}\n",
-               diagnose_options.duration);
-    return 2;
-  }
-  auto startup = prepare(options);
-  if (!startup) return 2;
+  const uint64_t duration_ns = core::parse_duration_ns(diagnose_options.duration);  // validated
+  const auto startup = daemon::prepare(options);
 
   const double seconds = static_cast<double>(duration_ns) * 1e-9;
-  install_stop_handlers();
-  try {
-    Collection collection(*startup, duration_ns + 10'000'000'000);
+  daemon::RunFlags flags;
+  daemon::SignalRouting signals(flags, /*reload=*/false);
+  {
+    daemon::Collection collection(startup, duration_ns + 10'000'000'000);
     collection.begin();
     Progress progress("collecting", seconds);
-    while (!stop_requested() && collection.elapsed_seconds() < seconds) {
+    while (!flags.stop && collection.elapsed_seconds() < seconds) {
       collection.poll(100);
       const uint64_t g = collection.glitches();
       progress.update(collection.elapsed_seconds(), fmt::format("{} glitch{}", g, g == 1 ? "" : "es"));
     }
-    const bool interrupted = stop_requested();
+    const bool interrupted = flags.stop;
     core::Diagnosis d = collection.finish();
     progress.finish(fmt::format("collected {:.1f} s{}", d.duration_seconds,
                                 interrupted ? " (stopped early)" : ""));
@@ -50,9 +40,6 @@ int diagnose(const CommonOptions& options, const DiagnoseOptions& diagnose_optio
     } else {
       fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));
     }
-  } catch (const CollectionError& e) {
-    fmt::print(stderr, "tailcause diagnose: {}\n", e.what());
-    return 2;
   }
   return 0;
 }

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "cli/commands.h"
-#include "cli/startup.h"
 #include "core/duration.h"
+#include "daemon/startup.h"
 #include "export/glitch_listing.h"
 #include "export/journal.h"
 
@@ -35,29 +35,10 @@ std::string describe(const GlitchesOptions& o) {
 
 int list_glitches(const GlitchesOptions& o) {
   exporter::JournalFilter filter;
-  if (o.since) {
-    try {
-      const uint64_t back = core::parse_duration_ns(*o.since);
-      if (back == 0) throw core::DurationError(fmt::format("invalid duration '{}': must be more than zero", *o.since));
-      const int64_t now = unix_now_ns();
-      filter.since_ns = static_cast<int64_t>(back) >= now ? 0 : now - static_cast<int64_t>(back);
-    } catch (const core::DurationError& e) {
-      fmt::print(stderr, "tailcause glitches: --since: {}\n", e.what());
-      return 2;
-    }
-  }
-  if (o.tenant && o.tenant->empty()) {
-    fmt::print(stderr, "tailcause glitches: --tenant: empty tenant name (omit --tenant for all tenants)\n");
-    return 2;
-  }
-  if (o.stage && o.stage->empty()) {
-    fmt::print(stderr, "tailcause glitches: --stage: empty stage name (omit --stage for all stages)\n");
-    return 2;
-  }
-  if (o.limit < 1 || o.limit > exporter::Journal::kMaxQueryLimit) {
-    fmt::print(stderr, "tailcause glitches: --limit must be in 1..{}, got {}\n",
-               exporter::Journal::kMaxQueryLimit, o.limit);
-    return 2;
+  if (o.since) {  // validated: more than zero
+    const uint64_t back = core::parse_duration_ns(*o.since);
+    const int64_t now = unix_now_ns();
+    filter.since_ns = static_cast<int64_t>(back) >= now ? 0 : now - static_cast<int64_t>(back);
   }
   filter.tenant = o.tenant;
   filter.stage = o.stage;
@@ -66,12 +47,11 @@ int list_glitches(const GlitchesOptions& o) {
   std::string path = o.journal_path;
   if (path.empty()) {
     try {
-      CommonOptions common;
-      common.config_path = o.config_path;
-      path = load_config(common).journal.path;
+      daemon::StartOptions from;
+      from.config_path = o.config_path;
+      path = daemon::load_config(from).journal.path;
     } catch (const core::ConfigError& e) {
-      fmt::print(stderr, "tailcause glitches: configuration error: {}\n", e.what());
-      return 2;
+      throw daemon::StartupError(fmt::format("configuration error: {}", e.what()));
     }
     if (path.empty()) {
       fmt::print(stderr,

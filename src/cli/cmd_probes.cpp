@@ -4,27 +4,22 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/startup.h"
-#include "probes/probe_set.h"
+#include "daemon/family_check.h"
 
 namespace tailcause::cli {
 
 int print_probes(const CommonOptions& options, bool json) {
-  auto startup = prepare(options);
-  if (!startup) return 2;
-  probes::ProbeSet set(startup->features, startup->layout);
-  set.apply(startup->config);
-  const auto statuses = set.status();
-  set.stop_all();
+  const auto startup = daemon::prepare(options);
+  const auto statuses = daemon::check_families(startup);
 
   bool any_failed = false;
   for (const auto& s : statuses) any_failed = any_failed || (s.enabled && !s.attached);
   if (json) {
     nlohmann::json out;
-    for (const auto& f : startup->features.list) {
+    for (const auto& f : startup.features.list) {
       out["features"].push_back({{"name", f.name}, {"available", f.available}, {"detail", f.detail}});
     }
-    out["cgroup"] = startup->layout.describe();
+    out["cgroup"] = startup.layout.describe();
     for (const auto& s : statuses) {
       out["families"].push_back(
           {{"name", s.name}, {"enabled", s.enabled}, {"attached", s.attached}, {"error", s.error}});
@@ -32,10 +27,10 @@ int print_probes(const CommonOptions& options, bool json) {
     fmt::print("{}\n", out.dump(2));
   } else {
     fmt::print("Kernel features\n");
-    for (const auto& f : startup->features.list) {
+    for (const auto& f : startup.features.list) {
       fmt::print("  {:<16} {:<4} {}\n", f.name, f.available ? "yes" : "no", f.detail);
     }
-    fmt::print("Cgroups\n  {}\n", startup->layout.describe());
+    fmt::print("Cgroups\n  {}\n", startup.layout.describe());
     fmt::print("Probe families\n");
     for (const auto& s : statuses) {
       const char* state = !s.enabled ? "disabled" : (s.attached ? "attached" : "FAILED");

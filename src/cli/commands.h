@@ -1,19 +1,17 @@
-// Sub-commands of the tailcause executable. Each returns the process exit code.
+// Sub-commands of the tailcause executable. Each returns the process exit code; flags arrive
+// validated (CLI11, see validators.h), and a start-up failure is thrown as daemon::StartupError,
+// which main turns into one line and exit 2.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "daemon/startup.h"
+
 namespace tailcause::cli {
 
-struct CommonOptions {
-  std::string config_path;  // empty: built-in defaults
-  std::string listen;       // overrides the configuration's listen address
-  std::string btf;          // overrides the configuration's BTF path
-  uint32_t pid = 0;         // attrib: only this process
-  std::string binary;       // attrib: only this executable or library
-};
+using CommonOptions = daemon::StartOptions;
 
 int run_daemon(const CommonOptions& options);
 int print_probes(const CommonOptions& options, bool json);

@@ -1,11 +1,22 @@
 // tailcause: why the slow AI-agent requests were slow, from the kernel up.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
+#include "core/duration.h"
+#include "export/journal.h"
+
+namespace {
+
+constexpr uint64_t kSecondNs = 1'000'000'000;
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  using namespace tailcause::cli;
   CLI::App app{"tailcause: kernel causes of AI-agent and LLM-inference tail latency"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tailcause ") + TAILCAUSE_VERSION_STRING);
@@ -13,7 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
 
-  tailcause::cli::CommonOptions options;
+  CommonOptions options;
   auto add_common = [&](CLI::App* cmd) {
     cmd->add_option("--config,-c", options.config_path, "YAML configuration file")
         ->check(CLI::ExistingFile);
@@ -32,7 +43,8 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run the daemon: attach probes, serve /metrics");
   add_common(run);
   run->add_option("--listen,-l", options.listen,
-                  "HOST:PORT for the metrics endpoint (default 0.0.0.0:9436)");
+                  "HOST:PORT for the metrics endpoint (default 0.0.0.0:9436)")
+      ->check(listen_address());
   add_attrib_filters(run);
 
   bool json = false;
@@ -44,27 +56,30 @@ int main(int argc, char** argv) {
       "diagnose", "Collect for a while, then report tenants, stages, glitches and their causes");
   add_common(diagnose);
   add_attrib_filters(diagnose);
-  tailcause::cli::DiagnoseOptions diagnose_options;
+  DiagnoseOptions diagnose_options;
   diagnose->add_option("--duration,-d", diagnose_options.duration,
                        "How long to collect: 30s, 5m, 1h30m ... (Ctrl-C stops early)")
+      ->check(duration_within(kSecondNs, tailcause::core::kMaxDurationNs, "at least 1s"))
       ->capture_default_str();
   diagnose->add_flag("--json", diagnose_options.json, "Machine-readable output on stdout");
 
   auto* demo = app.add_subcommand(
       "demo", "Run the example agent with a fault and show what tailcause finds");
   add_common(demo);
-  tailcause::cli::DemoOptions demo_options;
+  DemoOptions demo_options;
   demo->add_option("--fault,-f", demo_options.fault, "The fault injected on tenant ta")
       ->check(CLI::IsMember({"quota", "hog", "cold-cache", "slow-peer", "lock", "none"}))
       ->capture_default_str();
   demo->add_option("--duration,-d", demo_options.duration, "How long the agent serves requests")
+      ->check(duration_within(kSecondNs, 3600 * kSecondNs, "between 1s and 1h"))
       ->capture_default_str();
   demo->add_option("--agent", demo_options.agent,
-                   "The example agent (default: examples/rag-agent next to tailcause, or PATH)");
+                   "The example agent (default: examples/rag-agent next to tailcause, or PATH)")
+      ->check(executable_file());
   demo->add_flag("--json", demo_options.json, "Machine-readable output on stdout");
 
   auto* glitches = app.add_subcommand("glitches", "List the journal's glitches and explain them");
-  tailcause::cli::GlitchesOptions glitches_options;
+  GlitchesOptions glitches_options;
   std::string since, tenant, stage;
   glitches->add_option("--config,-c", glitches_options.config_path,
                        "YAML configuration file (for journal.path)")
@@ -72,10 +87,14 @@ int main(int argc, char** argv) {
   glitches->add_option("--journal", glitches_options.journal_path,
                        "The journal file (default: journal.path of the configuration)");
   auto* since_opt =
-      glitches->add_option("--since", since, "Only the last DURATION: 30s, 5m, 2h, 1d, 1h30m");
-  auto* tenant_opt = glitches->add_option("--tenant", tenant, "Only this tenant");
-  auto* stage_opt = glitches->add_option("--stage", stage, "Only this stage (or \"request\")");
+      glitches->add_option("--since", since, "Only the last DURATION: 30s, 5m, 2h, 1d, 1h30m")
+          ->check(duration_within(1, tailcause::core::kMaxDurationNs, "more than zero"));
+  auto* tenant_opt = glitches->add_option("--tenant", tenant, "Only this tenant")
+                         ->check(non_empty("tenant name", "omit --tenant for all tenants"));
+  auto* stage_opt = glitches->add_option("--stage", stage, "Only this stage (or \"request\")")
+                        ->check(non_empty("stage name", "omit --stage for all stages"));
   glitches->add_option("--limit,-n", glitches_options.limit, "At most this many, newest first")
+      ->check(integer_within(1, tailcause::exporter::Journal::kMaxQueryLimit, "limit"))
       ->capture_default_str();
   glitches->add_flag("--json", glitches_options.json, "A JSON array on stdout");
 
@@ -93,12 +112,17 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(log_level));
 
+  // Exit 2 for everything that stops a start: bad flags (above) and StartupError (a bad
+  // configuration, missing privileges or BTF, an address or file that cannot be used).
   try {
-    if (*run) return tailcause::cli::run_daemon(options);
-    if (*probes) return tailcause::cli::print_probes(options, json);
+    if (*run) return run_daemon(options);
+    if (*probes) return print_probes(options, json);
     if (*diagnose) return tailcause::cli::diagnose(options, diagnose_options);
-    if (*demo) return tailcause::cli::run_demo(options, demo_options);
-    if (*glitches) return tailcause::cli::list_glitches(glitches_options);
+    if (*demo) return run_demo(options, demo_options);
+    if (*glitches) return list_glitches(glitches_options);
+  } catch (const tailcause::daemon::StartupError& e) {
+    fmt::print(stderr, "tailcause: {}\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

@@ -81,7 +81,6 @@ void StageAggregator::count_identity_errors(const Identity& id) {
 }
 
 void StageAggregator::add(const StageRecord& r) {
-  ++stage_records_;
   auto [tenant, agent] = labels(r.id);
   // Fixed stage names are bounded by the SDK; free names compete for slots.
   std::string stage = r.kind == 6 ? stages_.admit(r.stage) : r.stage;

@@ -71,7 +71,6 @@ class StageAggregator {
   void collect(MetricSet& out) const;
 
   uint64_t folded() const;
-  uint64_t stage_records() const { return stage_records_; }
 
  private:
   struct StageSeries {
@@ -113,7 +112,6 @@ class StageAggregator {
   std::map<std::string, LayerTotals> layers_;  // folded, keyed "layer\x1fbatch"
   std::map<std::string, uint64_t> user_errors_, kernel_errors_;
   double clock_offset_ = 0;
-  uint64_t stage_records_ = 0;
 };
 
 }  // namespace tailcause::core

@@ -49,8 +49,6 @@ uint64_t rejected_in_response(const std::string& body, uint64_t spans) {
 
 }  // namespace
 
-const char* drop_reason_name(DropReason r) { return kDropNames.at(static_cast<size_t>(r)); }
-
 std::optional<milliseconds> parse_retry_after(std::string_view value,
                                               std::chrono::system_clock::time_point now) {
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);

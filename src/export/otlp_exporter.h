@@ -52,7 +52,6 @@ struct OtlpTuning {
 enum class DropReason : uint8_t {
   queue_full, budget, rejected, shutdown, retries_exhausted, invalid, count_
 };
-const char* drop_reason_name(DropReason r);
 
 class OtlpExporter {
  public:

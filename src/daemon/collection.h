@@ -1,35 +1,26 @@
 // What `diagnose` and `demo` share: the probe families plus the analysis-only glitch pipeline
 // (no journal, no OTLP, no breaker socket or state file), a scrape at the start and one at the
-// end, and the diagnosis built from them. SIGINT/SIGTERM end a collection early.
+// end, and the diagnosis built from them. The caller decides when it ends (SignalRouting's stop
+// flag ends it early).
 #pragma once
 
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
-#include "cli/glitch_pipeline.h"
-#include "cli/startup.h"
+#include "daemon/glitch_pipeline.h"
+#include "daemon/startup.h"
 #include "core/diagnosis.h"
 #include "core/metrics.h"
 #include "probes/probe_set.h"
 
-namespace tailcause::cli {
-
-struct CollectionError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// SIGINT and SIGTERM set a flag (stop_requested) instead of ending the process; SIGPIPE is
-// ignored.
-void install_stop_handlers();
-bool stop_requested();
+namespace tailcause::daemon {
 
 class Collection {
  public:
   // Attaches the families and starts the analysis; `window_ns` is how far back the stage
   // P50/P99 look. Families that fail to attach are logged; the rest keep working. Throws
-  // CollectionError when the glitch pipeline cannot start.
+  // PipelineError (a StartupError) when the glitch pipeline cannot start.
   Collection(const Startup& startup, uint64_t window_ns);
   ~Collection();
   Collection(const Collection&) = delete;
@@ -60,4 +51,4 @@ class Collection {
   bool finished_ = false;
 };
 
-}  // namespace tailcause::cli
+}  // namespace tailcause::daemon

@@ -1,6 +1,6 @@
 // The daemon's glitch path, from the attribution records to the sinks: the GlitchAnalyzer
 // (detectors and verdicts), the journal (batched about once a second on its own thread), the
-// OTLP exporter, the circuit breaker's socket and its state file. `run` uses all of it;
+// OTLP exporter, the circuit breaker's socket and its state file. the daemon uses all of it;
 // `diagnose` and `demo` only the analyzer. Thread-safe: records arrive on the collector
 // thread, scrapes and socket requests on others.
 #pragma once
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "daemon/startup.h"
 #include "core/glitch_analyzer.h"
 #include "core/metrics.h"
 #include "probes/probe_set.h"
@@ -26,7 +27,7 @@ class OtlpExporter;
 class BreakerSocket;
 }  // namespace tailcause::exporter
 
-namespace tailcause::cli {
+namespace tailcause::daemon {
 
 struct PipelineOptions {
   bool journal = true;          // write glitches to journal.path (when set)
@@ -36,8 +37,9 @@ struct PipelineOptions {
   uint64_t summary_window_ns = 60'000'000'000;
 };
 
-struct PipelineError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A sink that cannot start (journal, OTLP endpoint, breaker socket): a start-up failure.
+struct PipelineError : StartupError {
+  using StartupError::StartupError;
 };
 
 class GlitchPipeline {
@@ -58,12 +60,14 @@ class GlitchPipeline {
   // Writes what is pending to the journal, saves the breaker, stops threads. Idempotent.
   void stop();
 
+  // One attribution record (connect() routes the set's here; a test may feed its own).
+  void observe(const core::Record& record);
+
   void collect(core::MetricSet& out);
   core::AnalyzerSummary summary();
   uint64_t glitches();
 
  private:
-  void on_record(const core::Record& record);
   void journal_loop();
   void install_hints_locked();  // the verdicts' evidence from set_'s families
 
@@ -87,4 +91,4 @@ class GlitchPipeline {
   bool stopped_ = false;
 };
 
-}  // namespace tailcause::cli
+}  // namespace tailcause::daemon

@@ -1,31 +1,11 @@
-#include "cli/collection.h"
+#include "daemon/collection.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 
-namespace tailcause::cli {
-namespace {
-
-std::atomic<bool> stop_flag{false};
-
-void on_stop_signal(int) { stop_flag = true; }
-
-}  // namespace
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
-
-bool stop_requested() { return stop_flag.load(); }
-
+namespace tailcause::daemon {
 namespace {
 
 // A one-shot report is read by a person, not stored by Prometheus: label values need no top-K
@@ -46,11 +26,7 @@ Collection::Collection(const Startup& startup, uint64_t window_ns)
   options.breaker_socket = false;
   options.persist_breaker = false;
   options.summary_window_ns = window_ns;
-  try {
-    pipeline_ = std::make_unique<GlitchPipeline>(config_, options);
-  } catch (const PipelineError& e) {
-    throw CollectionError(e.what());
-  }
+  pipeline_ = std::make_unique<GlitchPipeline>(config_, options);
   pipeline_->connect(set_);
   set_.apply(config_);
   for (const auto& s : set_.status()) {
@@ -118,4 +94,4 @@ core::Diagnosis Collection::finish(double duration_seconds) {
                                options);
 }
 
-}  // namespace tailcause::cli
+}  // namespace tailcause::daemon

@@ -1,4 +1,4 @@
-#include "cli/glitch_pipeline.h"
+#include "daemon/glitch_pipeline.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,7 +16,7 @@
 #include "export/journal.h"
 #include "export/otlp_exporter.h"
 
-namespace tailcause::cli {
+namespace tailcause::daemon {
 namespace {
 
 constexpr size_t kMaxQueuedGlitches = 10000;  // between two journal writes (about a second)
@@ -148,7 +148,7 @@ GlitchPipeline::~GlitchPipeline() { stop(); }
 
 void GlitchPipeline::connect(probes::ProbeSet& set) {
   set_ = &set;
-  set.set_record_observer([this](const core::Record& r) { on_record(r); });
+  set.set_record_observer([this](const core::Record& r) { observe(r); });
   std::lock_guard lock(mu_);
   install_hints_locked();
 }
@@ -192,7 +192,7 @@ void GlitchPipeline::reconfigure(const core::Config& config) {
   install_hints_locked();
 }
 
-void GlitchPipeline::on_record(const core::Record& record) {
+void GlitchPipeline::observe(const core::Record& record) {
   core::AnalyzerOutput out;
   {
     std::lock_guard lock(mu_);
@@ -306,4 +306,4 @@ uint64_t GlitchPipeline::glitches() {
   return analyzer_->glitch_count();
 }
 
-}  // namespace tailcause::cli
+}  // namespace tailcause::daemon

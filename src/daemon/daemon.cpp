@@ -1,0 +1,108 @@
+#include "daemon/daemon.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+namespace tailcause::daemon {
+
+Daemon::Daemon(StartOptions options, Startup startup)
+    : options_(std::move(options)),
+      config_(std::move(startup.config)),
+      set_(startup.features, startup.layout),
+      http_([this](core::MetricSet& out) {
+        set_.collect(out);
+        pipeline_->collect(out);
+      }) {
+  try {
+    http_.bind(core::parse_listen(config_.listen));
+  } catch (const std::exception& e) {  // ConfigError, or the bind's runtime_error
+    throw StartupError(e.what());
+  }
+  pipeline_ = std::make_unique<GlitchPipeline>(config_, PipelineOptions{});
+  pipeline_->connect(set_);
+}
+
+Daemon::~Daemon() { shutdown(); }
+
+void Daemon::shutdown() {
+  http_.stop();
+  set_.stop_all();
+  pipeline_->stop();
+}
+
+core::Config Daemon::config() const {
+  std::lock_guard lock(mu_);
+  return config_;
+}
+
+bool Daemon::wait_running(std::chrono::milliseconds limit) {
+  std::unique_lock lock(mu_);
+  return running_cv_.wait_for(lock, limit, [this] { return running_; });
+}
+
+int Daemon::run() {
+  core::Config config;
+  {
+    std::lock_guard lock(mu_);
+    if (ran_) throw std::logic_error("Daemon::run() called twice");
+    ran_ = true;
+    config = config_;
+  }
+  spdlog::info("{}; tracepoints via {}", set_.layout().describe(),
+               set_.features().tp_btf ? "BTF (tp_btf)" : "raw tracepoints");
+  set_.apply(config);
+  http_.start();
+  spdlog::info("serving metrics on http://{}/metrics", config.listen);
+  {
+    std::lock_guard lock(mu_);
+    running_ = true;
+  }
+  running_cv_.notify_all();
+
+  while (!flags_.stop) {
+    set_.poll(100);
+    if (flags_.reload.exchange(false)) {
+      reload();
+      ++reloads_handled_;
+    }
+  }
+  spdlog::info("stopping");
+  shutdown();
+  {
+    std::lock_guard lock(mu_);
+    running_ = false;
+  }
+  return 0;
+}
+
+ReloadResult Daemon::reload() {
+  ReloadResult result;
+  core::Config next;
+  try {
+    next = load_config(options_);
+  } catch (const core::ConfigError& e) {
+    result.error = e.what();
+    spdlog::error("reload rejected, keeping the running configuration: {}", e.what());
+    return result;
+  }
+  const core::Config current = config();
+  if (next.listen != current.listen) {
+    spdlog::warn("reload: listen address change ({} -> {}) needs a restart; keeping {}",
+                 current.listen, next.listen, current.listen);
+    next.listen = current.listen;
+    result.listen_kept = true;
+  }
+  set_.apply(next);
+  pipeline_->reconfigure(next);
+  {
+    std::lock_guard lock(mu_);
+    config_ = next;
+  }
+  result.applied = true;
+  spdlog::info("configuration reloaded");
+  return result;
+}
+
+}  // namespace tailcause::daemon

@@ -1,0 +1,176 @@
+// The daemon's glitch pipeline without probes: records fed as the attrib family would route
+// them, glitches journaled by the journal thread (about once a second, the rest on stop), the
+// breaker's state saved and restored across pipelines, SIGHUP-style reconfiguration keeping
+// the breakers, and sinks that cannot start refused with a clear error.
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "daemon/glitch_pipeline.h"
+#include "export/journal.h"
+#include "temp_dir.h"
+
+namespace tailcause::daemon {
+namespace {
+
+constexpr uint64_t ms = 1'000'000;
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// A finished stage of `wall_ms`, all of it on CPU, that ended just now.
+core::StageRecord stage(const std::string& tenant, uint64_t request, uint64_t wall_ms,
+                        const std::string& name = "generation") {
+  core::StageRecord r;
+  r.id.request_id = request;
+  r.id.pid = 4242;
+  r.id.tenant = tenant;
+  r.id.agent = "rag";
+  r.id.trace_id = "0123456789abcdef0123456789abcd" + std::to_string(10 + request % 90);
+  r.tid = 4242;
+  r.stage = name;
+  r.kind = 3;
+  r.end_ns = monotonic_ns();
+  r.start_ns = r.end_ns - wall_ms * ms;
+  r.component_ns[static_cast<size_t>(core::Component::on_cpu)] = wall_ms * ms;
+  return r;
+}
+
+// Only the sinks a test names: no breaker socket, no OTLP, no default paths under /var.
+core::Config config_in(const testing::TempDir& dir, bool journal = true, bool state = false) {
+  core::Config c;
+  c.breaker.socket = "";
+  c.breaker.state_file = state ? dir.file("breaker.state") : "";
+  c.journal.path = journal ? dir.file("journal.db") : "";
+  return c;
+}
+
+std::vector<exporter::GlitchRow> journaled(const std::string& path) {
+  exporter::Journal journal(path, exporter::JournalLimits{});
+  exporter::JournalFilter all;
+  all.limit = exporter::Journal::kMaxQueryLimit;
+  return journal.query(all);
+}
+
+double metric(GlitchPipeline& p, const std::string& name, const core::Labels& labels = {}) {
+  core::MetricSet m;
+  p.collect(m);
+  const core::Sample* s = m.find(name, labels);
+  return s ? s->value : -1;
+}
+
+TEST(DaemonPipeline, StopFlushesEveryPendingGlitchToTheJournal) {
+  testing::TempDir dir;
+  GlitchPipeline p(config_in(dir), PipelineOptions{});
+  for (uint64_t i = 1; i <= 5; ++i) p.observe(stage("ta", i, 300));  // over the 200 ms SLO
+  p.observe(stage("tb", 9, 20));                                      // well within it
+  EXPECT_EQ(p.glitches(), 5u);
+  p.stop();
+
+  const auto rows = journaled(dir.file("journal.db"));
+  ASSERT_EQ(rows.size(), 5u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.tenant, "ta");
+    EXPECT_EQ(r.stage, "generation");
+    EXPECT_EQ(r.cause, "on_cpu");
+    EXPECT_NEAR(r.wall_seconds, 0.3, 1e-9);
+    EXPECT_EQ(r.verdict.rfind("over_slo 200 ms", 0), 0u) << r.verdict;
+  }
+  EXPECT_EQ(metric(p, "tailcause_journal_glitches_written"), 5);
+  EXPECT_EQ(metric(p, "tailcause_journal_glitches_dropped"), 0);
+  p.stop();  // idempotent
+}
+
+TEST(DaemonPipeline, JournalThreadWritesWhileRunning) {
+  testing::TempDir dir;
+  GlitchPipeline p(config_in(dir), PipelineOptions{});
+  p.observe(stage("ta", 1, 400));
+  // The thread writes about once a second; allow it many rounds rather than timing one.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (metric(p, "tailcause_journal_glitches_written") < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(metric(p, "tailcause_journal_glitches_written"), 1) << "the journal thread never wrote";
+  const auto rows = journaled(dir.file("journal.db"));  // a second reader while the daemon runs
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].tenant, "ta");
+  p.stop();
+}
+
+TEST(DaemonPipeline, WithoutAJournalPathNothingIsWrittenAndNoSeries) {
+  testing::TempDir dir;
+  GlitchPipeline p(config_in(dir, /*journal=*/false), PipelineOptions{});
+  p.observe(stage("ta", 1, 300));
+  EXPECT_EQ(p.glitches(), 1u);
+  p.stop();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("journal.db")));
+  EXPECT_EQ(metric(p, "tailcause_journal_glitches_written"), -1);
+}
+
+TEST(DaemonPipeline, AnalysisOnlyOptionsOpenNoSink) {
+  testing::TempDir dir;
+  PipelineOptions o;
+  o.journal = o.otlp = o.breaker_socket = o.persist_breaker = false;
+  GlitchPipeline p(config_in(dir, true, true), o);
+  for (uint64_t i = 1; i <= 3; ++i) p.observe(stage("ta", i, 300));
+  p.stop();
+  EXPECT_EQ(p.glitches(), 3u);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("journal.db")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("breaker.state")));
+}
+
+TEST(DaemonPipeline, BreakerStateIsSavedAndRestoredByTheNextPipeline) {
+  testing::TempDir dir;
+  {
+    GlitchPipeline p(config_in(dir, false, true), PipelineOptions{});
+    for (uint64_t i = 1; i <= 3; ++i) p.observe(stage("ta", i, 300));  // trips after 3 slow stages
+    EXPECT_EQ(metric(p, "tailcause_circuit_breaker_open", {{"tenant", "ta"}, {"agent", "rag"}}), 1);
+    p.stop();
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir.file("breaker.state")));
+  GlitchPipeline next(config_in(dir, false, true), PipelineOptions{});
+  EXPECT_EQ(metric(next, "tailcause_circuit_breaker_open", {{"tenant", "ta"}, {"agent", "rag"}}), 1);
+  next.stop();
+}
+
+TEST(DaemonPipeline, ReconfigureAppliesNewSettingsAndKeepsTheBreakers) {
+  testing::TempDir dir;
+  core::Config c = config_in(dir, false, false);
+  GlitchPipeline p(c, PipelineOptions{});
+  for (uint64_t i = 1; i <= 3; ++i) p.observe(stage("ta", i, 300));
+  ASSERT_EQ(p.glitches(), 3u);
+
+  c.glitch.stage_slo_ms = 1000;
+  p.reconfigure(c);
+  const uint64_t before = p.glitches();
+  p.observe(stage("ta", 4, 300));
+  EXPECT_EQ(p.glitches(), before) << "300 ms is within the new 1 s SLO";
+  p.observe(stage("ta", 5, 1200));
+  EXPECT_EQ(p.glitches(), before + 1);
+  EXPECT_EQ(metric(p, "tailcause_circuit_breaker_open", {{"tenant", "ta"}, {"agent", "rag"}}), 1)
+      << "the breaker's state survives a reload";
+  p.stop();
+}
+
+TEST(DaemonPipeline, AJournalThatCannotBeOpenedIsAStartupError) {
+  testing::TempDir dir;
+  std::ofstream(dir.file("plain")) << "a file, not a directory\n";
+  core::Config c = config_in(dir);
+  c.journal.path = dir.file("plain") + "/journal.db";
+  try {
+    GlitchPipeline p(c, PipelineOptions{});
+    FAIL() << "a journal under a regular file was accepted";
+  } catch (const StartupError& e) {
+    EXPECT_NE(std::string(e.what()).find("journal: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.journal.path), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tailcause::daemon
