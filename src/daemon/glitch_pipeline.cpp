@@ -10,6 +10,7 @@
 
 #include "bpf/attrib.h"
 #include "core/breaker_protocol.h"
+#include "core/schema.h"
 #include "core/verdict.h"
 #include "export/breaker_socket.h"
 #include "export/breaker_store.h"
@@ -47,7 +48,7 @@ std::string verdict_line(const core::Glitch& g) {
   std::string culprits;
   for (const auto& c : g.verdict.culprits) {
     culprits += fmt::format("{}{} {:.0f}%", culprits.empty() ? "" : ", ",
-                            core::kComponentNames[static_cast<size_t>(c.component)],
+                            core::component_name(c.component),
                             c.share_of_wall * 100);
   }
   return culprits.empty() ? s : s + ": " + culprits;
@@ -60,13 +61,9 @@ exporter::GlitchRow journal_row(const core::Glitch& g, int64_t unix_offset_ns) {
   row.agent = g.agent;
   row.stage = g.stage;
   row.wall_seconds = static_cast<double>(g.check.wall_ns) * 1e-9;
-  auto sec = [&](core::Component c) {
-    return static_cast<double>(g.component_ns[static_cast<size_t>(c)]) * 1e-9;
-  };
-  using C = core::Component;
-  row.components = {sec(C::on_cpu),  sec(C::runqueue), sec(C::cpu_throttled),
-                    sec(C::block_io), sec(C::network), sec(C::lock),
-                    sec(C::gpu),     sec(C::sleep),    sec(C::unattributed)};
+  for (core::Component c : core::kAllComponents) {
+    row.components[c] = static_cast<double>(g.component_ns[core::index_of(c)]) * 1e-9;
+  }
   row.page_cache_misses = static_cast<int64_t>(g.page_cache_misses);
   row.cause = g.cause;
   row.verdict = verdict_line(g);
@@ -285,9 +282,9 @@ void GlitchPipeline::collect(core::MetricSet& out) {
     std::lock_guard lock(mu_);
     analyzer_->collect(out, exporter::monotonic_now_ns());
     if (journal_) {
-      out.add("tailcause_journal_glitches_written", core::MetricType::Counter,
+      out.add(core::metric::kJournalGlitchesWritten, core::MetricType::Counter,
               "Glitches written to the journal", {}, static_cast<double>(journal_written_));
-      out.add("tailcause_journal_glitches_dropped", core::MetricType::Counter,
+      out.add(core::metric::kJournalGlitchesDropped, core::MetricType::Counter,
               "Glitches not written to the journal (queue full or write error)", {},
               static_cast<double>(journal_dropped_));
     }

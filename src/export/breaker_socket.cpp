@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/schema.h"
+
 namespace tailcause::exporter {
 
 namespace fs = std::filesystem;
@@ -383,27 +385,27 @@ void BreakerSocket::collect(core::MetricSet& set) const {
     return static_cast<double>(v.load(std::memory_order_relaxed));
   };
   const char* requests_help = "Requests answered on the circuit-breaker socket, by result";
-  set.add("tailcause_breaker_socket_requests", MetricType::Counter, requests_help,
+  set.add(core::metric::kBreakerSocketRequests, MetricType::Counter, requests_help,
           {{"result", "ok"}}, load(requests_ok_));
-  set.add("tailcause_breaker_socket_requests", MetricType::Counter, requests_help,
+  set.add(core::metric::kBreakerSocketRequests, MetricType::Counter, requests_help,
           {{"result", "error"}}, load(requests_error_));
   for (size_t k = 0; k < core::kBreakerErrorKinds; k++) {
     const auto kind = static_cast<core::BreakerError>(k);
     if (kind == core::BreakerError::busy) continue;  // refusals are counted below
-    set.add("tailcause_breaker_socket_errors", MetricType::Counter,
+    set.add(core::metric::kBreakerSocketErrors, MetricType::Counter,
             "Requests on the circuit-breaker socket answered with an error, by kind",
             {{"kind", core::breaker_error_name(kind)}}, load(errors_[k]));
   }
-  set.add("tailcause_breaker_socket_clients_refused", MetricType::Counter,
+  set.add(core::metric::kBreakerSocketClientsRefused, MetricType::Counter,
           "Clients of the circuit-breaker socket refused (error busy): too many connected", {},
           load(refused_));
   static constexpr const char* kReasons[] = {"idle", "errors", "too_long", "slow_reader"};
   for (size_t r = 0; r < std::size(kReasons); r++) {
-    set.add("tailcause_breaker_socket_clients_closed", MetricType::Counter,
+    set.add(core::metric::kBreakerSocketClientsClosed, MetricType::Counter,
             "Clients the circuit-breaker socket closed, by reason", {{"reason", kReasons[r]}},
             load(closed_[r]));
   }
-  set.add("tailcause_breaker_socket_clients", MetricType::Gauge,
+  set.add(core::metric::kBreakerSocketClients, MetricType::Gauge,
           "Clients connected to the circuit-breaker socket", {}, load(connected_));
 }
 

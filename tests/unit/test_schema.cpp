@@ -181,10 +181,6 @@ std::map<std::string, std::string> metric_constants(const std::vector<Source>& a
   return out;
 }
 
-// Files whose owners convert their literals after the current refactors merge. Base names, so
-// a move (src/cli -> src/daemon) keeps them matched.
-const std::set<std::string> kNotYetConverted = {"glitch_pipeline.cpp", "breaker_socket.cpp"};
-
 TEST(Schema, MetricNameLiteralsAreRegisteredAndSpelledOnlyInTheSchema) {
   static const std::regex literal(R"re("(tailcause_[a-z0-9_]+)")re");
   size_t seen = 0;
@@ -194,7 +190,7 @@ TEST(Schema, MetricNameLiteralsAreRegisteredAndSpelledOnlyInTheSchema) {
       seen++;
       EXPECT_NE(find_metric(name), nullptr) << "src/" << s.path << " names " << name
                                             << ", which core/schema.h does not register";
-      if (s.path != "core/schema.h" && !kNotYetConverted.count(fs::path(s.path).filename()))
+      if (s.path != "core/schema.h")
         ADD_FAILURE() << "src/" << s.path << " spells \"" << name
                       << "\": use its core::metric constant";
     }
