@@ -130,13 +130,16 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
     }
   };
   try {
-    auto [tokens, key] = stage(TAILCAUSE_STAGE_PROMPT, [&] {
+    // A pair, not a structured binding: clang 14 cannot capture those in the lambdas below.
+    const auto prompt = stage(TAILCAUSE_STAGE_PROMPT, [&] {
       auto t = tokenizer_.encode(build_prompt(question));
       uint64_t k = 0xcbf29ce484222325ULL;
       for (uint32_t id : tokenizer_.encode(questions_[question % questions_.size()]))
         k = (k ^ id) * 0x100000001b3ULL;
       return std::pair{std::move(t), k};
     });
+    const auto& tokens = prompt.first;
+    const uint64_t key = prompt.second;
     auto embedding = stage(TAILCAUSE_STAGE_EMBEDDING, [&] { return embed(weights_, tokens); });
     auto docs = stage(TAILCAUSE_STAGE_RETRIEVAL, [&] {
       std::vector<float> query(index_.dim());

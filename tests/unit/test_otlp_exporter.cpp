@@ -364,8 +364,9 @@ TEST(OtlpExporter, CollectorDownKeepsTheQueueBoundedAndCountsEveryDrop) {
   burst(200'000);  // 1,000,000 spans more: held, they would take well over 100 MB
   const long rss_after = rss_kb();
   // ASan's allocator keeps freed memory in quarantine (256 MB): RSS says nothing there.
-  if (!kAddressSanitizer)
+  if (!kAddressSanitizer) {
     EXPECT_LT(rss_after - rss_before, 16 * 1024) << rss_before << " -> " << rss_after << " kB";
+  }
 
   core::MetricSet m;
   e.collect(m);
