@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_ARGS)
 
-.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench fuzz vmlinux clean
+.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench fuzz vmlinux format clean
 
 all: build
 
@@ -67,3 +67,7 @@ vmlinux:
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# Applies .clang-format (bpf/ and sdk/ have their own) to every C and C++ source.
+format:
+	@git ls-files '*.c' '*.cpp' '*.h' '*.hpp' | grep -v '/vmlinux.h$$' | xargs clang-format -i

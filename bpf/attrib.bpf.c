@@ -52,7 +52,7 @@ int BPF_USDT(request_begin, __u64 request_id, const char *tenant, const char *ag
 	     const char *trace_id)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct attrib_request_key key = { .tgid = pid_tgid >> 32, .request_id = request_id };
+	struct attrib_request_key key = {.tgid = pid_tgid >> 32, .request_id = request_id};
 	__u32 zero = 0;
 	__u8 one = 1;
 	struct attrib_request *r = bpf_map_lookup_elem(&attrib_scratch, &zero);
@@ -103,7 +103,7 @@ SEC("usdt")
 int BPF_USDT(request_end, __u64 request_id, __s64 status)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct attrib_request_key key = { .tgid = pid_tgid >> 32, .request_id = request_id };
+	struct attrib_request_key key = {.tgid = pid_tgid >> 32, .request_id = request_id};
 	struct attrib_request *req = bpf_map_lookup_elem(&attrib_requests, &key);
 	struct attrib_request_record *r;
 	struct attrib_task *c = current_context(false);
@@ -148,7 +148,8 @@ int BPF_USDT(stage_begin, __u64 request_id, __s64 kind, const char *name)
 	if (!c->active) {
 		now = bpf_ktime_get_ns();
 	} else if (c->span.flags & (ATTRIB_SPAN_WORKER | ATTRIB_SPAN_RECIPE)) {
-		/* A worker span pauses for this thread's own stage; a recipe span gives way to it. */
+		/* A worker span pauses for this thread's own stage; a recipe span gives way to it.
+		 */
 		now = span_end(c, 0, tid);
 	} else {
 		count_error(ATTRIB_ERR_STAGE_BEGIN_TWICE);
@@ -437,7 +438,8 @@ int BPF_PROG(attrib_exit_btf, struct task_struct *p)
 	tgid = BPF_CORE_READ(p, tgid);
 	if (bpf_map_lookup_elem(&attrib_processes, &tgid)) {
 		bpf_map_delete_elem(&attrib_processes, &tgid);
-		emit_process(ATTRIB_REC_PROCESS_EXIT, tgid, submit_flags(sizeof(struct attrib_process_record)));
+		emit_process(ATTRIB_REC_PROCESS_EXIT, tgid,
+			     submit_flags(sizeof(struct attrib_process_record)));
 	}
 	return 0;
 }

@@ -1,15 +1,16 @@
 /* Attribution family: the records bpf/attrib.bpf.c sends through its ring buffer and the keys of
  * its maps, shared with src/core/stage_record.cpp and src/probes/attrib_probe.cpp
- * (C, __u8/__u32/__u64/char only; every struct is a multiple of 8 bytes with no implicit padding). */
+ * (C, __u8/__u32/__u64/char only; every struct is a multiple of 8 bytes with no implicit padding).
+ */
 #ifndef TAILCAUSE_ATTRIB_H
 #define TAILCAUSE_ATTRIB_H
 
 #include "hist.h"
 
 /* Bounds of the in-kernel maps (see the declarations in attrib.bpf.c). */
-#define ATTRIB_MAX_REQUESTS 16384 /* requests between request_begin and request_end */
-#define ATTRIB_MAX_PROCESSES 4096 /* processes with live requests (cleanup at exit) */
-#define ATTRIB_MAX_LAYERS 1024    /* distinct {layer, batch size} pairs */
+#define ATTRIB_MAX_REQUESTS  16384 /* requests between request_begin and request_end */
+#define ATTRIB_MAX_PROCESSES 4096  /* processes with live requests (cleanup at exit) */
+#define ATTRIB_MAX_LAYERS    1024  /* distinct {layer, batch size} pairs */
 /* Records in flight to user space. The daemon maps the ring's data pages twice (records that
  * wrap read contiguously) and the kernel maps them all at once, so it costs twice its size in
  * resident memory: kept small, and the reader is woken early instead (next line). */
@@ -17,28 +18,28 @@
 /* The reader is woken once the backlog passes this share of the ring (1/8: 512 KiB), and
  * drains it while the rest absorbs what arrives meanwhile. */
 #define ATTRIB_RINGBUF_WAKEUP_DIVISOR 8
-#define ATTRIB_MAX_RECIPES 256    /* uprobe recipes (library + symbol -> stage) */
-#define ATTRIB_MAX_ANOMALY_PROCESSES 8192 /* processes whose last kernel anomaly is kept (LRU) */
+#define ATTRIB_MAX_RECIPES	      256  /* uprobe recipes (library + symbol -> stage) */
+#define ATTRIB_MAX_ANOMALY_PROCESSES  8192 /* processes whose last kernel anomaly is kept (LRU) */
 
 /* String limits of the SDK contract (sdk.h: TAILCAUSE_MAX_TENANT, TAILCAUSE_MAX_NAME), in
  * bytes without the NUL; the fields hold one more byte and are padded to 8. */
-#define ATTRIB_MAX_TENANT 64
-#define ATTRIB_MAX_NAME 32
-#define ATTRIB_TENANT_SIZE 72
-#define ATTRIB_NAME_SIZE 40
+#define ATTRIB_MAX_TENANT     64
+#define ATTRIB_MAX_NAME	      32
+#define ATTRIB_TENANT_SIZE    72
+#define ATTRIB_NAME_SIZE      40
 #define ATTRIB_TRACE_ID_CHARS 32 /* W3C trace id as hex text; validated in user space */
-#define ATTRIB_TRACE_ID_SIZE 40
+#define ATTRIB_TRACE_ID_SIZE  40
 
 /* Where a stage's wall time went. Unattributed (wall minus the rest) is computed in user space. */
 enum attrib_component {
 	ATTRIB_ON_CPU = 0,
-	ATTRIB_RUNQUEUE = 1,      /* runnable, waiting for a CPU */
+	ATTRIB_RUNQUEUE = 1,	  /* runnable, waiting for a CPU */
 	ATTRIB_CPU_THROTTLED = 2, /* runnable, but its cgroup had used up its CPU quota */
-	ATTRIB_BLOCK_IO = 3,      /* uninterruptible sleep: disk reads, page faults */
-	ATTRIB_NETWORK = 4,       /* asleep in a socket or poll/epoll syscall */
-	ATTRIB_LOCK = 5,          /* asleep in futex(): mutexes, condition variables, joins */
-	ATTRIB_GPU = 6,           /* asleep while a GPU-sync uprobe marked the thread */
-	ATTRIB_SLEEP = 7,         /* any other voluntary sleep */
+	ATTRIB_BLOCK_IO = 3,	  /* uninterruptible sleep: disk reads, page faults */
+	ATTRIB_NETWORK = 4,	  /* asleep in a socket or poll/epoll syscall */
+	ATTRIB_LOCK = 5,	  /* asleep in futex(): mutexes, condition variables, joins */
+	ATTRIB_GPU = 6,		  /* asleep while a GPU-sync uprobe marked the thread */
+	ATTRIB_SLEEP = 7,	  /* any other voluntary sleep */
 	ATTRIB_KERNEL_COMPONENTS = 8,
 };
 
@@ -47,53 +48,54 @@ enum attrib_component {
 #define ATTRIB_ANOMALY_MAJOR_FAULT 16
 
 /* Stage kinds of the SDK (enum tailcause_stage) plus the daemon's own. */
-#define ATTRIB_STAGE_OTHER 6    /* named by the stage_begin `name` argument */
+#define ATTRIB_STAGE_OTHER 6 /* named by the stage_begin `name` argument */
 #define ATTRIB_STAGE_KINDS 7
-#define ATTRIB_STAGE_NONE 255   /* a worker span of a request that was between stages */
+#define ATTRIB_STAGE_NONE  255 /* a worker span of a request that was between stages */
 
 enum attrib_record_type {
 	ATTRIB_REC_STAGE = 1,
 	ATTRIB_REC_REQUEST = 2,
 	ATTRIB_REC_CACHE = 3,
 	ATTRIB_REC_QUALITY = 4,
-	ATTRIB_REC_EXEC = 5,         /* a process exec'd: user space looks for new USDT binaries */
+	ATTRIB_REC_EXEC = 5,	     /* a process exec'd: user space looks for new USDT binaries */
 	ATTRIB_REC_PROCESS_EXIT = 6, /* a process with requests exited: user space frees them */
 };
 
 /* attrib_identity.flags */
-#define ATTRIB_ID_NO_REQUEST (1u << 0)       /* request id unknown (no request_begin seen) */
+#define ATTRIB_ID_NO_REQUEST	   (1u << 0) /* request id unknown (no request_begin seen) */
 #define ATTRIB_ID_TENANT_TRUNCATED (1u << 1) /* tenant longer than ATTRIB_MAX_TENANT */
-#define ATTRIB_ID_AGENT_TRUNCATED (1u << 2)
-#define ATTRIB_ID_BAD_TRACE_ID (1u << 3)     /* trace id longer than 32 characters */
-#define ATTRIB_ID_SYNTHETIC (1u << 4)  /* no SDK request on the thread: a recipe span's own
-					 * per-thread request (tenant and agent: the comm) */
+#define ATTRIB_ID_AGENT_TRUNCATED  (1u << 2)
+#define ATTRIB_ID_BAD_TRACE_ID	   (1u << 3) /* trace id longer than 32 characters */
+#define ATTRIB_ID_SYNTHETIC                                                                        \
+	(1u << 4) /* no SDK request on the thread: a recipe span's own                             \
+		   * per-thread request (tenant and agent: the comm) */
 
 /* attrib_span.flags */
-#define ATTRIB_SPAN_WORKER (1u << 0)     /* a context_attach..detach span on another thread */
-#define ATTRIB_SPAN_ABORTED (1u << 1)    /* the thread exited (or exec'd) mid-stage */
-#define ATTRIB_SPAN_REPLACED (1u << 2)   /* closed by a second stage_begin on the same thread */
-#define ATTRIB_SPAN_MISMATCH (1u << 3)   /* stage_end named another request or stage kind */
+#define ATTRIB_SPAN_WORKER	   (1u << 0) /* a context_attach..detach span on another thread */
+#define ATTRIB_SPAN_ABORTED	   (1u << 1) /* the thread exited (or exec'd) mid-stage */
+#define ATTRIB_SPAN_REPLACED	   (1u << 2) /* closed by a second stage_begin on the same thread */
+#define ATTRIB_SPAN_MISMATCH	   (1u << 3) /* stage_end named another request or stage kind */
 #define ATTRIB_SPAN_NAME_TRUNCATED (1u << 4)
-#define ATTRIB_SPAN_RECIPE (1u << 5)     /* begun by a uprobe recipe, not by the SDK */
+#define ATTRIB_SPAN_RECIPE	   (1u << 5) /* begun by a uprobe recipe, not by the SDK */
 
 /* What a recipe does with the calls of its symbol (attrib_recipe.mode). */
 enum attrib_recipe_mode {
-	ATTRIB_RECIPE_SPAN = 0,     /* the call is a stage on its thread */
+	ATTRIB_RECIPE_SPAN = 0,	    /* the call is a stage on its thread */
 	ATTRIB_RECIPE_GPU_SYNC = 1, /* time inside the call is the current stage's gpu component */
 	ATTRIB_RECIPE_COUNT = 2,    /* calls are only counted (no uretprobe) */
 };
 
 /* The attrib_recipes map's value, indexed by the recipe index (the uprobes' BPF cookie). */
 struct attrib_recipe {
-	__u32 mode;       /* enum attrib_recipe_mode */
+	__u32 mode;	  /* enum attrib_recipe_mode */
 	__u32 stage_kind; /* 0..6 (ATTRIB_STAGE_OTHER: named by stage_name) */
 	char stage_name[ATTRIB_NAME_SIZE];
 };
 
 /* Indexes of attrib_events_lost. */
-#define ATTRIB_LOST_DROPPED 0  /* ring buffer or map full */
+#define ATTRIB_LOST_DROPPED  0 /* ring buffer or map full */
 #define ATTRIB_LOST_SWITCHES 1 /* switch-ins the kernel did not report (recovered) */
-#define ATTRIB_LOST_KINDS 2
+#define ATTRIB_LOST_KINDS    2
 
 /* Bad input from the SDK, counted per kind (attrib_sdk_errors) and exported as
  * tailcause_sdk_errors_total{kind}; names in stage_record.cpp. */
@@ -119,19 +121,19 @@ enum attrib_sdk_error {
 /* Who a piece of work is for: copied from the request at stage_begin / context_attach. */
 struct attrib_identity {
 	__u64 request_id;
-	char tenant[ATTRIB_TENANT_SIZE];     /* NUL-terminated, unvalidated bytes */
+	char tenant[ATTRIB_TENANT_SIZE]; /* NUL-terminated, unvalidated bytes */
 	char agent[ATTRIB_NAME_SIZE];
 	char trace_id[ATTRIB_TRACE_ID_SIZE]; /* NUL-terminated hex text, empty when none */
-	__u32 flags;                         /* ATTRIB_ID_* */
+	__u32 flags;			     /* ATTRIB_ID_* */
 	__u32 tgid;
 };
 
 /* The remote end of a connected IPv4/IPv6 socket a span waited on in a socket syscall. */
 struct attrib_peer {
-	__u8 addr[16];  /* network order: IPv4 in the first 4 bytes, IPv6 (maybe v4-mapped) in 16 */
-	__u32 family;   /* AF_INET (2) or AF_INET6 (10); 0: none */
-	__u32 port;     /* host order */
-	__u64 wait_ns;  /* network wait on this peer, summed over the span's sleeps */
+	__u8 addr[16]; /* network order: IPv4 in the first 4 bytes, IPv6 (maybe v4-mapped) in 16 */
+	__u32 family;  /* AF_INET (2) or AF_INET6 (10); 0: none */
+	__u32 port;    /* host order */
+	__u64 wait_ns; /* network wait on this peer, summed over the span's sleeps */
 };
 
 /* Peers whose network wait a span sums (task context only); the span reports the one with
@@ -145,9 +147,9 @@ struct attrib_span {
 	__u64 component_ns[ATTRIB_KERNEL_COMPONENTS];
 	__u64 page_cache_misses; /* pages added to the page cache by this thread's reads/faults */
 	__u64 major_faults;
-	__u64 bytes_read;        /* read by read(2), pread64(2), readv(2)... (task rchar) */
-	__u32 stage_kind;        /* 0..6, or ATTRIB_STAGE_NONE */
-	__u32 flags;             /* ATTRIB_SPAN_* */
+	__u64 bytes_read; /* read by read(2), pread64(2), readv(2)... (task rchar) */
+	__u32 stage_kind; /* 0..6, or ATTRIB_STAGE_NONE */
+	__u32 flags;	  /* ATTRIB_SPAN_* */
 	char stage_name[ATTRIB_NAME_SIZE];
 	struct attrib_peer peer; /* the peer with the most network wait (family 0: none) */
 };
@@ -170,9 +172,9 @@ struct attrib_request_record {
 	struct attrib_identity id;
 	__u64 start_ns;
 	__u64 end_ns;
-	__s64 status;          /* 0 ok, else the application's error code */
-	__u64 tokens;          /* token probes seen */
-	__u64 first_token_ns;  /* 0: no token */
+	__s64 status;	      /* 0 ok, else the application's error code */
+	__u64 tokens;	      /* token probes seen */
+	__u64 first_token_ns; /* 0: no token */
 	__u64 last_token_ns;
 };
 
@@ -191,9 +193,9 @@ struct attrib_cache_record {
 /* The last kernel anomaly of a thread or a process: a run-queue wait, a throttled stretch or a
  * block-I/O sleep of at least anomaly_min_ns accrued by a span, or a major fault in a span. */
 struct attrib_anomaly {
-	__u64 end_ns;      /* CLOCK_MONOTONIC (bpf_ktime_get_ns); 0: none */
+	__u64 end_ns;	   /* CLOCK_MONOTONIC (bpf_ktime_get_ns); 0: none */
 	__u64 duration_ns; /* 0 for a major fault (its duration is not measured) */
-	__u32 kind;        /* ATTRIB_RUNQUEUE, ATTRIB_CPU_THROTTLED, ATTRIB_BLOCK_IO or
+	__u32 kind;	   /* ATTRIB_RUNQUEUE, ATTRIB_CPU_THROTTLED, ATTRIB_BLOCK_IO or
 			    * ATTRIB_ANOMALY_MAJOR_FAULT */
 	__u32 pad;
 };
@@ -202,9 +204,9 @@ struct attrib_quality_record {
 	struct attrib_record_header hdr;
 	struct attrib_identity id;
 	__u64 entropy_micro;
-	__u64 time_ns;                          /* when output_quality fired (CLOCK_MONOTONIC) */
-	struct attrib_anomaly thread_anomaly;   /* the reporting thread's last anomaly */
-	struct attrib_anomaly process_anomaly;  /* its process's last anomaly, any thread */
+	__u64 time_ns;			       /* when output_quality fired (CLOCK_MONOTONIC) */
+	struct attrib_anomaly thread_anomaly;  /* the reporting thread's last anomaly */
+	struct attrib_anomaly process_anomaly; /* its process's last anomaly, any thread */
 };
 
 struct attrib_process_record {

@@ -23,24 +23,24 @@ __s64 attrib_active_spans = 0;
 struct attrib_task {
 	struct attrib_identity id; /* who the current span works for */
 	struct attrib_span span;   /* the current stage or worker span */
-	__s64 begin_kind;          /* stage kind as passed to stage_begin, to match stage_end */
-	__u64 attached_request;    /* context_attach'ed request (0: none): worker spans resume */
-	__u32 active;              /* a span is in progress */
-	__u32 off_component;       /* why it sleeps, while off_ts is set */
-	__u64 last_in;             /* on CPU since (0: not on CPU) */
-	__u64 off_ts;              /* asleep since (0: not asleep) */
-	__u64 wait_ts;             /* runnable and waiting since (0: not waiting) */
-	__u64 wait_cfs_rq;         /* the CFS run queue whose throttle clock was sampled */
-	__u64 throttle_snap;       /* that run queue's cumulative throttled time at wait_ts */
+	__s64 begin_kind;	   /* stage kind as passed to stage_begin, to match stage_end */
+	__u64 attached_request;	   /* context_attach'ed request (0: none): worker spans resume */
+	__u32 active;		   /* a span is in progress */
+	__u32 off_component;	   /* why it sleeps, while off_ts is set */
+	__u64 last_in;		   /* on CPU since (0: not on CPU) */
+	__u64 off_ts;		   /* asleep since (0: not asleep) */
+	__u64 wait_ts;		   /* runnable and waiting since (0: not waiting) */
+	__u64 wait_cfs_rq;	   /* the CFS run queue whose throttle clock was sampled */
+	__u64 throttle_snap;	   /* that run queue's cumulative throttled time at wait_ts */
 	__u32 throttled_at_wait;   /* fallback: its hierarchy was throttled at wait_ts */
-	__u32 gpu_wait;            /* set by GPU-sync uprobe recipes: sleeps count as gpu */
-	__s64 clock_offset;        /* ktime minus the rq clock, sampled at its last switch-out */
-	__u64 rchar_start;         /* the thread's read(2)-family byte count at span start */
-	__u64 layer_start;         /* layer_begin time (0: none) */
+	__u32 gpu_wait;		   /* set by GPU-sync uprobe recipes: sleeps count as gpu */
+	__s64 clock_offset;	   /* ktime minus the rq clock, sampled at its last switch-out */
+	__u64 rchar_start;	   /* the thread's read(2)-family byte count at span start */
+	__u64 layer_start;	   /* layer_begin time (0: none) */
 	__u64 layer;
 	__u64 layer_batch;
-	__u64 thread_request;      /* request_begin'ed on this thread and not yet ended (0: none) */
-	__u32 recipe_depth;        /* nested calls of span recipes in progress (recursion) */
+	__u64 thread_request; /* request_begin'ed on this thread and not yet ended (0: none) */
+	__u32 recipe_depth;   /* nested calls of span recipes in progress (recursion) */
 	__u32 pad2;
 	struct attrib_anomaly anomaly; /* the thread's last kernel anomaly (kept across spans) */
 	struct attrib_peer off_peer;   /* the socket peer of the current sleep (family 0: none) */
@@ -173,7 +173,7 @@ static __always_inline __u64 submit_flags(__u64 size)
 	__u64 before = backlog > size + 8 ? backlog - size - 8 : 0; /* 8: the record header */
 
 	return backlog >= wakeup_bytes && before < wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-								 : BPF_RB_NO_WAKEUP;
+								: BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline struct attrib_task *current_context(bool create)
@@ -188,7 +188,7 @@ static __always_inline struct attrib_task *current_context(bool create)
 
 static __always_inline struct attrib_request *find_request(__u32 tgid, __u64 request_id)
 {
-	struct attrib_request_key key = { .tgid = tgid, .request_id = request_id };
+	struct attrib_request_key key = {.tgid = tgid, .request_id = request_id};
 
 	return bpf_map_lookup_elem(&attrib_requests, &key);
 }

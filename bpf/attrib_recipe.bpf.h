@@ -89,8 +89,8 @@ int attrib_recipe_entry(struct pt_regs *ctx)
 	recipe_identity(c, pid_tgid >> 32, tid);
 	span_begin(c, now);
 	c->begin_kind = -1;
-	c->span.stage_kind = recipe->stage_kind < ATTRIB_STAGE_KINDS ? recipe->stage_kind
-								   : ATTRIB_STAGE_OTHER;
+	c->span.stage_kind =
+		recipe->stage_kind < ATTRIB_STAGE_KINDS ? recipe->stage_kind : ATTRIB_STAGE_OTHER;
 	__builtin_memcpy(c->span.stage_name, recipe->stage_name, sizeof(c->span.stage_name));
 	c->span.flags |= ATTRIB_SPAN_RECIPE;
 	return 0;

@@ -189,7 +189,7 @@ static __always_inline __u32 sleep_component(struct attrib_task *c, struct task_
 static __always_inline void note_anomaly(struct attrib_task *c, __u32 kind, __u64 end,
 					 __u64 duration)
 {
-	struct attrib_anomaly a = { .end_ns = end, .duration_ns = duration, .kind = kind };
+	struct attrib_anomaly a = {.end_ns = end, .duration_ns = duration, .kind = kind};
 	__u32 tgid = c->id.tgid;
 
 	c->anomaly = a;
@@ -275,7 +275,8 @@ static __always_inline void end_off_cpu(struct attrib_task *c, struct task_struc
 		c->span.component_ns[ATTRIB_RUNQUEUE] += wait - throttled;
 		/* One stall, named by what most of it was. */
 		if (wait >= anomaly_min_ns)
-			note_anomaly(c, throttled * 2 > wait ? ATTRIB_CPU_THROTTLED : ATTRIB_RUNQUEUE,
+			note_anomaly(c,
+				     throttled * 2 > wait ? ATTRIB_CPU_THROTTLED : ATTRIB_RUNQUEUE,
 				     now, wait);
 	}
 	c->off_ts = 0;
@@ -286,7 +287,7 @@ static __always_inline void end_off_cpu(struct attrib_task *c, struct task_struc
 /* The thread is on CPU but no switch-in was seen: take the time of its last switch-in from
  * the scheduler, in ktime through the offset sampled at its last switch-out. */
 static __always_inline void repair_missed_switch_in(struct attrib_task *c, struct task_struct *t,
-						   __u64 now)
+						    __u64 now)
 {
 	__u64 pending = c->off_ts ? c->off_ts : c->wait_ts;
 	__u64 arrival, at;

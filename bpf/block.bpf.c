@@ -45,7 +45,7 @@ static __always_inline __u32 op_of(struct request *rq)
 {
 	/* REQ_OP_BITS is 8 on every kernel with blk_opf_t / req_op(). */
 	switch (BPF_CORE_READ(rq, cmd_flags) & 0xff) {
-	case 0: return TAILCAUSE_BLOCK_OP_READ;    /* REQ_OP_READ */
+	case 0: return TAILCAUSE_BLOCK_OP_READ;	   /* REQ_OP_READ */
 	case 1: return TAILCAUSE_BLOCK_OP_WRITE;   /* REQ_OP_WRITE */
 	case 2: return TAILCAUSE_BLOCK_OP_FLUSH;   /* REQ_OP_FLUSH */
 	case 3: return TAILCAUSE_BLOCK_OP_DISCARD; /* REQ_OP_DISCARD */

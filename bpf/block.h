@@ -5,12 +5,12 @@
 #include "hist.h"
 
 /* Operations as exported in the `op` label (REQ_OP_* folded to five values). */
-#define TAILCAUSE_BLOCK_OP_READ 0
-#define TAILCAUSE_BLOCK_OP_WRITE 1
-#define TAILCAUSE_BLOCK_OP_FLUSH 2
+#define TAILCAUSE_BLOCK_OP_READ	   0
+#define TAILCAUSE_BLOCK_OP_WRITE   1
+#define TAILCAUSE_BLOCK_OP_FLUSH   2
 #define TAILCAUSE_BLOCK_OP_DISCARD 3
-#define TAILCAUSE_BLOCK_OP_OTHER 4
-#define TAILCAUSE_BLOCK_OPS 5
+#define TAILCAUSE_BLOCK_OP_OTHER   4
+#define TAILCAUSE_BLOCK_OPS	   5
 
 /* A whole disk (gendisk major, first_minor) and an operation. */
 struct block_key {

@@ -28,7 +28,8 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *t)
 
 		/* subsys[] is indexed by a per-kernel enum value, so compute the slot by hand. */
 		bpf_probe_read_kernel(&css, sizeof(css),
-				      (void *)cgroups + bpf_core_field_offset(struct css_set, subsys) +
+				      (void *)cgroups +
+					      bpf_core_field_offset(struct css_set, subsys) +
 					      cpu_id * sizeof(void *));
 		if (!css)
 			return 0;
@@ -42,12 +43,29 @@ static __always_inline __u32 log2_slot(__u64 v)
 {
 	__u32 r = 0;
 
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8)  { v >>= 8;  r += 8; }
-	if (v >> 4)  { v >>= 4;  r += 4; }
-	if (v >> 2)  { v >>= 2;  r += 2; }
-	if (v >> 1)  { r += 1; }
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	if (v >> 1) {
+		r += 1;
+	}
 	return r < TAILCAUSE_LOG2_SLOTS ? r : TAILCAUSE_LOG2_SLOTS - 1;
 }
 

@@ -13,20 +13,20 @@
 
 /* task->__state bits (include/linux/sched.h); TASK_NOLOAD has been 0x400 since it came in 4.2,
  * TASK_IDLE = TASK_UNINTERRUPTIBLE | TASK_NOLOAD (idle kthreads, not I/O). */
-#define TASK_RUNNING 0x0
+#define TASK_RUNNING	     0x0
 #define TASK_UNINTERRUPTIBLE 0x2
-#define TASK_NOLOAD 0x400
+#define TASK_NOLOAD	     0x400
 
 /* errno (asm-generic, every architecture but alpha/mips/parisc/sparc, none of which run us). */
 #define EEXIST 17
 
 /* inode->i_mode file types (include/uapi/linux/stat.h, unchanged since 1.0). */
-#define S_IFMT 00170000
+#define S_IFMT	 00170000
 #define S_IFSOCK 0140000
 
 /* Address families and protocols (include/linux/socket.h, uapi/linux/in.h; fixed ABI). */
-#define AF_INET 2
-#define AF_INET6 10
+#define AF_INET	    2
+#define AF_INET6    10
 #define IPPROTO_TCP 6
 
 /* ---- older layouts (CO-RE flavours) -------------------------------------------------- */
@@ -40,7 +40,7 @@ struct request___rq_disk {
 /* Folio size fields before 6.15 (_nr_pages in the folio itself since then). */
 struct folio___v6_2 {
 	unsigned int _folio_nr_pages; /* 6.2 .. 6.14, 64-bit */
-	unsigned long _flags_1;       /* 6.6+: order in the low byte */
+	unsigned long _flags_1;	      /* 6.6+: order in the low byte */
 	unsigned char _folio_order;   /* 6.1 .. 6.5 */
 } __attribute__((preserve_access_index));
 

@@ -23,7 +23,7 @@ struct memory_key {
 struct memory_value {
 	__u64 page_cache_misses; /* pages added to the page cache by reads and faults */
 	__u64 major_faults;
-	__u64 comm_ns;           /* when `comm` was last written (picks the freshest CPU copy) */
+	__u64 comm_ns; /* when `comm` was last written (picks the freshest CPU copy) */
 	char comm[TAILCAUSE_COMM_LEN]; /* the process's (group leader's) name */
 };
 

@@ -27,7 +27,7 @@ volatile __u32 runqlen_dense = 0;
 
 /* What the scheduler last did to a task, until it runs again. */
 struct sched_task_state {
-	__u64 off_ts;        /* switched out asleep at (0: not asleep) */
+	__u64 off_ts;	     /* switched out asleep at (0: not asleep) */
 	__u64 off_run_delay; /* its sched_info.run_delay then */
 	__u64 runnable_ts;   /* became runnable at: preemption, or wakeup without sched_info */
 	__u64 preempted_by;  /* cgroup id of the task that preempted it (0: not preempted) */
@@ -229,9 +229,9 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 		}
 	}
 	if (st && st->runnable_ts && st->preempted_by) {
-		struct sched_pair_key key = { .cgroup = cgroup, .by_cgroup = st->preempted_by };
-		struct sched_pair_stats *pair = lookup_or_insert(&sched_preemptions, &key, &zero_pair,
-							  &sched_events_lost, 0);
+		struct sched_pair_key key = {.cgroup = cgroup, .by_cgroup = st->preempted_by};
+		struct sched_pair_stats *pair = lookup_or_insert(&sched_preemptions, &key,
+								 &zero_pair, &sched_events_lost, 0);
 
 		if (pair) {
 			pair->preemptions += 1;

@@ -7,14 +7,14 @@
 
 /* Bounds of the in-kernel maps (see the map declarations in sched.bpf.c). */
 #define SCHED_MAX_CGROUPS 1024
-#define SCHED_MAX_PAIRS 4096
-#define SCHED_MAX_TASKS 32768 /* raw_tp fallback only: per-task state keyed by tid */
+#define SCHED_MAX_PAIRS	  4096
+#define SCHED_MAX_TASKS	  32768 /* raw_tp fallback only: per-task state keyed by tid */
 
 /* Why a task was off CPU; index into sched_cgroup_stats.offcpu_ns. */
 enum sched_offcpu_state {
 	SCHED_OFFCPU_RUNQUEUE = 0, /* runnable, waiting for a CPU */
-	SCHED_OFFCPU_IO = 1,       /* TASK_UNINTERRUPTIBLE (not TASK_IDLE) */
-	SCHED_OFFCPU_SLEEP = 2,    /* any other voluntary sleep */
+	SCHED_OFFCPU_IO = 1,	   /* TASK_UNINTERRUPTIBLE (not TASK_IDLE) */
+	SCHED_OFFCPU_SLEEP = 2,	   /* any other voluntary sleep */
 	SCHED_OFFCPU_STATES = 3,
 };
 

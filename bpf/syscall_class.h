@@ -10,11 +10,11 @@
 
 /* Flags of a table entry (one byte). */
 enum tailcause_syscall_flag {
-	TAILCAUSE_SYS_LOCK = 1 << 0,      /* futex family: a sleep in it is lock time */
-	TAILCAUSE_SYS_POLL = 1 << 1,      /* poll/ppoll: network; peer when one descriptor */
+	TAILCAUSE_SYS_LOCK = 1 << 0,	  /* futex family: a sleep in it is lock time */
+	TAILCAUSE_SYS_POLL = 1 << 1,	  /* poll/ppoll: network; peer when one descriptor */
 	TAILCAUSE_SYS_WAIT_MANY = 1 << 2, /* select/epoll: network, many descriptors, no peer */
-	TAILCAUSE_SYS_SOCKET = 1 << 3,    /* first argument is a socket: network, with its peer */
-	TAILCAUSE_SYS_FD_IO = 1 << 4,     /* read/write family: network when the fd is a socket */
+	TAILCAUSE_SYS_SOCKET = 1 << 3,	  /* first argument is a socket: network, with its peer */
+	TAILCAUSE_SYS_FD_IO = 1 << 4,	  /* read/write family: network when the fd is a socket */
 	TAILCAUSE_SYS_WRITES_PAGES = 1 << 5, /* adds page-cache pages it overwrites (not misses) */
 };
 

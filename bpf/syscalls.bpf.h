@@ -38,7 +38,8 @@ static __always_inline long native_syscall_nr(struct pt_regs *regs)
 #if defined(__TARGET_ARCH_x86)
 	/* __USER_CS (0x33): a 64-bit frame. orig_ax holds the number for a syscall but the error
 	 * code for a fault; the SYSCALL instruction leaves its return address in rcx (saved as cx)
-	 * and that is the frame's ip, which tells the two (and int $0x80 from 64-bit code) apart. */
+	 * and that is the frame's ip, which tells the two (and int $0x80 from 64-bit code) apart.
+	 */
 	if (BPF_CORE_READ(regs, cs) != 0x33 || BPF_CORE_READ(regs, cx) != BPF_CORE_READ(regs, ip))
 		return -1;
 	return BPF_CORE_READ(regs, orig_ax);

@@ -31,10 +31,10 @@ char LICENSE[] SEC("license") = "GPL";
 
 struct conn_info {
 	__u64 start_ns;
-	__u8 direction;   /* TAILCAUSE_TCP_ACTIVE / _PASSIVE */
+	__u8 direction;	  /* TAILCAUSE_TCP_ACTIVE / _PASSIVE */
 	__u8 established; /* reached ESTABLISHED */
 	__u8 syn_counted; /* SYN_SENT -> ESTABLISHED: bytes_acked counted our SYN */
-	__u8 fin_sent;    /* went to FIN_WAIT1 or LAST_ACK, which is when TCP queues its FIN */
+	__u8 fin_sent;	  /* went to FIN_WAIT1 or LAST_ACK, which is when TCP queues its FIN */
 	__u8 pad[4];
 };
 
@@ -87,7 +87,7 @@ static __always_inline bool is_tcp(const struct sock *sk)
 
 /* A zeroed record with the socket's endpoints, or NULL (counted) when the ring is full. */
 static __always_inline struct tailcause_tcp_event *new_event(const struct sock *sk, __u8 kind,
-							    __u8 direction)
+							     __u8 direction)
 {
 	struct tailcause_tcp_event *e = bpf_ringbuf_reserve(&tcp_events, sizeof(*e), 0);
 
@@ -119,8 +119,7 @@ static __always_inline struct tailcause_tcp_event *new_event(const struct sock *
  * processed in SYN_SENT (the SYN_RECV path sets snd_una past the SYN without counting it),
  * and our FIN once acked, i.e. when it was sent and snd_una reached write_seq, which counts
  * the FIN too. */
-static __always_inline __u64 payload_acked(const struct tcp_sock *tp,
-					   const struct conn_info *info)
+static __always_inline __u64 payload_acked(const struct tcp_sock *tp, const struct conn_info *info)
 {
 	__u64 acked = BPF_CORE_READ(tp, bytes_acked);
 
@@ -171,10 +170,8 @@ static __always_inline int on_set_state(const struct sock *sk, int oldstate, int
 	case TCP_ESTABLISHED:
 	case TCP_FIN_WAIT1:
 	case TCP_LAST_ACK:
-	case TCP_CLOSE:
-		break;
-	default:
-		return 0;
+	case TCP_CLOSE: break;
+	default: return 0;
 	}
 	if (!is_tcp(sk))
 		return 0;

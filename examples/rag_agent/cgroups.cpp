@@ -38,7 +38,8 @@ void write_text(const std::string& path, const std::string& text) {
   ok = (std::fflush(f) == 0) && ok;
   int err = errno;
   std::fclose(f);
-  if (!ok) throw std::runtime_error(fmt::format("write '{}' to {}: {}", text, path, std::strerror(err)));
+  if (!ok)
+    throw std::runtime_error(fmt::format("write '{}' to {}: {}", text, path, std::strerror(err)));
 }
 
 bool has_word(const std::string& text, const std::string& word) {
@@ -118,14 +119,15 @@ CgroupTree::CgroupTree(const std::string& root_override) {
   if (!root_override.empty()) {
     if (exists(root_override + "/cgroup.controllers")) {
       if (!has_word(read_text(root_override + "/cgroup.controllers"), "cpu"))
-        throw std::invalid_argument(
-            fmt::format("--cgroup-root {}: this cgroup v2 directory does not offer the cpu controller", root_override));
+        throw std::invalid_argument(fmt::format(
+            "--cgroup-root {}: this cgroup v2 directory does not offer the cpu controller",
+            root_override));
       mode_ = CgroupMode::V2;
     } else if (exists(root_override + "/cpu.cfs_quota_us")) {
       mode_ = CgroupMode::V1;
     } else {
-      throw std::invalid_argument(
-          fmt::format("--cgroup-root {}: not a cgroup directory with the cpu controller", root_override));
+      throw std::invalid_argument(fmt::format(
+          "--cgroup-root {}: not a cgroup directory with the cpu controller", root_override));
     }
     root_ = root_override;
   } else {
@@ -190,10 +192,14 @@ CpuThrottle CgroupTree::read_throttle(const std::string& leaf) const {
   std::string key;
   uint64_t value;
   while (in >> key >> value) {
-    if (key == "nr_periods") t.periods = value;
-    else if (key == "nr_throttled") t.throttled_periods = value;
-    else if (key == "throttled_time") t.throttled_seconds = value / 1e9;  // v1: ns
-    else if (key == "throttled_usec") t.throttled_seconds = value / 1e6;  // v2: us
+    if (key == "nr_periods")
+      t.periods = value;
+    else if (key == "nr_throttled")
+      t.throttled_periods = value;
+    else if (key == "throttled_time")
+      t.throttled_seconds = value / 1e9;  // v1: ns
+    else if (key == "throttled_usec")
+      t.throttled_seconds = value / 1e6;  // v2: us
   }
   return t;
 }

@@ -28,21 +28,29 @@ void layer_norm(std::span<float> x) {
 
 const std::vector<std::string_view>& Tokenizer::lexicon() {
   static const std::vector<std::string_view> words = {
-      "how", "do", "i", "the", "a", "an", "of", "to", "in", "on", "for", "with", "when", "is", "are", "my",
-      "what", "why", "which", "should", "can", "we", "you", "it", "after", "before", "during", "without",
-      "configure", "restore", "migrate", "scale", "debug", "monitor", "secure", "rotate", "upgrade", "index",
-      "shard", "replicate", "cache", "throttle", "retry", "deploy", "rollback", "benchmark", "tune", "audit",
-      "database", "cluster", "backup", "certificate", "queue", "gateway", "scheduler", "embedding", "model",
-      "pipeline", "service", "volume", "snapshot", "token", "policy", "tenant", "quota", "endpoint", "worker",
-      "replica", "partition", "dashboard", "alert", "invoice", "contract", "shipment", "warehouse", "order",
-      "customer", "payment", "refund", "catalog", "ticket", "incident", "latency", "throughput", "memory",
-      "disk", "network", "cpu", "storage", "region", "zone", "kernel", "driver", "firmware", "license",
-      "slow", "full", "degraded", "expired", "corrupted", "unreachable", "overloaded", "stale", "missing",
-      "encrypted", "paused", "saturated", "throttled", "idle", "busy", "large", "small", "new", "old",
-      "you", "are", "helpful", "assistant", "answer", "using", "retrieved", "passages", "cite", "them",
-      "be", "concise", "and", "precise", "question", "context", "user", "system", "previous", "turn",
-      "said", "that", "this", "was", "not", "enough", "please", "explain", "steps", "example", "detail",
-      "ing", "ed", "ion", "er", "ly", "ment", "ness", "able", "re", "un", "pre", "de", "s", "es"};
+      "how",       "do",        "i",           "the",        "a",         "an",        "of",
+      "to",        "in",        "on",          "for",        "with",      "when",      "is",
+      "are",       "my",        "what",        "why",        "which",     "should",    "can",
+      "we",        "you",       "it",          "after",      "before",    "during",    "without",
+      "configure", "restore",   "migrate",     "scale",      "debug",     "monitor",   "secure",
+      "rotate",    "upgrade",   "index",       "shard",      "replicate", "cache",     "throttle",
+      "retry",     "deploy",    "rollback",    "benchmark",  "tune",      "audit",     "database",
+      "cluster",   "backup",    "certificate", "queue",      "gateway",   "scheduler", "embedding",
+      "model",     "pipeline",  "service",     "volume",     "snapshot",  "token",     "policy",
+      "tenant",    "quota",     "endpoint",    "worker",     "replica",   "partition", "dashboard",
+      "alert",     "invoice",   "contract",    "shipment",   "warehouse", "order",     "customer",
+      "payment",   "refund",    "catalog",     "ticket",     "incident",  "latency",   "throughput",
+      "memory",    "disk",      "network",     "cpu",        "storage",   "region",    "zone",
+      "kernel",    "driver",    "firmware",    "license",    "slow",      "full",      "degraded",
+      "expired",   "corrupted", "unreachable", "overloaded", "stale",     "missing",   "encrypted",
+      "paused",    "saturated", "throttled",   "idle",       "busy",      "large",     "small",
+      "new",       "old",       "you",         "are",        "helpful",   "assistant", "answer",
+      "using",     "retrieved", "passages",    "cite",       "them",      "be",        "concise",
+      "and",       "precise",   "question",    "context",    "user",      "system",    "previous",
+      "turn",      "said",      "that",        "this",       "was",       "not",       "enough",
+      "please",    "explain",   "steps",       "example",    "detail",    "ing",       "ed",
+      "ion",       "er",        "ly",          "ment",       "ness",      "able",      "re",
+      "un",        "pre",       "de",          "s",          "es"};
   return words;
 }
 
@@ -70,14 +78,18 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text) const {
       for (; len > 1; --len)
         if (ids_.count(word.substr(pos, len))) break;
       auto it = ids_.find(word.substr(pos, len));
-      out.push_back(it != ids_.end() ? it->second : static_cast<uint32_t>(fnv1a(word.substr(pos, len)) % kVocab));
+      out.push_back(it != ids_.end()
+                        ? it->second
+                        : static_cast<uint32_t>(fnv1a(word.substr(pos, len)) % kVocab));
       pos += len;
     }
     word.clear();
   };
   for (unsigned char c : text) {
-    if (std::isalnum(c)) word.push_back(static_cast<char>(std::tolower(c)));
-    else if (!word.empty()) flush();
+    if (std::isalnum(c))
+      word.push_back(static_cast<char>(std::tolower(c)));
+    else if (!word.empty())
+      flush();
   }
   if (!word.empty()) flush();
   return out;
@@ -102,20 +114,23 @@ Weights::Weights(uint64_t seed) {
   mlp2.init(kHidden, kHidden, seed ^ 3, s);
   bias1.assign(kHidden, 0.01f);
   bias2.assign(kHidden, 0.0f);
-  for (std::size_t l = 0; l < kDecoderLayers; ++l) decoder[l].init(kHidden, kHidden, seed ^ (10 + l), s);
+  for (std::size_t l = 0; l < kDecoderLayers; ++l)
+    decoder[l].init(kHidden, kHidden, seed ^ (10 + l), s);
 }
 
 std::vector<float> embed(const Weights& w, std::span<const uint32_t> tokens) {
   // Sinusoidal positions, so word order matters.
   static const std::vector<float> inv_freq = [] {
     std::vector<float> f(kHidden);
-    for (std::size_t j = 0; j < kHidden; ++j) f[j] = std::pow(100.0f, -static_cast<float>(j) / kHidden);
+    for (std::size_t j = 0; j < kHidden; ++j)
+      f[j] = std::pow(100.0f, -static_cast<float>(j) / kHidden);
     return f;
   }();
   std::vector<float> pooled(kHidden, 0.0f), x(kHidden), h(kHidden), y(kHidden);
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     const float* e = &w.embeddings.w[(tokens[t] % kVocab) * kHidden];
-    for (std::size_t j = 0; j < kHidden; ++j) x[j] = e[j] + 0.1f * std::sin(static_cast<float>(t) * inv_freq[j]);
+    for (std::size_t j = 0; j < kHidden; ++j)
+      x[j] = e[j] + 0.1f * std::sin(static_cast<float>(t) * inv_freq[j]);
     w.mlp1.apply(x, h);
     for (std::size_t j = 0; j < kHidden; ++j) h[j] = std::max(0.0f, h[j] + w.bias1[j]);
     w.mlp2.apply(h, y);
@@ -140,7 +155,8 @@ void KvCache::run_compactor(std::size_t every, std::chrono::microseconds hold) {
     full_.wait(lock, [&] { return stopped_ || compaction_due(); });
     if (stopped_) break;
     auto until = std::chrono::steady_clock::now() + hold;
-    for (float& v : ring_) v *= 0.5f;  // the short real part; the rest is waiting with the lock held
+    for (float& v : ring_)
+      v *= 0.5f;  // the short real part; the rest is waiting with the lock held
     std::this_thread::sleep_until(until);
     since_compaction_ = 0;
     room_.notify_all();
@@ -155,8 +171,8 @@ void KvCache::stop_compactor() {
   room_.notify_all();
 }
 
-Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context, std::size_t n_tokens,
-                    uint64_t seed, KvCache& kv) {
+Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context,
+                    std::size_t n_tokens, uint64_t seed, KvCache& kv) {
   SplitMix rng(seed);
   Generation out;
   std::vector<float> x(kHidden), h(kHidden), logits(kVocab);

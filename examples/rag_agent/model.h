@@ -47,11 +47,11 @@ struct Matrix {
 class Weights {
  public:
   explicit Weights(uint64_t seed);
-  Matrix embeddings;                        // kVocab x kHidden, shared by embedder and decoder input
-  Matrix output;                            // kVocab x kHidden: decoder state -> logits
-  Matrix mlp1, mlp2;                        // embedder: two kHidden x kHidden layers
+  Matrix embeddings;  // kVocab x kHidden, shared by embedder and decoder input
+  Matrix output;      // kVocab x kHidden: decoder state -> logits
+  Matrix mlp1, mlp2;  // embedder: two kHidden x kHidden layers
   std::vector<float> bias1, bias2;
-  Matrix decoder[kDecoderLayers];           // kHidden x kHidden each
+  Matrix decoder[kDecoderLayers];  // kHidden x kHidden each
 };
 
 // Residual two-layer MLP over each prompt token, mean-pooled and normalised.
@@ -89,7 +89,7 @@ struct Generation {
 
 // Token loop: for each output token, kDecoderLayers matrix-vector layers (layer_begin/end probes,
 // batch 1), logits over the vocabulary, softmax, sampling, token probe.
-Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context, std::size_t n_tokens,
-                    uint64_t seed, KvCache& kv);
+Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context,
+                    std::size_t n_tokens, uint64_t seed, KvCache& kv);
 
 }  // namespace rag

@@ -41,12 +41,16 @@ std::vector<std::string> split(const std::string& text, char sep) {
 // A leading '_' is reserved for the agent's own cgroups (_tools, _hog-<tenant>).
 void check_tenant_name(const std::string& name) {
   if (name.empty()) throw UsageError("--tenants: empty tenant name");
-  if (name.size() > 32) throw UsageError(fmt::format("--tenants: '{}' is longer than 32 characters", name));
+  if (name.size() > 32)
+    throw UsageError(fmt::format("--tenants: '{}' is longer than 32 characters", name));
   if (name[0] == '_' || name[0] == '-')
     throw UsageError(fmt::format("--tenants: '{}' must start with a letter or digit", name));
   for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-    if (!ok) throw UsageError(fmt::format("--tenants: '{}' may only hold letters, digits, '-' and '_'", name));
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_';
+    if (!ok)
+      throw UsageError(
+          fmt::format("--tenants: '{}' may only hold letters, digits, '-' and '_'", name));
   }
 }
 
@@ -58,33 +62,37 @@ Fault parse_fault(const std::string& spec, const std::vector<std::string>& tenan
                          [&](const auto& k) { return kind_name == k.name; });
   if (it == std::end(kFaultKinds))
     throw UsageError(fmt::format(
-        "--fault {}: unknown fault kind '{}' (expected quota, hog, cold-cache, slow-peer or lock)", spec,
-        kind_name));
+        "--fault {}: unknown fault kind '{}' (expected quota, hog, cold-cache, slow-peer or lock)",
+        spec, kind_name));
   if (std::find(tenants.begin(), tenants.end(), tenant) == tenants.end())
     throw UsageError(fmt::format("--fault {}: tenant '{}' is not one of --tenants {}", spec, tenant,
                                  fmt::join(tenants, ",")));
   return Fault{it->kind, tenant};
 }
 
-void validate(Options& o, const std::string& tenants_flag, const std::vector<std::string>& fault_specs) {
+void validate(Options& o, const std::string& tenants_flag,
+              const std::vector<std::string>& fault_specs) {
   o.tenants = split(tenants_flag, ',');
   std::set<std::string> seen;
   for (const auto& t : o.tenants) {
     check_tenant_name(t);
     if (!seen.insert(t).second) throw UsageError(fmt::format("--tenants: '{}' given twice", t));
   }
-  if (!(o.rate > 0) || o.rate > 10000) throw UsageError(fmt::format("--rate must be in (0, 10000], got {}", o.rate));
+  if (!(o.rate > 0) || o.rate > 10000)
+    throw UsageError(fmt::format("--rate must be in (0, 10000], got {}", o.rate));
   if (o.concurrency < 1 || o.concurrency > 64)
     throw UsageError(fmt::format("--concurrency must be in [1, 64], got {}", o.concurrency));
   if (!(o.duration > 0) || o.duration > 86400)
     throw UsageError(fmt::format("--duration must be in (0, 86400] seconds, got {}", o.duration));
   if (o.vectors < 1000 || o.vectors > 20'000'000)
     throw UsageError(fmt::format("--vectors must be in [1000, 20000000], got {}", o.vectors));
-  if (o.dim < 8 || o.dim > 2048) throw UsageError(fmt::format("--dim must be in [8, 2048], got {}", o.dim));
+  if (o.dim < 8 || o.dim > 2048)
+    throw UsageError(fmt::format("--dim must be in [8, 2048], got {}", o.dim));
   for (const auto& spec : fault_specs) {
     Fault f = parse_fault(spec, o.tenants);
-    bool dup = std::any_of(o.faults.begin(), o.faults.end(),
-                           [&](const Fault& g) { return g.kind == f.kind && g.tenant == f.tenant; });
+    bool dup = std::any_of(o.faults.begin(), o.faults.end(), [&](const Fault& g) {
+      return g.kind == f.kind && g.tenant == f.tenant;
+    });
     if (!dup) o.faults.push_back(f);
   }
 }
@@ -98,7 +106,8 @@ const char* fault_kind_name(FaultKind kind) {
 }
 
 bool Options::has_fault(FaultKind kind, const std::string& tenant) const {
-  return std::any_of(faults.begin(), faults.end(), [&](const Fault& f) { return f.kind == kind && f.tenant == tenant; });
+  return std::any_of(faults.begin(), faults.end(),
+                     [&](const Fault& f) { return f.kind == kind && f.tenant == tenant; });
 }
 
 bool Options::has_fault(FaultKind kind) const {
@@ -109,17 +118,24 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   Options o;
   std::string tenants_flag = "a,b";
   std::vector<std::string> fault_specs;
-  CLI::App app{"tailcause example: a multi-tenant RAG agent doing real work, with injectable faults"};
-  app.add_option("--tenants", tenants_flag, "comma-separated tenant names, one cgroup and process each")
+  CLI::App app{
+      "tailcause example: a multi-tenant RAG agent doing real work, with injectable faults"};
+  app.add_option("--tenants", tenants_flag,
+                 "comma-separated tenant names, one cgroup and process each")
       ->capture_default_str();
-  app.add_option("--rate", o.rate, "requests per second per tenant (open loop)")->capture_default_str();
-  app.add_option("--concurrency", o.concurrency, "worker threads per tenant")->capture_default_str();
-  app.add_option("--duration", o.duration, "seconds of load before a clean shutdown")->capture_default_str();
-  app.add_option("--data-dir", o.data_dir, "where index-<tenant>.f32 files live (default: data/ next to the binary)");
+  app.add_option("--rate", o.rate, "requests per second per tenant (open loop)")
+      ->capture_default_str();
+  app.add_option("--concurrency", o.concurrency, "worker threads per tenant")
+      ->capture_default_str();
+  app.add_option("--duration", o.duration, "seconds of load before a clean shutdown")
+      ->capture_default_str();
+  app.add_option("--data-dir", o.data_dir,
+                 "where index-<tenant>.f32 files live (default: data/ next to the binary)");
   app.add_option("--vectors", o.vectors, "vectors in each tenant's index")->capture_default_str();
   app.add_option("--dim", o.dim, "dimension of the index vectors")->capture_default_str();
-  app.add_option("--fault", fault_specs,
-                 "KIND[:TENANT], repeatable; KIND: quota, hog, cold-cache, slow-peer, lock (tenant: first)")
+  app.add_option(
+         "--fault", fault_specs,
+         "KIND[:TENANT], repeatable; KIND: quota, hog, cold-cache, slow-peer, lock (tenant: first)")
       ->allow_extra_args(false);
   app.add_option("--cgroup-root", o.cgroup_root,
                  "cgroup hierarchy with the cpu controller (default: detected, v2 preferred)");

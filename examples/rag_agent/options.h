@@ -20,16 +20,16 @@ struct Fault {
 
 struct Options {
   std::vector<std::string> tenants{"a", "b"};
-  double rate = 5.0;           // requests per second per tenant, open loop
-  int concurrency = 2;         // worker threads per tenant
-  double duration = 10.0;      // seconds of load
-  std::string data_dir;        // index files; default <binary dir>/data
-  std::size_t vectors = 50000; // per tenant index
+  double rate = 5.0;            // requests per second per tenant, open loop
+  int concurrency = 2;          // worker threads per tenant
+  double duration = 10.0;       // seconds of load
+  std::string data_dir;         // index files; default <binary dir>/data
+  std::size_t vectors = 50000;  // per tenant index
   std::size_t dim = 128;
   std::vector<Fault> faults;
-  std::string cgroup_root;     // empty: detect the hierarchy with the cpu controller
-  std::string report_path;     // empty: no JSON report
-  bool shed_when_open = false; // refuse new requests while tailcause's breaker is open
+  std::string cgroup_root;      // empty: detect the hierarchy with the cpu controller
+  std::string report_path;      // empty: no JSON report
+  bool shed_when_open = false;  // refuse new requests while tailcause's breaker is open
 
   bool has_fault(FaultKind kind, const std::string& tenant) const;
   bool has_fault(FaultKind kind) const;

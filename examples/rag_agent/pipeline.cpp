@@ -15,24 +15,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // A tenant's question pool: the same few hundred questions recur (Zipf-like, chosen by the
 // worker), so the retrieval cache sees real hits, misses and stale entries.
 std::vector<std::string> make_questions(const std::string& tenant) {
-  static const char* verbs[] = {"configure", "restore", "migrate", "scale", "debug", "monitor", "secure", "rotate",
-                                "upgrade", "index", "shard", "replicate", "tune", "audit", "deploy", "rollback"};
-  static const char* nouns[] = {"database", "cluster", "backup", "certificate", "queue", "gateway", "scheduler",
-                                "embedding", "model", "pipeline", "service", "volume", "snapshot", "token",
-                                "policy", "endpoint", "worker", "replica", "partition", "dashboard"};
-  static const char* states[] = {"slow", "full", "degraded", "expired", "corrupted", "unreachable", "overloaded",
-                                 "stale", "missing", "encrypted", "paused", "saturated"};
+  static const char* verbs[] = {"configure", "restore", "migrate", "scale",   "debug", "monitor",
+                                "secure",    "rotate",  "upgrade", "index",   "shard", "replicate",
+                                "tune",      "audit",   "deploy",  "rollback"};
+  static const char* nouns[] = {"database", "cluster",   "backup",    "certificate", "queue",
+                                "gateway",  "scheduler", "embedding", "model",       "pipeline",
+                                "service",  "volume",    "snapshot",  "token",       "policy",
+                                "endpoint", "worker",    "replica",   "partition",   "dashboard"};
+  static const char* states[] = {"slow",      "full",        "degraded",   "expired",
+                                 "corrupted", "unreachable", "overloaded", "stale",
+                                 "missing",   "encrypted",   "paused",     "saturated"};
   std::vector<std::string> out;
   SplitMix rng(fnv1a("questions:" + tenant));
   for (int i = 0; i < 240; ++i) {
-    out.push_back(fmt::format("how do i {} the {} when the {} is {}?", verbs[rng.next() % std::size(verbs)],
-                              nouns[rng.next() % std::size(nouns)], nouns[rng.next() % std::size(nouns)],
-                              states[rng.next() % std::size(states)]));
+    out.push_back(
+        fmt::format("how do i {} the {} when the {} is {}?", verbs[rng.next() % std::size(verbs)],
+                    nouns[rng.next() % std::size(nouns)], nouns[rng.next() % std::size(nouns)],
+                    states[rng.next() % std::size(states)]));
   }
   return out;
 }
@@ -60,14 +66,15 @@ RagPipeline::RagPipeline(PipelineConfig config)
 std::string RagPipeline::build_prompt(uint32_t question) const {
   const std::string& q = questions_[question % questions_.size()];
   return fmt::format(
-      "System: You are a helpful assistant for tenant {}. Answer using the retrieved passages and cite them. "
+      "System: You are a helpful assistant for tenant {}. Answer using the retrieved passages and "
+      "cite them. "
       "Be concise and precise.\nContext: previous turn: the user said that this was not enough.\n"
       "Question: {}\nPlease explain the steps with an example, in detail.",
       config_.tenant, q);
 }
 
-std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t request_id, std::span<const float> query,
-                                             uint64_t key) {
+std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t request_id,
+                                             std::span<const float> query, uint64_t key) {
   if (config_.cold_cache) index_.drop_page_cache();
   auto found = cache_.lookup(key);
   tailcause_cache_lookup(request_id, "retrieval", found.result, found.age_ns, key);
@@ -108,11 +115,14 @@ std::string RagPipeline::respond(const Generation& gen, const std::vector<Neighb
   std::string citations;
   for (const auto& d : docs) citations += fmt::format(" [doc {} ({:.3f})]", d.row, d.score);
   auto tool = nlohmann::json::parse(tool_answer);
-  return fmt::format("{{\"tenant\":\"{}\",\"answer\":\"{}\",\"citations\":\"{}\",\"record\":\"{}\",\"entropy\":{:.4f}}}",
-                     config_.tenant, text, citations, tool.value("record", "?"), gen.entropy);
+  return fmt::format(
+      "{{\"tenant\":\"{}\",\"answer\":\"{}\",\"citations\":\"{}\",\"record\":\"{}\",\"entropy\":{:."
+      "4f}}}",
+      config_.tenant, text, citations, tool.value("record", "?"), gen.entropy);
 }
 
-bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::string& trace_id, uint32_t question) {
+bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::string& trace_id,
+                        uint32_t question) {
   RequestProbe request(request_id, config_.tenant.c_str(), "rag-agent", trace_id.c_str());
   tailcause_stage current = TAILCAUSE_STAGE_PROMPT;
   // Runs one stage under its probes and records its wall time (or its error).
@@ -150,14 +160,17 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
     auto generation = stage(TAILCAUSE_STAGE_GENERATION, [&] {
       std::vector<float> context = embedding;  // the retrieved passages steer the decoder
       for (const auto& d : docs)
-        for (std::size_t j = 0; j < kHidden; ++j) context[j] += 0.05f * d.score * (((d.row * 31 + j) % 7) - 3.0f);
+        for (std::size_t j = 0; j < kHidden; ++j)
+          context[j] += 0.05f * d.score * (((d.row * 31 + j) % 7) - 3.0f);
       return generate(weights_, request_id, context, config_.output_tokens, request_id, kv_);
     });
     counters_.tokens += generation.tokens.size();
     auto tool_answer = stage(TAILCAUSE_STAGE_TOOL, [&] {
-      return worker.tool.call(config_.tenant, questions_[question % questions_.size()], config_.slow_peer ? 300 : 0);
+      return worker.tool.call(config_.tenant, questions_[question % questions_.size()],
+                              config_.slow_peer ? 300 : 0);
     });
-    auto answer = stage(TAILCAUSE_STAGE_RESPONSE, [&] { return respond(generation, docs, tool_answer); });
+    auto answer =
+        stage(TAILCAUSE_STAGE_RESPONSE, [&] { return respond(generation, docs, tool_answer); });
     if (answer.empty()) throw std::runtime_error("empty answer");
     ++counters_.completed;
     return true;
@@ -165,7 +178,8 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
     request.set_status(1 + static_cast<int64_t>(current));
     uint64_t n = ++counters_.failed;
     if (n <= 5 || n % 100 == 0)
-      spdlog::warn("request {:#x} failed in {} (failure #{}): {}", request_id, stage_name(current), n, e.what());
+      spdlog::warn("request {:#x} failed in {} (failure #{}): {}", request_id, stage_name(current),
+                   n, e.what());
     return false;
   }
 }

@@ -22,10 +22,10 @@ struct PipelineConfig {
   std::string tenant;
   std::string index_path;
   int tool_port = 0;
-  bool cold_cache = false;    // drop the index from the page cache before every retrieval
-  bool slow_peer = false;     // ask the tool server for a 300 ms delay
+  bool cold_cache = false;  // drop the index from the page cache before every retrieval
+  bool slow_peer = false;   // ask the tool server for a 300 ms delay
   std::size_t output_tokens = 96;
-  std::size_t nprobe = 6;     // IVF lists scanned per query
+  std::size_t nprobe = 6;  // IVF lists scanned per query
   std::size_t top_k = 8;
 };
 
@@ -46,7 +46,8 @@ class RagPipeline {
 
   // Serves one request end to end: request_begin ... request_end. Returns false on an error
   // (counted in the failing stage and in counters().failed); never throws.
-  bool serve(WorkerState& worker, uint64_t request_id, const std::string& trace_id, uint32_t question);
+  bool serve(WorkerState& worker, uint64_t request_id, const std::string& trace_id,
+             uint32_t question);
 
   std::size_t questions() const { return questions_.size(); }
   const PipelineConfig& config() const { return config_; }
@@ -57,9 +58,10 @@ class RagPipeline {
 
  private:
   std::string build_prompt(uint32_t question) const;
-  std::vector<Neighbour> retrieve(WorkerState& worker, uint64_t request_id, std::span<const float> query,
-                                  uint64_t key);
-  std::string respond(const Generation& gen, const std::vector<Neighbour>& docs, const std::string& tool_answer) const;
+  std::vector<Neighbour> retrieve(WorkerState& worker, uint64_t request_id,
+                                  std::span<const float> query, uint64_t key);
+  std::string respond(const Generation& gen, const std::vector<Neighbour>& docs,
+                      const std::string& tool_answer) const;
 
   PipelineConfig config_;
   Tokenizer tokenizer_;

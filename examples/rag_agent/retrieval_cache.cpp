@@ -8,7 +8,8 @@ RetrievalCache::Lookup RetrievalCache::lookup(uint64_t key) {
   if (it == index_.end()) return {TAILCAUSE_CACHE_MISS, 0, std::nullopt};
   lru_.splice(lru_.begin(), lru_, it->second);
   auto age = Clock::now() - it->second->stored;
-  auto age_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(age).count());
+  auto age_ns =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(age).count());
   if (age > ttl_) return {TAILCAUSE_CACHE_STALE, age_ns, std::nullopt};
   return {TAILCAUSE_CACHE_HIT, age_ns, it->second->value};
 }

@@ -23,7 +23,7 @@ class RetrievalCache {
 
   struct Lookup {
     tailcause_cache_result result;
-    uint64_t age_ns = 0;                     // of the entry found (0 on a miss)
+    uint64_t age_ns = 0;                          // of the entry found (0 on a miss)
     std::optional<std::vector<Neighbour>> value;  // only on a hit
   };
   Lookup lookup(uint64_t key);

@@ -82,7 +82,8 @@ void pin_self(int cpu) {
 
 int start_tool_server(ChildSet& children, const std::string& leaf, int threads) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
   children.spawn("tool-server", fds[1], [&] {
     CgroupTree::join(leaf);
     unblock_signals();
@@ -125,7 +126,8 @@ struct WorkerSlot {
 // Waits until every worker has exited and closed its pipe; forwards the first SIGINT/SIGTERM
 // as SIGTERM (workers stop early and still report), SIGKILLs on a second one or when the
 // workers overrun the duration by a minute.
-bool wait_for_workers(std::vector<WorkerSlot>& workers, ChildSet& children, SignalInbox& signals, double duration) {
+bool wait_for_workers(std::vector<WorkerSlot>& workers, ChildSet& children, SignalInbox& signals,
+                      double duration) {
   const auto hard_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::duration<double>(duration + 60.0));
   int stops = 0;
@@ -141,7 +143,8 @@ bool wait_for_workers(std::vector<WorkerSlot>& workers, ChildSet& children, Sign
       if (!w.eof) fds.push_back({w.fd, POLLIN, 0});
     ::poll(fds.data(), fds.size(), 200);
     int new_stops = signals.drain();
-    if (new_stops > 0 && stops == 0) spdlog::info("stopping early: signal received, tenants finish their requests");
+    if (new_stops > 0 && stops == 0)
+      spdlog::info("stopping early: signal received, tenants finish their requests");
     for (auto& w : workers) {
       if (new_stops > 0 && stops == 0) children.signal(w.pid, SIGTERM);
       if (new_stops > 0 && stops + new_stops > 1) children.signal(w.pid, SIGKILL);
@@ -151,8 +154,10 @@ bool wait_for_workers(std::vector<WorkerSlot>& workers, ChildSet& children, Sign
       if (w.eof) continue;
       char buf[65536];
       ssize_t n = ::read(w.fd, buf, sizeof buf);
-      if (n > 0) w.output.append(buf, static_cast<std::size_t>(n));
-      else if (n == 0 || (errno != EAGAIN && errno != EINTR)) w.eof = true, ::close(w.fd), w.fd = -1;
+      if (n > 0)
+        w.output.append(buf, static_cast<std::size_t>(n));
+      else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        w.eof = true, ::close(w.fd), w.fd = -1;
     }
     for (const auto& e : children.reap()) {
       for (auto& w : workers)
@@ -175,12 +180,16 @@ int run_agent(const Options& o) {
   SignalInbox signals;  // first: from here on a signal cannot skip the cleanup below
   CgroupTree cgroups(o.cgroup_root);
   if (cgroups.mode() == CgroupMode::None) {
-    spdlog::warn("no cgroup of our own ({}): tenants share the agent's cgroup, so the kernel cannot tell them apart",
-                 cgroups.reason());
+    spdlog::warn(
+        "no cgroup of our own ({}): tenants share the agent's cgroup, so the kernel cannot tell "
+        "them apart",
+        cgroups.reason());
     if (o.has_fault(FaultKind::Quota))
-      throw std::runtime_error("--fault quota needs a cgroup of its own for the tenant (run as root)");
+      throw std::runtime_error(
+          "--fault quota needs a cgroup of its own for the tenant (run as root)");
   } else {
-    spdlog::info("tenant cgroups under {} (cgroup {})", cgroups.dir(), cgroup_mode_name(cgroups.mode()));
+    spdlog::info("tenant cgroups under {} (cgroup {})", cgroups.dir(),
+                 cgroup_mode_name(cgroups.mode()));
   }
 
   const std::string data_dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
@@ -234,15 +243,16 @@ int run_agent(const Options& o) {
                     o.has_fault(FaultKind::Lock, t),
                     o.shed_when_open};
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
     ::fcntl(fds[1], F_SETFL, 0);  // the worker writes blocking; we read non-blocking
     slot.pid = children.spawn("tenant", fds[1], [&] { run_tenant_worker(spec, fds[1]); });
     ::close(fds[1]);
     slot.fd = fds[0];
     workers.push_back(std::move(slot));
   }
-  spdlog::info("serving {} tenant(s) at {} req/s each with {} worker thread(s) for {} s", o.tenants.size(), o.rate,
-               o.concurrency, o.duration);
+  spdlog::info("serving {} tenant(s) at {} req/s each with {} worker thread(s) for {} s",
+               o.tenants.size(), o.rate, o.concurrency, o.duration);
 
   bool interrupted = wait_for_workers(workers, children, signals, o.duration);
   children.kill_all();  // tool server and hogs
@@ -259,20 +269,23 @@ int run_agent(const Options& o) {
                            {"tool_port", tool_port},
                            {"faults", nlohmann::json::array()},
                            {"tenants", nlohmann::json::object()}};
-  for (const auto& f : o.faults) report["faults"].push_back({{"kind", fault_kind_name(f.kind)}, {"tenant", f.tenant}});
+  for (const auto& f : o.faults)
+    report["faults"].push_back({{"kind", fault_kind_name(f.kind)}, {"tenant", f.tenant}});
   bool all_ok = true;
   for (auto& w : workers) {
     nlohmann::json t = nlohmann::json::parse(w.output, nullptr, false);
     if (t.is_discarded() || !t.is_object()) t = {{"error", "no result from the tenant worker"}};
     bool clean_exit = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
     if (!clean_exit && !t.contains("error"))
-      t["error"] = WIFSIGNALED(w.status) ? fmt::format("killed by signal {}", WTERMSIG(w.status))
-                                         : fmt::format("exited with status {}", WEXITSTATUS(w.status));
+      t["error"] = WIFSIGNALED(w.status)
+                       ? fmt::format("killed by signal {}", WTERMSIG(w.status))
+                       : fmt::format("exited with status {}", WEXITSTATUS(w.status));
     all_ok = all_ok && !t.contains("error");
     auto th = cgroups.read_throttle(w.cgroup);
     t["cgroup"] = w.cgroup;
     t["pinned_cpu"] = w.pinned_cpu ? nlohmann::json(*w.pinned_cpu) : nlohmann::json(nullptr);
-    t["throttle"] = {{"periods", th.periods}, {"throttled_periods", th.throttled_periods},
+    t["throttle"] = {{"periods", th.periods},
+                     {"throttled_periods", th.throttled_periods},
                      {"throttled_seconds", th.throttled_seconds}};
     report["tenants"][w.tenant] = std::move(t);
   }

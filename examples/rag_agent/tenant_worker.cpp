@@ -131,12 +131,14 @@ nlohmann::json run_load(const TenantSpec& spec) {
   // least 23 x 25 ms, however fast the CPU.
   std::thread compactor;
   if (spec.lock)
-    compactor = std::thread([&] { pipeline.kv_cache().run_compactor(4, std::chrono::milliseconds(25)); });
+    compactor =
+        std::thread([&] { pipeline.kv_cache().run_compactor(4, std::chrono::milliseconds(25)); });
 
   RequestQueue queue;
   std::vector<std::thread> workers;
   std::vector<std::unique_ptr<WorkerState>> states;
-  for (int i = 0; i < spec.concurrency; ++i) states.push_back(std::make_unique<WorkerState>(spec.tool_port));
+  for (int i = 0; i < spec.concurrency; ++i)
+    states.push_back(std::make_unique<WorkerState>(spec.tool_port));
   for (int i = 0; i < spec.concurrency; ++i)
     workers.emplace_back([&, i] {
       std::mt19937_64 trace_rng(std::random_device{}());
@@ -153,7 +155,8 @@ nlohmann::json run_load(const TenantSpec& spec) {
   // Open loop: Poisson arrivals at --rate, whatever the workers' progress.
   const double cpu_at_start = cpu_seconds();
   const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.duration));
+  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(spec.duration));
   SplitMix arrivals(fnv1a("arrivals:" + spec.name));
   uint64_t offered = 0, dropped = 0, shed = 0;
   BreakerGate gate(spec.name, spec.shed_when_open);
@@ -166,13 +169,15 @@ nlohmann::json run_load(const TenantSpec& spec) {
       ++offered;
       if (gate.open()) {
         ++shed;  // the daemon saw this tenant's stages stay slow: shed load until it recovers
-      } else if (!queue.push(Pending{id_base | offered, picker.pick(arrivals.uniform()), next})) ++dropped;
+      } else if (!queue.push(Pending{id_base | offered, picker.pick(arrivals.uniform()), next}))
+        ++dropped;
       double gap = -std::log(1.0 - arrivals.uniform()) / spec.rate;
       next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap));
       continue;
     }
     // Short sleeps, so a stop signal is seen within 50 ms.
-    std::this_thread::sleep_for(std::min<Clock::duration>(std::min(next, deadline) - now, std::chrono::milliseconds(50)));
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(std::min(next, deadline) - now, std::chrono::milliseconds(50)));
   }
   std::size_t abandoned = queue.close();
   for (auto& w : workers) w.join();
@@ -195,8 +200,14 @@ nlohmann::json run_load(const TenantSpec& spec) {
             {"shed", shed},
             {"abandoned", abandoned}}},
           {"stages", pipeline.stats().summary()},
-          {"cache", {{"hit", c.cache_hit.load()}, {"miss", c.cache_miss.load()}, {"stale", c.cache_stale.load()}}},
-          {"breaker", {{"checks", gate.checks()}, {"open_seen", gate.open_seen()}, {"unreadable", gate.unreadable()}}},
+          {"cache",
+           {{"hit", c.cache_hit.load()},
+            {"miss", c.cache_miss.load()},
+            {"stale", c.cache_stale.load()}}},
+          {"breaker",
+           {{"checks", gate.checks()},
+            {"open_seen", gate.open_seen()},
+            {"unreadable", gate.unreadable()}}},
           {"tokens", c.tokens.load()},
           {"output_tokens_per_request", pipeline.config().output_tokens},
           {"index_bytes_read", pipeline.index_bytes_read()},
@@ -219,7 +230,8 @@ void run_tenant_worker(const TenantSpec& spec, int result_fd) {
       CPU_ZERO(&set);
       CPU_SET(*spec.pin_cpu, &set);
       if (::sched_setaffinity(0, sizeof set, &set) != 0)
-        throw std::runtime_error(fmt::format("pin to CPU {}: {}", *spec.pin_cpu, std::strerror(errno)));
+        throw std::runtime_error(
+            fmt::format("pin to CPU {}: {}", *spec.pin_cpu, std::strerror(errno)));
     }
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;

@@ -11,8 +11,8 @@ namespace rag {
 struct TenantSpec {
   std::string name;
   std::string index_path;
-  std::string cgroup_leaf;      // "" when tenants share the agent's cgroup
-  std::optional<int> pin_cpu;   // the hog fault pins the tenant and its hogs to one CPU
+  std::string cgroup_leaf;     // "" when tenants share the agent's cgroup
+  std::optional<int> pin_cpu;  // the hog fault pins the tenant and its hogs to one CPU
   double rate = 5;
   int concurrency = 2;
   double duration = 10;

@@ -36,9 +36,12 @@ nlohmann::json lookup(const std::string& tenant, const std::string& query) {
 
 void run_tool_server(int port_fd, int threads) {
   httplib::Server server;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  server.new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<std::size_t>(threads));
+  };
   server.Get("/tool", [](const httplib::Request& req, httplib::Response& res) {
-    int delay_ms = req.has_param("delay_ms") ? std::atoi(req.get_param_value("delay_ms").c_str()) : 0;
+    int delay_ms =
+        req.has_param("delay_ms") ? std::atoi(req.get_param_value("delay_ms").c_str()) : 0;
     delay_ms = std::clamp(delay_ms, 0, 10000);
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     if (!req.has_param("q")) {
@@ -50,7 +53,9 @@ void run_tool_server(int port_fd, int threads) {
     answer["delay_ms"] = delay_ms;
     res.set_content(answer.dump(), "application/json");
   });
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
   int port = server.bind_to_any_port("127.0.0.1");
   std::string text = port > 0 ? std::to_string(port) : "0";
   (void)!::write(port_fd, text.data(), text.size());
@@ -71,8 +76,10 @@ ToolClient::~ToolClient() = default;
 std::string ToolClient::call(const std::string& tenant, const std::string& query, int delay_ms) {
   httplib::Params params{{"tenant", tenant}, {"q", query}, {"delay_ms", std::to_string(delay_ms)}};
   auto res = client_->Get("/tool", params, httplib::Headers{});
-  if (!res) throw std::runtime_error(fmt::format("tool call failed: {}", httplib::to_string(res.error())));
-  if (res->status != 200) throw std::runtime_error(fmt::format("tool answered HTTP {}", res->status));
+  if (!res)
+    throw std::runtime_error(fmt::format("tool call failed: {}", httplib::to_string(res.error())));
+  if (res->status != 200)
+    throw std::runtime_error(fmt::format("tool answered HTTP {}", res->status));
   return res->body;
 }
 

@@ -64,11 +64,12 @@ void normalize(std::span<float> v) {
   for (float& x : v) x /= norm;
 }
 
-bool existing_file_matches(const std::string& path, std::size_t count, std::size_t dim, uint64_t seed) {
+bool existing_file_matches(const std::string& path, std::size_t count, std::size_t dim,
+                           uint64_t seed) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   Header h{};
-  struct stat st{};
+  struct stat st {};
   bool ok = ::pread(fd, &h, sizeof h, 0) == sizeof h && ::fstat(fd, &st) == 0;
   ::close(fd);
   if (!ok || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return false;
@@ -80,8 +81,9 @@ bool existing_file_matches(const std::string& path, std::size_t count, std::size
 // Keeps the k best in `best` (sorted best first); k is small, so insertion is cheapest.
 void offer(std::vector<Neighbour>& best, std::size_t k, Neighbour n) {
   if (best.size() == k && n.score <= best.back().score) return;
-  auto pos = std::upper_bound(best.begin(), best.end(), n,
-                              [](const Neighbour& a, const Neighbour& b) { return a.score > b.score; });
+  auto pos =
+      std::upper_bound(best.begin(), best.end(), n,
+                       [](const Neighbour& a, const Neighbour& b) { return a.score > b.score; });
   best.insert(pos, n);
   if (best.size() > k) best.pop_back();
 }
@@ -119,7 +121,8 @@ bool ensure_index_file(const std::string& path, std::size_t count, std::size_t d
         normalize({v, dim});
         for (std::size_t j = 0; j < dim; ++j) means[c * dim + j] += v[j];
       }
-      full_pwrite(fd, chunk.data(), chunk.size() * sizeof(float), data_offset + row * dim * sizeof(float), tmp);
+      full_pwrite(fd, chunk.data(), chunk.size() * sizeof(float),
+                  data_offset + row * dim * sizeof(float), tmp);
       row += rows;
       normalize({&means[c * dim], dim});
     }
@@ -127,13 +130,16 @@ bool ensure_index_file(const std::string& path, std::size_t count, std::size_t d
     std::vector<char> head(data_offset, 0);
     Header h{};
     std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.dim = static_cast<uint32_t>(dim), h.nlist = static_cast<uint32_t>(nlist), h.count = count, h.seed = seed;
+    h.dim = static_cast<uint32_t>(dim), h.nlist = static_cast<uint32_t>(nlist), h.count = count,
+    h.seed = seed;
     std::memcpy(head.data(), &h, sizeof h);
     std::memcpy(head.data() + sizeof h, means.data(), means.size() * sizeof(float));
-    std::memcpy(head.data() + sizeof h + means.size() * sizeof(float), starts.data(), starts.size() * sizeof(uint64_t));
+    std::memcpy(head.data() + sizeof h + means.size() * sizeof(float), starts.data(),
+                starts.size() * sizeof(uint64_t));
     full_pwrite(fd, head.data(), head.size(), 0, tmp);
     // Clean pages: POSIX_FADV_DONTNEED can only drop what has been written back.
-    if (::fdatasync(fd) != 0) throw std::runtime_error(fmt::format("fdatasync {}: {}", tmp, std::strerror(errno)));
+    if (::fdatasync(fd) != 0)
+      throw std::runtime_error(fmt::format("fdatasync {}: {}", tmp, std::strerror(errno)));
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -161,16 +167,19 @@ VectorIndex::VectorIndex(const std::string& path) {
   centroids_.resize(nlist_ * dim_);
   starts_.resize(nlist_ + 1);
   full_pread(fd_, centroids_.data(), centroids_.size() * sizeof(float), sizeof h);
-  full_pread(fd_, starts_.data(), starts_.size() * sizeof(uint64_t), sizeof h + centroids_.size() * sizeof(float));
+  full_pread(fd_, starts_.data(), starts_.size() * sizeof(uint64_t),
+             sizeof h + centroids_.size() * sizeof(float));
 }
 
 VectorIndex::~VectorIndex() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::vector<uint32_t> VectorIndex::closest_lists(std::span<const float> query, std::size_t nprobe) const {
+std::vector<uint32_t> VectorIndex::closest_lists(std::span<const float> query,
+                                                 std::size_t nprobe) const {
   std::vector<float> score(nlist_);
-  for (std::size_t c = 0; c < nlist_; ++c) score[c] = dot(query.data(), &centroids_[c * dim_], dim_);
+  for (std::size_t c = 0; c < nlist_; ++c)
+    score[c] = dot(query.data(), &centroids_[c * dim_], dim_);
   std::vector<uint32_t> order(nlist_);
   std::iota(order.begin(), order.end(), 0u);
   nprobe = std::min(nprobe, nlist_);
@@ -180,14 +189,16 @@ std::vector<uint32_t> VectorIndex::closest_lists(std::span<const float> query, s
   return order;
 }
 
-std::vector<Neighbour> VectorIndex::scan_lists(std::span<const float> query, std::span<const uint32_t> lists,
+std::vector<Neighbour> VectorIndex::scan_lists(std::span<const float> query,
+                                               std::span<const uint32_t> lists,
                                                std::size_t k) const {
   if (query.size() != dim_) throw std::invalid_argument("query dimension does not match the index");
   std::vector<Neighbour> best;
   std::vector<float> buf(chunk_rows_ * dim_);
   for (uint32_t list : lists) {
     for (uint64_t row = starts_[list]; row < starts_[list + 1]; row += chunk_rows_) {
-      std::size_t rows = static_cast<std::size_t>(std::min<uint64_t>(chunk_rows_, starts_[list + 1] - row));
+      std::size_t rows =
+          static_cast<std::size_t>(std::min<uint64_t>(chunk_rows_, starts_[list + 1] - row));
       std::size_t bytes = rows * dim_ * sizeof(float);
       full_pread(fd_, buf.data(), bytes, data_offset_ + row * dim_ * sizeof(float));
       g_bytes_read.fetch_add(bytes, std::memory_order_relaxed);
@@ -207,7 +218,8 @@ void VectorIndex::read_cold() {
 
 uint64_t VectorIndex::bytes_read() const { return g_bytes_read.load(std::memory_order_relaxed); }
 
-std::vector<Neighbour> merge_top_k(std::vector<Neighbour> a, const std::vector<Neighbour>& b, std::size_t k) {
+std::vector<Neighbour> merge_top_k(std::vector<Neighbour> a, const std::vector<Neighbour>& b,
+                                   std::size_t k) {
   for (const auto& n : b) offer(a, k, n);
   return a;
 }

@@ -60,6 +60,7 @@ class VectorIndex {
   std::vector<uint64_t> starts_;  // nlist + 1
 };
 
-std::vector<Neighbour> merge_top_k(std::vector<Neighbour> a, const std::vector<Neighbour>& b, std::size_t k);
+std::vector<Neighbour> merge_top_k(std::vector<Neighbour> a, const std::vector<Neighbour>& b,
+                                   std::size_t k);
 
 }  // namespace rag

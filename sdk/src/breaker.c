@@ -20,7 +20,7 @@
 #define TAILCAUSE_SDK_EXPORT __attribute__((visibility("default")))
 
 #define BREAKER_TIMEOUT_MS 100
-#define BREAKER_MAX_LINE 512 /* request and reply lines, "\n" included */
+#define BREAKER_MAX_LINE   512 /* request and reply lines, "\n" included */
 
 static int64_t now_ms(void)
 {
@@ -36,7 +36,7 @@ static int wait_for(int fd, short events, int64_t deadline)
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
-		struct pollfd p = { .fd = fd, .events = events };
+		struct pollfd p = {.fd = fd, .events = events};
 		int rc = poll(&p, 1, (int)left);
 		if (rc > 0)
 			return 0;
@@ -135,7 +135,8 @@ static int connect_socket(const char *path, int64_t deadline)
 		int err = errno;
 		if (err != EINPROGRESS) {
 			close(fd);
-			return -err; /* ENOENT, ECONNREFUSED: no daemon; EAGAIN: its backlog is full */
+			return -err; /* ENOENT, ECONNREFUSED: no daemon; EAGAIN: its backlog is full
+				      */
 		}
 		int rc = wait_for(fd, POLLOUT, deadline);
 		socklen_t len = sizeof err;
@@ -193,7 +194,7 @@ static int exchange(int fd, const char *request, size_t request_len, char *reply
 }
 
 TAILCAUSE_SDK_EXPORT int tailcause_sdk_breaker_state(const char *tenant, const char *agent,
-						       uint32_t *retry_after_ms)
+						     uint32_t *retry_after_ms)
 {
 	if (!tenant || !agent)
 		return -EINVAL;

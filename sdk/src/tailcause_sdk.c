@@ -13,7 +13,7 @@
 #endif
 
 TAILCAUSE_SDK_EXPORT void tailcause_sdk_request_begin(uint64_t request_id, const char *tenant,
-							const char *agent, const char *trace_id)
+						      const char *agent, const char *trace_id)
 {
 	tailcause_request_begin(request_id, tenant, agent, trace_id);
 }
@@ -24,7 +24,7 @@ TAILCAUSE_SDK_EXPORT void tailcause_sdk_request_end(uint64_t request_id, int64_t
 }
 
 TAILCAUSE_SDK_EXPORT void tailcause_sdk_stage_begin(uint64_t request_id, int64_t stage,
-						      const char *name)
+						    const char *name)
 {
 	tailcause_stage_begin(request_id, stage, name);
 }
@@ -45,8 +45,8 @@ TAILCAUSE_SDK_EXPORT void tailcause_sdk_context_detach(uint64_t request_id)
 }
 
 TAILCAUSE_SDK_EXPORT void tailcause_sdk_cache_lookup(uint64_t request_id, const char *cache,
-						       int64_t result, uint64_t age_ns,
-						       uint64_t key_hash)
+						     int64_t result, uint64_t age_ns,
+						     uint64_t key_hash)
 {
 	tailcause_cache_lookup(request_id, cache, result, age_ns, key_hash);
 }
@@ -66,8 +66,7 @@ TAILCAUSE_SDK_EXPORT void tailcause_sdk_layer_end(uint64_t layer, uint64_t batch
 	tailcause_layer_end(layer, batch_size);
 }
 
-TAILCAUSE_SDK_EXPORT void tailcause_sdk_output_quality(uint64_t request_id,
-							 uint64_t entropy_micro)
+TAILCAUSE_SDK_EXPORT void tailcause_sdk_output_quality(uint64_t request_id, uint64_t entropy_micro)
 {
 	tailcause_output_quality(request_id, entropy_micro);
 }

@@ -14,7 +14,8 @@
 #include <string>
 #include <thread>
 
-namespace {
+namespace
+{
 
 struct Options {
 	std::uint64_t iterations = 0;
@@ -29,7 +30,8 @@ Options parse(int argc, char **argv)
 		if (!std::strcmp(argv[i], "--iterations"))
 			o.iterations = std::strtoull(argv[i + 1], nullptr, 0);
 		else if (!std::strcmp(argv[i], "--interval-ms"))
-			o.interval_ms = static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 0));
+			o.interval_ms =
+				static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 0));
 		else if (!std::strcmp(argv[i], "--base-id"))
 			o.base_id = std::strtoull(argv[i + 1], nullptr, 0);
 		else {
@@ -55,11 +57,12 @@ void one_request(std::uint64_t i, std::uint64_t id)
 	if (i % 4 != 3)
 		trace = trace_id_for(id);
 	tailcause::Request request(id, tenant, "agent-cpp",
-				    trace ? std::optional<std::string_view>(*trace) : std::nullopt);
+				   trace ? std::optional<std::string_view>(*trace) : std::nullopt);
 	{
 		tailcause::Stage stage(request, tailcause::StageKind::retrieval);
-		tailcause::cache_lookup(request, "vectors", static_cast<tailcause::CacheResult>(i % 3),
-					 std::chrono::nanoseconds(1000 * i + 7), id * 31);
+		tailcause::cache_lookup(request, "vectors",
+					static_cast<tailcause::CacheResult>(i % 3),
+					std::chrono::nanoseconds(1000 * i + 7), id * 31);
 	}
 	{
 		tailcause::Stage stage(request, "rerank");
@@ -86,8 +89,8 @@ int main(int argc, char **argv)
 	std::setvbuf(stdout, nullptr, _IOLBF, 0);
 	for (std::uint64_t i = 0; o.iterations == 0 || i < o.iterations; ++i) {
 		one_request(i, o.base_id + i);
-		std::printf("iteration %" PRIu64 " sem request_begin=%u token=%u cache_lookup=%u\n", i,
-			    tailcause_request_begin_semaphore, tailcause_token_semaphore,
+		std::printf("iteration %" PRIu64 " sem request_begin=%u token=%u cache_lookup=%u\n",
+			    i, tailcause_request_begin_semaphore, tailcause_token_semaphore,
 			    tailcause_cache_lookup_semaphore);
 		std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
 	}

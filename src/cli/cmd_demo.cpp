@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kAgentName = "rag-agent";
-constexpr double kAgentRate = 5;  // requests per second per tenant
-constexpr int kTermGraceSeconds = 10;  // after SIGTERM, before SIGKILL
+constexpr double kAgentRate = 5;         // requests per second per tenant
+constexpr int kTermGraceSeconds = 10;    // after SIGTERM, before SIGKILL
 constexpr double kOverrunSeconds = 120;  // index preparation and shutdown, beyond --duration
 
 bool executable(const fs::path& p) {
@@ -46,8 +46,8 @@ std::optional<fs::path> find_agent(std::vector<std::string>& looked) {
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     const fs::path dir = self.parent_path();
-    for (const fs::path& p : {dir / "examples" / kAgentName, dir / ".." / "examples" / kAgentName,
-                              dir / kAgentName}) {
+    for (const fs::path& p :
+         {dir / "examples" / kAgentName, dir / ".." / "examples" / kAgentName, dir / kAgentName}) {
       looked.push_back(p.lexically_normal().string());
       if (executable(p)) return fs::canonical(p, ec);
     }
@@ -58,7 +58,8 @@ std::optional<fs::path> find_agent(std::vector<std::string>& looked) {
     while (start <= dirs.size()) {
       const size_t end = std::min(dirs.find(':', start), dirs.size());
       const std::string dir = dirs.substr(start, end - start);
-      if (!dir.empty() && executable(fs::path(dir) / kAgentName)) return fs::canonical(fs::path(dir) / kAgentName, ec);
+      if (!dir.empty() && executable(fs::path(dir) / kAgentName))
+        return fs::canonical(fs::path(dir) / kAgentName, ec);
       start = end + 1;
     }
     looked.push_back("PATH");
@@ -73,7 +74,8 @@ class AgentProcess {
  public:
   AgentProcess(const fs::path& binary, const std::vector<std::string>& args) {
     log_fd_ = ::memfd_create("rag-agent-log", MFD_CLOEXEC);
-    if (log_fd_ < 0) throw daemon::StartupError(fmt::format("memfd_create: {}", std::strerror(errno)));
+    if (log_fd_ < 0)
+      throw daemon::StartupError(fmt::format("memfd_create: {}", std::strerror(errno)));
     std::vector<std::string> argv_s{binary.string()};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -158,7 +160,8 @@ class AgentProcess {
     char buf[65536];
     ssize_t n;
     off_t off = 0;
-    while ((n = ::pread(log_fd_, buf, sizeof buf, off)) > 0) text.append(buf, static_cast<size_t>(n)), off += n;
+    while ((n = ::pread(log_fd_, buf, sizeof buf, off)) > 0)
+      text.append(buf, static_cast<size_t>(n)), off += n;
     size_t pos = text.size();
     for (size_t i = 0; i <= lines && pos > 0; ++i) pos = text.rfind('\n', pos - 1);
     return pos == std::string::npos ? text : text.substr(pos + 1);
@@ -183,10 +186,10 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     std::vector<std::string> looked;
     auto found = find_agent(looked);
     if (!found) {
-      throw daemon::StartupError(fmt::format(
-          "cannot find the example agent {} (looked in {}); build it with "
-          "`cmake --build build --target rag-agent` or pass --agent PATH",
-          kAgentName, fmt::join(looked, ", ")));
+      throw daemon::StartupError(
+          fmt::format("cannot find the example agent {} (looked in {}); build it with "
+                      "`cmake --build build --target rag-agent` or pass --agent PATH",
+                      kAgentName, fmt::join(looked, ", ")));
     }
     agent = *found;
   }
@@ -197,8 +200,9 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
   const auto startup = daemon::prepare(options);
 
   const double seconds = static_cast<double>(duration_ns) * 1e-9;
-  std::vector<std::string> args{"--tenants", "ta,tb", "--rate", fmt::format("{}", kAgentRate),
-                                "--concurrency", "2", "--duration", fmt::format("{}", seconds)};
+  std::vector<std::string> args{
+      "--tenants",     "ta,tb", "--rate",     fmt::format("{}", kAgentRate),
+      "--concurrency", "2",     "--duration", fmt::format("{}", seconds)};
   if (o.fault != "none") args.insert(args.end(), {"--fault", o.fault + ":ta"});
 
   daemon::RunFlags flags;
@@ -206,16 +210,20 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
   std::optional<AgentProcess> process;
   bool agent_failed = false, overran = false;
   {
-    daemon::Collection collection(startup, duration_ns + static_cast<uint64_t>(kOverrunSeconds * 1e9));
+    daemon::Collection collection(startup,
+                                  duration_ns + static_cast<uint64_t>(kOverrunSeconds * 1e9));
     collection.begin();
-    spdlog::info("demo: {} {} (fault {} on tenant ta)", agent.string(), fmt::join(args, " "), o.fault);
+    spdlog::info("demo: {} {} (fault {} on tenant ta)", agent.string(), fmt::join(args, " "),
+                 o.fault);
     process.emplace(agent, args);
     Progress progress(fmt::format("demo, fault {}", o.fault), seconds);
     double next_checkpoint = 1.0;
     while (process->running()) {
       if (flags.stop) process->stop();
       if (collection.elapsed_seconds() > seconds + kOverrunSeconds) {
-        if (!overran) spdlog::error("demo: the agent overran --duration by {:.0f} s: stopping it", kOverrunSeconds);
+        if (!overran)
+          spdlog::error("demo: the agent overran --duration by {:.0f} s: stopping it",
+                        kOverrunSeconds);
         overran = true;
         process->stop();
       }
@@ -226,8 +234,9 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
         collection.checkpoint();
         next_checkpoint = elapsed + 1.0;
       }
-      progress.update(elapsed, fmt::format("{}{} glitch{}", elapsed > seconds ? "agent finishing, " : "", g,
-                                           g == 1 ? "" : "es"));
+      progress.update(elapsed,
+                      fmt::format("{}{} glitch{}", elapsed > seconds ? "agent finishing, " : "", g,
+                                  g == 1 ? "" : "es"));
     }
     // Records of the last requests may still sit in the ring buffer.
     for (int i = 0; i < 5; ++i) collection.poll(100);
@@ -237,19 +246,20 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
     progress.finish(fmt::format("demo ran {:.1f} s{}", d.duration_seconds,
                                 process->stopped_by_us() ? " (stopped early)" : ""));
     if (agent_failed) {
-      fmt::print(stderr, "tailcause demo: the agent {}; its last output:\n{}\n", process->describe_exit(),
-                 process->log_tail(15));
+      fmt::print(stderr, "tailcause demo: the agent {}; its last output:\n{}\n",
+                 process->describe_exit(), process->log_tail(15));
     }
     if (o.json) {
       auto j = core::diagnosis_json(d);
-      j["demo"] = {{"fault", o.fault},
-                   {"fault_tenant", o.fault == "none" ? nlohmann::json(nullptr) : nlohmann::json("ta")},
-                   {"tenants", {"ta", "tb"}},
-                   {"duration_seconds", seconds},
-                   {"agent", agent.string()},
-                   {"agent_pid", process->pid()},
-                   {"agent_exit", process->describe_exit()},
-                   {"interrupted", process->stopped_by_us()}};
+      j["demo"] = {
+          {"fault", o.fault},
+          {"fault_tenant", o.fault == "none" ? nlohmann::json(nullptr) : nlohmann::json("ta")},
+          {"tenants", {"ta", "tb"}},
+          {"duration_seconds", seconds},
+          {"agent", agent.string()},
+          {"agent_pid", process->pid()},
+          {"agent_exit", process->describe_exit()},
+          {"interrupted", process->stopped_by_us()}};
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));

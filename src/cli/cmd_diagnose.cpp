@@ -27,7 +27,8 @@ int diagnose(const CommonOptions& options, const DiagnoseOptions& diagnose_optio
     while (!flags.stop && collection.elapsed_seconds() < seconds) {
       collection.poll(100);
       const uint64_t g = collection.glitches();
-      progress.update(collection.elapsed_seconds(), fmt::format("{} glitch{}", g, g == 1 ? "" : "es"));
+      progress.update(collection.elapsed_seconds(),
+                      fmt::format("{} glitch{}", g, g == 1 ? "" : "es"));
     }
     const bool interrupted = flags.stop;
     core::Diagnosis d = collection.finish();

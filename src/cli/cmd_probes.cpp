@@ -17,7 +17,8 @@ int print_probes(const CommonOptions& options, bool json) {
   if (json) {
     nlohmann::json out;
     for (const auto& f : startup.features.list) {
-      out["features"].push_back({{"name", f.name}, {"available", f.available}, {"detail", f.detail}});
+      out["features"].push_back(
+          {{"name", f.name}, {"available", f.available}, {"detail", f.detail}});
     }
     out["cgroup"] = startup.layout.describe();
     for (const auto& s : statuses) {

@@ -18,8 +18,8 @@ int print_probes(const CommonOptions& options, bool json);
 
 // `glitches`: 0 listed (possibly none), 1 no journal or it cannot be read, 2 bad query.
 struct GlitchesOptions {
-  std::string config_path;   // journal.path comes from here (or the defaults) ...
-  std::string journal_path;  // ... unless given
+  std::string config_path;           // journal.path comes from here (or the defaults) ...
+  std::string journal_path;          // ... unless given
   std::optional<std::string> since;  // a duration ("1h"); none: all
   std::optional<std::string> tenant, stage;
   int limit = 100;

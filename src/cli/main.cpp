@@ -28,8 +28,7 @@ int main(int argc, char** argv) {
   auto add_common = [&](CLI::App* cmd) {
     cmd->add_option("--config,-c", options.config_path, "YAML configuration file")
         ->check(CLI::ExistingFile);
-    cmd->add_option("--btf", options.btf,
-                    "BTF file for kernels without /sys/kernel/btf/vmlinux");
+    cmd->add_option("--btf", options.btf, "BTF file for kernels without /sys/kernel/btf/vmlinux");
   };
 
   auto add_attrib_filters = [&](CLI::App* cmd) {
@@ -48,7 +47,8 @@ int main(int argc, char** argv) {
   add_attrib_filters(run);
 
   bool json = false;
-  auto* probes = app.add_subcommand("probes", "Show kernel features and each probe family's status");
+  auto* probes =
+      app.add_subcommand("probes", "Show kernel features and each probe family's status");
   add_common(probes);
   probes->add_flag("--json", json, "Machine-readable output");
 
@@ -57,8 +57,9 @@ int main(int argc, char** argv) {
   add_common(diagnose);
   add_attrib_filters(diagnose);
   DiagnoseOptions diagnose_options;
-  diagnose->add_option("--duration,-d", diagnose_options.duration,
-                       "How long to collect: 30s, 5m, 1h30m ... (Ctrl-C stops early)")
+  diagnose
+      ->add_option("--duration,-d", diagnose_options.duration,
+                   "How long to collect: 30s, 5m, 1h30m ... (Ctrl-C stops early)")
       ->check(duration_within(kSecondNs, tailcause::core::kMaxDurationNs, "at least 1s"))
       ->capture_default_str();
   diagnose->add_flag("--json", diagnose_options.json, "Machine-readable output on stdout");
@@ -81,8 +82,9 @@ int main(int argc, char** argv) {
   auto* glitches = app.add_subcommand("glitches", "List the journal's glitches and explain them");
   GlitchesOptions glitches_options;
   std::string since, tenant, stage;
-  glitches->add_option("--config,-c", glitches_options.config_path,
-                       "YAML configuration file (for journal.path)")
+  glitches
+      ->add_option("--config,-c", glitches_options.config_path,
+                   "YAML configuration file (for journal.path)")
       ->check(CLI::ExistingFile);
   glitches->add_option("--journal", glitches_options.journal_path,
                        "The journal file (default: journal.path of the configuration)");

@@ -14,7 +14,8 @@ constexpr auto kLineInterval = std::chrono::seconds(5);
 constexpr size_t kBarWidth = 30;
 
 std::string bar(double elapsed_seconds, double total_seconds) {
-  const double share = total_seconds > 0 ? std::clamp(elapsed_seconds / total_seconds, 0.0, 1.0) : 1.0;
+  const double share =
+      total_seconds > 0 ? std::clamp(elapsed_seconds / total_seconds, 0.0, 1.0) : 1.0;
   const auto filled = static_cast<size_t>(std::floor(share * static_cast<double>(kBarWidth)));
   return "[" + std::string(filled, '#') + std::string(kBarWidth - filled, '.') + "]";
 }
@@ -22,7 +23,10 @@ std::string bar(double elapsed_seconds, double total_seconds) {
 }  // namespace
 
 Progress::Progress(std::string what, double total_seconds, std::FILE* out)
-    : what_(std::move(what)), total_(total_seconds), out_(out), tty_(::isatty(::fileno(out)) == 1) {}
+    : what_(std::move(what)),
+      total_(total_seconds),
+      out_(out),
+      tty_(::isatty(::fileno(out)) == 1) {}
 
 Progress::~Progress() {
   // An exception path: leave the terminal's line clean.
@@ -33,7 +37,8 @@ void Progress::update(double elapsed_seconds, const std::string& status) {
   if (finished_) return;
   const auto now = Clock::now();
   const bool first = !drawn_;
-  if (!first && now - last_draw_ < (tty_ ? Clock::duration(kTerminalInterval) : Clock::duration(kLineInterval)))
+  if (!first && now - last_draw_ <
+                    (tty_ ? Clock::duration(kTerminalInterval) : Clock::duration(kLineInterval)))
     return;
   last_draw_ = now;
   drawn_ = true;
@@ -42,7 +47,8 @@ void Progress::update(double elapsed_seconds, const std::string& status) {
     fmt::print(out_, "\r{} {} {:.0f}/{:.0f} s  {}\x1b[K", what_, bar(elapsed_seconds, total_),
                std::floor(shown), total_, status);
   } else {
-    fmt::print(out_, "tailcause: {}: {:.0f} of {:.0f} s, {}\n", what_, std::floor(shown), total_, status);
+    fmt::print(out_, "tailcause: {}: {:.0f} of {:.0f} s, {}\n", what_, std::floor(shown), total_,
+               status);
   }
   std::fflush(out_);
 }

@@ -43,7 +43,8 @@ CLI::Validator executable_file() {
   return CLI::Validator(
       [](std::string& path) -> std::string {
         std::error_code ec;
-        if (std::filesystem::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0) return "";
+        if (std::filesystem::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0)
+          return "";
         return fmt::format("{}: not an executable file", path);
       },
       "EXECUTABLE");

@@ -30,9 +30,12 @@ bool is_control(unsigned char ch) { return ch < 0x20 || ch == 0x7f; }
 size_t utf8_sequence_at(std::string_view s, size_t i) {
   const auto lead = static_cast<unsigned char>(s[i]);
   size_t n = 0;
-  if (lead >= 0xc2 && lead <= 0xdf) n = 2;
-  else if (lead >= 0xe0 && lead <= 0xef) n = 3;
-  else if (lead >= 0xf0 && lead <= 0xf4) n = 4;
+  if (lead >= 0xc2 && lead <= 0xdf)
+    n = 2;
+  else if (lead >= 0xe0 && lead <= 0xef)
+    n = 3;
+  else if (lead >= 0xf0 && lead <= 0xf4)
+    n = 4;
   if (n == 0 || i + n > s.size() || !valid_utf8(s.substr(i, n))) return 0;
   return n;
 }
@@ -167,10 +170,8 @@ std::string answer_breaker_request(const CircuitBreaker& breaker, const BreakerR
       const BreakerView v = breaker.view(request.tenant, request.agent, now_ns);
       return format_breaker_state(v.state, v.consecutive, breaker_retry_ms(v.retry_after_ns));
     }
-    case BreakerCommand::list:
-      return format_breaker_list(breaker.open_breakers(now_ns));
-    case BreakerCommand::ping:
-      break;
+    case BreakerCommand::list: return format_breaker_list(breaker.open_breakers(now_ns));
+    case BreakerCommand::ping: break;
   }
   return format_breaker_pong();
 }
@@ -187,8 +188,10 @@ std::string breaker_percent_encode(std::string_view raw) {
         continue;
       }
     }
-    if (ch == '%' || ch <= ' ' || ch >= 0x7f) out += fmt::format("%{:02X}", ch);
-    else out += static_cast<char>(ch);
+    if (ch == '%' || ch <= ' ' || ch >= 0x7f)
+      out += fmt::format("%{:02X}", ch);
+    else
+      out += static_cast<char>(ch);
     i++;
   }
   return out;
@@ -226,8 +229,10 @@ std::optional<BreakerStateReply> parse_breaker_state_reply(std::string_view line
   const auto f = split_fields(line);
   if (f.size() != 4 || f[0] != "ok") return std::nullopt;
   BreakerStateReply r;
-  if (f[1] == "open") r.state = BreakerState::open;
-  else if (f[1] != "closed") return std::nullopt;
+  if (f[1] == "open")
+    r.state = BreakerState::open;
+  else if (f[1] != "closed")
+    return std::nullopt;
   if (!parse_field(f[2], "consecutive", r.consecutive) ||
       !parse_field(f[3], "retry_after_ms", r.retry_after_ms)) {
     return std::nullopt;

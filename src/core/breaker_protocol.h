@@ -59,8 +59,7 @@ struct BreakerParseError {
 // `line` is one request without its "\n".
 std::variant<BreakerRequest, BreakerParseError> parse_breaker_request(std::string_view line);
 
-std::string format_breaker_state(BreakerState state, uint32_t consecutive,
-                                 uint64_t retry_after_ms);
+std::string format_breaker_state(BreakerState state, uint32_t consecutive, uint64_t retry_after_ms);
 // One "open" line per view (closed ones are skipped), then "end".
 std::string format_breaker_list(const std::vector<BreakerView>& open);
 std::string format_breaker_pong();

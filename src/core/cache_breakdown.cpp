@@ -96,7 +96,8 @@ std::optional<Glitch> CacheBreakdownDetector::observe(const CacheRecord& r) {
   if (r.result == kMiss) b.misses++;
   if (r.result == kStale) {
     b.stales++;
-    if (!s->stale_ages) s->stale_ages = std::make_unique<StreamingQuantile>(interval_ns_, kIntervals);
+    if (!s->stale_ages)
+      s->stale_ages = std::make_unique<StreamingQuantile>(interval_ns_, kIntervals);
     s->stale_ages->add(now, r.age_ns);
   }
 

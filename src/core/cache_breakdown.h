@@ -30,7 +30,7 @@ struct CacheBreakdownStatus {
   double ratio = 0;  // (misses + stales) / lookups; 0 when there were none
   bool in_breakdown = false;
   uint64_t stale_age_p95_ns = 0, stale_age_p99_ns = 0;  // 0 without stale results
-  uint64_t breakdowns = 0;  // times it entered breakdown (monotonic)
+  uint64_t breakdowns = 0;                              // times it entered breakdown (monotonic)
 };
 
 class CacheBreakdownDetector {

@@ -21,8 +21,10 @@ std::string encode(const std::string& s) {
   if (s.empty()) return "%";  // an empty field still needs a token
   std::string out;
   for (unsigned char ch : s) {
-    if (ch == '%' || ch <= ' ' || ch == 0x7f) out += fmt::format("%{:02X}", ch);
-    else out += static_cast<char>(ch);
+    if (ch == '%' || ch <= ' ' || ch == 0x7f)
+      out += fmt::format("%{:02X}", ch);
+    else
+      out += static_cast<char>(ch);
   }
   return out;
 }
@@ -80,7 +82,8 @@ BreakerState CircuitBreaker::observe(const std::string& tenant, const std::strin
   // pathological caller beyond kMaxStreaks shares one streak.
   auto streak = e.streaks.find(stage);
   if (streak == e.streaks.end()) {
-    streak = e.streaks.emplace(e.streaks.size() < kMaxStreaks ? stage : std::string("\x1f"), 0).first;
+    streak =
+        e.streaks.emplace(e.streaks.size() < kMaxStreaks ? stage : std::string("\x1f"), 0).first;
   }
   // A streak restored from a saved state lost its stage name (key ""): every stage continues
   // or ends it.
@@ -132,7 +135,7 @@ BreakerView CircuitBreaker::view(const std::string& tenant, const std::string& a
 }
 
 BreakerView CircuitBreaker::view_of(const std::pair<std::string, std::string>& key, const Entry& e,
-                                 uint64_t now_ns) const {
+                                    uint64_t now_ns) const {
   BreakerView v{key.first, key.second, BreakerState::closed, e.consecutive, 0};
   if (e.open && !quiet(e, now_ns)) {
     v.state = BreakerState::open;
@@ -184,8 +187,8 @@ void CircuitBreaker::clear() {
 std::string CircuitBreaker::serialize() const {
   std::string out = fmt::format("trips {}\n", trips_);
   for (const auto& [key, e] : entries_) {
-    out += fmt::format("v1 {} {} {} {} {}\n", encode(key.first), encode(key.second),
-                       e.open ? 1 : 0, e.consecutive, e.last_slow_ns);
+    out += fmt::format("v1 {} {} {} {} {}\n", encode(key.first), encode(key.second), e.open ? 1 : 0,
+                       e.consecutive, e.last_slow_ns);
   }
   return out;
 }

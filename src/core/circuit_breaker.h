@@ -1,6 +1,6 @@
 // A circuit breaker per (tenant, agent): opens after N consecutive stages of one stage name
-// slower than a threshold (default 3 over 200 ms) and closes again once no slow stage has been seen for a
-// quiet period. Its state serialises to a string so it can outlive a restart. Pure: no I/O.
+// slower than a threshold (default 3 over 200 ms) and closes again once no slow stage has been seen
+// for a quiet period. Its state serialises to a string so it can outlive a restart. Pure: no I/O.
 // Times are the caller's clock (CLOCK_MONOTONIC in the daemon). State restored after a reboot
 // (a monotonic clock that started again) must be followed by close_quiet(<time of the save>)
 // and restart_clock(<now>): open breakers then wait a whole quiet period again
@@ -18,10 +18,10 @@
 namespace tailcause::core {
 
 struct BreakerConfig {
-  uint64_t slow_ns = 200'000'000;  // a stage slower than this counts as slow
-  uint32_t trip_after = 3;         // consecutive slow stages that open the breaker
+  uint64_t slow_ns = 200'000'000;      // a stage slower than this counts as slow
+  uint32_t trip_after = 3;             // consecutive slow stages that open the breaker
   uint64_t quiet_ns = 30'000'000'000;  // open -> closed after this long without a slow stage
-  size_t max_keys = 4096;          // (tenant, agent) pairs kept; beyond, new pairs are ignored
+  size_t max_keys = 4096;              // (tenant, agent) pairs kept; beyond, new pairs are ignored
 };
 
 enum class BreakerState : uint8_t { closed, open };

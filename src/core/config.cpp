@@ -45,39 +45,40 @@ Recipe parse_recipe(Reader& r, const YAML::Node& n, const std::string& key,
   if (!n.IsMap()) r.fail(n, key, "expected a mapping {library, symbol, stage, kind}");
   recipe.source = fmt::format("{}:{}", source, n.Mark().line + 1);
   bool has_stage = false;
-  r.mapping(n, key,
-            {{"library",
-              [&](const YAML::Node& v, const std::string& k) {
-                recipe.library = r.string(v, k);
-                if (recipe.library.empty() || has_space(recipe.library)) {
-                  r.fail(v, k, "expected a library path or file-name glob (libllama.so*)");
-                }
-                if (recipe.library.find('/') != std::string::npos &&
-                    recipe.library.front() != '/') {
-                  r.fail(v, k, "a path must be absolute (or give a file-name glob)");
-                }
-              }},
-             {"symbol",
-              [&](const YAML::Node& v, const std::string& k) {
-                recipe.symbol = r.string(v, k);
-                if (recipe.symbol.empty() || has_space(recipe.symbol)) {
-                  r.fail(v, k, "expected an ELF symbol name (mangled for C++)");
-                }
-              }},
-             {"stage",
-              [&](const YAML::Node& v, const std::string& k) {
-                recipe.stage = r.string(v, k);
-                has_stage = true;
-                if (!is_free_stage_name(recipe.stage)) {
-                  r.fail(v, k, fmt::format("expected prompt, embedding, retrieval, generation, "
-                                           "tool, response or a name of 1-{} letters, digits, "
-                                           "'_', '-', '.', ':'",
-                                           kMaxStageName));
-                }
-              }},
-             {"kind", [&](const YAML::Node& v, const std::string& k) {
-                recipe.kind = r.one_of(v, k, {"span", "gpu_sync", "count"});
-              }}});
+  r.mapping(
+      n, key,
+      {{"library",
+        [&](const YAML::Node& v, const std::string& k) {
+          recipe.library = r.string(v, k);
+          if (recipe.library.empty() || has_space(recipe.library)) {
+            r.fail(v, k, "expected a library path or file-name glob (libllama.so*)");
+          }
+          if (recipe.library.find('/') != std::string::npos && recipe.library.front() != '/') {
+            r.fail(v, k, "a path must be absolute (or give a file-name glob)");
+          }
+        }},
+       {"symbol",
+        [&](const YAML::Node& v, const std::string& k) {
+          recipe.symbol = r.string(v, k);
+          if (recipe.symbol.empty() || has_space(recipe.symbol)) {
+            r.fail(v, k, "expected an ELF symbol name (mangled for C++)");
+          }
+        }},
+       {"stage",
+        [&](const YAML::Node& v, const std::string& k) {
+          recipe.stage = r.string(v, k);
+          has_stage = true;
+          if (!is_free_stage_name(recipe.stage)) {
+            r.fail(v, k,
+                   fmt::format("expected prompt, embedding, retrieval, generation, "
+                               "tool, response or a name of 1-{} letters, digits, "
+                               "'_', '-', '.', ':'",
+                               kMaxStageName));
+          }
+        }},
+       {"kind", [&](const YAML::Node& v, const std::string& k) {
+          recipe.kind = r.one_of(v, k, {"span", "gpu_sync", "count"});
+        }}});
   const int line = n.Mark().line + 1;
   if (recipe.library.empty()) r.fail_at(line, key + ".library", "missing");
   if (recipe.symbol.empty()) r.fail_at(line, key + ".symbol", "missing");
@@ -141,8 +142,8 @@ ListenAddress parse_listen(std::string_view text) {
     }
     host = host.substr(1, host.size() - 2);
   } else if (host.find_first_of(":[]") != std::string_view::npos) {
-    throw ConfigError(fmt::format(
-        "listen address '{}': write an IPv6 host in brackets, as in [::1]:9436", text));
+    throw ConfigError(
+        fmt::format("listen address '{}': write an IPv6 host in brackets, as in [::1]:9436", text));
   }
   a.host = host.empty() ? "0.0.0.0" : std::string(host);
   const auto port = text.substr(colon + 1);
@@ -165,115 +166,110 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
   };
   std::map<std::string, Reader::Handler> top = glitch_section_handlers(r, c);
   top.merge(std::map<std::string, Reader::Handler>{
-                {"listen",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   c.listen = r.string(n, k);
-                   try {
-                     parse_listen(c.listen);
-                   } catch (const ConfigError& e) {
-                     r.fail(n, k, e.what());
-                   }
-                 }},
-                {"top_k", [&](const YAML::Node& n, const std::string& k) {
-                   c.top_k = r.positive(n, k, 100000);
-                 }},
-                {"btf", [&](const YAML::Node& n, const std::string& k) { c.btf = r.string(n, k); }},
-                {"bpf_stats", enabled(c.bpf_stats)},
-                {"cgroup",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   r.mapping(n, k,
-                             {{"version",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 c.cgroup.version = r.one_of(v, kk, {"auto", "v1", "v2"});
-                               }},
-                              {"root", [&](const YAML::Node& v, const std::string& kk) {
-                                 c.cgroup.root = r.string(v, kk);
-                                 if (c.cgroup.root != "auto" &&
-                                     (c.cgroup.root.empty() || c.cgroup.root.front() != '/')) {
-                                   r.fail(v, kk, "expected an absolute path or 'auto'");
-                                 }
-                               }}});
-                 }},
-                {"probes",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   r.mapping(
-                       n, k,
-                       {
-                           {"sched",
-                            [&](const YAML::Node& v, const std::string& kk) {
-                              r.mapping(v, kk,
-                                        {{"enabled", enabled(c.sched.enabled)},
-                                         {"runqlen_dense_hz",
-                                          [&](const YAML::Node& x, const std::string& xk) {
-                                            c.sched.runqlen_dense_hz = r.positive(x, xk, 1000);
-                                          }},
-                                         {"runqlen_sparse_hz",
-                                          [&](const YAML::Node& x, const std::string& xk) {
-                                            c.sched.runqlen_sparse_hz = r.positive(x, xk, 1000);
-                                          }}});
-                            }},
-                           {"throttle",
-                            [&](const YAML::Node& v, const std::string& kk) {
-                              r.mapping(v, kk,
-                                        {{"enabled", enabled(c.throttle.enabled)},
-                                         {"interval_ms",
-                                          [&](const YAML::Node& x, const std::string& xk) {
-                                            c.throttle.interval_ms = r.positive(x, xk, 60000);
-                                          }}});
-                            }},
-                           {"tcp",
-                            [&](const YAML::Node& v, const std::string& kk) {
-                              r.mapping(v, kk, {{"enabled", enabled(c.tcp.enabled)}});
-                            }},
-                           {"memory",
-                            [&](const YAML::Node& v, const std::string& kk) {
-                              r.mapping(v, kk, {{"enabled", enabled(c.memory.enabled)}});
-                            }},
-                           {"block",
-                            [&](const YAML::Node& v, const std::string& kk) {
-                              r.mapping(v, kk, {{"enabled", enabled(c.block.enabled)}});
-                            }},
-                           {"attrib",
-                            [&](const YAML::Node& v, const std::string& kk) {
-                              r.mapping(
-                                  v, kk,
-                                  {{"enabled", enabled(c.attrib.enabled)},
-                                   {"layers", enabled(c.attrib.layers)},
-                                   {"pid",
-                                    [&](const YAML::Node& x, const std::string& xk) {
-                                      // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
-                                      const bool zero = x.IsScalar() && x.Scalar() == "0";
-                                      c.attrib.pid = zero ? 0 : r.positive(x, xk, 4194304);
-                                    }},
-                                   {"binary",
-                                    [&](const YAML::Node& x, const std::string& xk) {
-                                      c.attrib.binary = r.string(x, xk);
-                                      if (!c.attrib.binary.empty() &&
-                                          c.attrib.binary.front() != '/') {
-                                        r.fail(x, xk, "expected an absolute path or \"\"");
-                                      }
-                                    }},
-                                   {"recipes",
-                                    [&](const YAML::Node& x, const std::string& xk) {
-                                      parse_recipe_list(r, x, xk, source, c.attrib.recipes);
-                                    }},
-                                   {"recipe_files",
-                                    [&](const YAML::Node& x, const std::string& xk) {
-                                      if (x.IsNull()) return;
-                                      if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
-                                      for (size_t i = 0; i < x.size(); ++i) {
-                                        const auto ik = fmt::format("{}[{}]", xk, i);
-                                        auto path = r.string(x[i], ik);
-                                        if (path.empty() || path.front() != '/') {
-                                          r.fail(x[i], ik, "expected an absolute path");
-                                        }
-                                        c.attrib.recipe_files.push_back(std::move(path));
-                                      }
-                                    }}});
-                            }},
-                       });
-                 }},
-            });
+      {"listen",
+       [&](const YAML::Node& n, const std::string& k) {
+         c.listen = r.string(n, k);
+         try {
+           parse_listen(c.listen);
+         } catch (const ConfigError& e) {
+           r.fail(n, k, e.what());
+         }
+       }},
+      {"top_k",
+       [&](const YAML::Node& n, const std::string& k) { c.top_k = r.positive(n, k, 100000); }},
+      {"btf", [&](const YAML::Node& n, const std::string& k) { c.btf = r.string(n, k); }},
+      {"bpf_stats", enabled(c.bpf_stats)},
+      {"cgroup",
+       [&](const YAML::Node& n, const std::string& k) {
+         r.mapping(n, k,
+                   {{"version",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       c.cgroup.version = r.one_of(v, kk, {"auto", "v1", "v2"});
+                     }},
+                    {"root", [&](const YAML::Node& v, const std::string& kk) {
+                       c.cgroup.root = r.string(v, kk);
+                       if (c.cgroup.root != "auto" &&
+                           (c.cgroup.root.empty() || c.cgroup.root.front() != '/')) {
+                         r.fail(v, kk, "expected an absolute path or 'auto'");
+                       }
+                     }}});
+       }},
+      {"probes",
+       [&](const YAML::Node& n, const std::string& k) {
+         r.mapping(
+             n, k,
+             {
+                 {"sched",
+                  [&](const YAML::Node& v, const std::string& kk) {
+                    r.mapping(
+                        v, kk,
+                        {{"enabled", enabled(c.sched.enabled)},
+                         {"runqlen_dense_hz",
+                          [&](const YAML::Node& x, const std::string& xk) {
+                            c.sched.runqlen_dense_hz = r.positive(x, xk, 1000);
+                          }},
+                         {"runqlen_sparse_hz", [&](const YAML::Node& x, const std::string& xk) {
+                            c.sched.runqlen_sparse_hz = r.positive(x, xk, 1000);
+                          }}});
+                  }},
+                 {"throttle",
+                  [&](const YAML::Node& v, const std::string& kk) {
+                    r.mapping(v, kk,
+                              {{"enabled", enabled(c.throttle.enabled)},
+                               {"interval_ms", [&](const YAML::Node& x, const std::string& xk) {
+                                  c.throttle.interval_ms = r.positive(x, xk, 60000);
+                                }}});
+                  }},
+                 {"tcp",
+                  [&](const YAML::Node& v, const std::string& kk) {
+                    r.mapping(v, kk, {{"enabled", enabled(c.tcp.enabled)}});
+                  }},
+                 {"memory",
+                  [&](const YAML::Node& v, const std::string& kk) {
+                    r.mapping(v, kk, {{"enabled", enabled(c.memory.enabled)}});
+                  }},
+                 {"block",
+                  [&](const YAML::Node& v, const std::string& kk) {
+                    r.mapping(v, kk, {{"enabled", enabled(c.block.enabled)}});
+                  }},
+                 {"attrib",
+                  [&](const YAML::Node& v, const std::string& kk) {
+                    r.mapping(v, kk,
+                              {{"enabled", enabled(c.attrib.enabled)},
+                               {"layers", enabled(c.attrib.layers)},
+                               {"pid",
+                                [&](const YAML::Node& x, const std::string& xk) {
+                                  // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
+                                  const bool zero = x.IsScalar() && x.Scalar() == "0";
+                                  c.attrib.pid = zero ? 0 : r.positive(x, xk, 4194304);
+                                }},
+                               {"binary",
+                                [&](const YAML::Node& x, const std::string& xk) {
+                                  c.attrib.binary = r.string(x, xk);
+                                  if (!c.attrib.binary.empty() && c.attrib.binary.front() != '/') {
+                                    r.fail(x, xk, "expected an absolute path or \"\"");
+                                  }
+                                }},
+                               {"recipes",
+                                [&](const YAML::Node& x, const std::string& xk) {
+                                  parse_recipe_list(r, x, xk, source, c.attrib.recipes);
+                                }},
+                               {"recipe_files", [&](const YAML::Node& x, const std::string& xk) {
+                                  if (x.IsNull()) return;
+                                  if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
+                                  for (size_t i = 0; i < x.size(); ++i) {
+                                    const auto ik = fmt::format("{}[{}]", xk, i);
+                                    auto path = r.string(x[i], ik);
+                                    if (path.empty() || path.front() != '/') {
+                                      r.fail(x[i], ik, "expected an absolute path");
+                                    }
+                                    c.attrib.recipe_files.push_back(std::move(path));
+                                  }
+                                }}});
+                  }},
+             });
+       }},
+  });
   r.mapping(root, "", top);
   if (c.sched.runqlen_sparse_hz > c.sched.runqlen_dense_hz) {
     // Point at the rate the file set: the sparse one if it did, else the dense one.

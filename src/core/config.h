@@ -76,9 +76,9 @@ struct CgroupConfig {
 // When a request or stage is a glitch (glitch:).
 struct GlitchSettings {
   uint32_t request_slo_ms = 800;
-  uint32_t stage_slo_ms = 200;                  // stages not listed in stage_slos_ms
+  uint32_t stage_slo_ms = 200;                    // stages not listed in stage_slos_ms
   std::map<std::string, uint32_t> stage_slos_ms;  // stage name -> SLO
-  double p99_factor = 2.0;   // also a glitch when over this many times its recent P99 ...
+  double p99_factor = 2.0;    // also a glitch when over this many times its recent P99 ...
   uint32_t min_samples = 50;  // ... once its window holds this many samples
   bool operator==(const GlitchSettings&) const = default;
 };
@@ -105,7 +105,7 @@ struct BreakerSettings {
   uint32_t slow_ms = 200;
   uint32_t trip_after = 3;
   uint32_t quiet_s = 30;
-  std::string socket = "/run/tailcause/breaker.sock";  // "": no socket
+  std::string socket = "/run/tailcause/breaker.sock";           // "": no socket
   std::string state_file = "/var/lib/tailcause/breaker.state";  // "": not kept over restarts
   bool operator==(const BreakerSettings&) const = default;
 };
@@ -120,7 +120,7 @@ struct JournalSettings {
 
 // Request and stage spans over OTLP/HTTP (protobuf).
 struct OtlpSettings {
-  std::string endpoint;  // http://HOST:PORT/v1/traces; "": no export
+  std::string endpoint;                        // http://HOST:PORT/v1/traces; "": no export
   std::map<std::string, std::string> headers;  // sent with every export (auth tokens)
   std::string service_name = "tailcause";
   uint32_t budget_spans_per_s = 200;  // spans exported per second at most, glitches first

@@ -21,164 +21,152 @@ Reader::Handler ms_handler(Reader& r, uint32_t& field) {
 
 std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
   return {
-                {"glitch",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& g = c.glitch;
-                   r.mapping(
-                       n, k,
-                       {{"request_slo_ms", ms_handler(r, g.request_slo_ms)},
-                        {"stage_slo_ms", ms_handler(r, g.stage_slo_ms)},
-                        {"stage_slos_ms",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           if (v.IsNull()) return;
-                           if (!v.IsMap()) r.fail(v, kk, "expected a mapping STAGE: MILLISECONDS");
-                           for (const auto& item : v) {
-                             const std::string stage = item.first.Scalar();
-                             const std::string sk = kk + "." + stage;
-                             if (!is_stage_name(stage)) {
-                               r.fail(item.first, sk, "not a stage name (1-32 letters, digits, "
-                                                      "'_', '-', '.', ':')");
-                             }
-                             g.stage_slos_ms[stage] = r.positive(item.second, sk, 3600000);
-                           }
-                         }},
-                        {"p99_factor",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           g.p99_factor = r.number(v, kk, 1.0, 1000.0);
-                         }},
-                        {"min_samples", [&](const YAML::Node& v, const std::string& kk) {
-                           g.min_samples = r.positive(v, kk, 1000000);
-                         }}});
-                 }},
-                {"cache_breakdown",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& b = c.cache_breakdown;
-                   r.mapping(n, k,
-                             {{"window_s",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.window_s = r.positive(v, kk, 86400);
-                               }},
-                              {"min_lookups",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.min_lookups = r.positive(v, kk, 1000000);
-                               }},
-                              {"ratio",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.ratio = r.number(v, kk, 0.01, 1.0);
-                               }},
-                              {"warmup_s", [&](const YAML::Node& v, const std::string& kk) {
-                                 b.warmup_s = static_cast<uint32_t>(r.number(v, kk, 0, 86400));
-                               }}});
-                 }},
-                {"entropy",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& e = c.entropy;
-                   r.mapping(n, k,
-                             {{"rise",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 e.rise = r.number(v, kk, 0.01, 100.0);
-                               }},
-                              {"outputs",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 e.outputs = r.positive(v, kk, 1000);
-                               }},
-                              {"correlation_ms", ms_handler(r, e.correlation_ms)}});
-                 }},
-                {"breaker",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& b = c.breaker;
-                   r.mapping(n, k,
-                             {{"slow_ms", ms_handler(r, b.slow_ms)},
-                              {"trip_after",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.trip_after = r.positive(v, kk, 1000);
-                               }},
-                              {"quiet_s",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.quiet_s = r.positive(v, kk, 86400);
-                               }},
-                              {"socket",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 b.socket = r.path_or_empty(v, kk);
-                                 // sun_path holds 108 bytes with the NUL.
-                                 if (b.socket.size() > 107) r.fail(v, kk, "longer than 107 bytes");
-                               }},
-                              {"state_file", [&](const YAML::Node& v, const std::string& kk) {
-                                 b.state_file = r.path_or_empty(v, kk);
-                               }}});
-                 }},
-                {"journal",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& j = c.journal;
-                   r.mapping(n, k,
-                             {{"path",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 j.path = r.path_or_empty(v, kk);
-                               }},
-                              {"max_age_h",
-                               [&](const YAML::Node& v, const std::string& kk) {
-                                 j.max_age_h = r.positive(v, kk, 24 * 3650);
-                               }},
-                              {"max_mb", [&](const YAML::Node& v, const std::string& kk) {
-                                 j.max_mb = r.positive(v, kk, 1024 * 1024);
-                               }}});
-                 }},
-                {"otlp",
-                 [&](const YAML::Node& n, const std::string& k) {
-                   auto& o = c.otlp;
-                   r.mapping(
-                       n, k,
-                       {{"endpoint",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.endpoint = r.string(v, kk);
-                           if (o.endpoint.empty()) return;
-                           try {
-                             parse_otlp_endpoint(o.endpoint);
-                           } catch (const ConfigError& e) {
-                             r.fail(v, kk, e.what());
-                           }
-                         }},
-                        {"headers",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           if (v.IsNull()) return;
-                           if (!v.IsMap()) r.fail(v, kk, "expected a mapping NAME: VALUE");
-                           for (const auto& item : v) {
-                             const std::string name = item.first.Scalar();
-                             const std::string hk = kk + "." + name;
-                             if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos) {
-                               r.fail(item.first, hk, "not an HTTP header name");
-                             }
-                             std::string value = r.string(item.second, hk);
-                             if (value.find_first_of("\r\n") != std::string::npos) {
-                               r.fail(item.second, hk, "a header value cannot hold a line break");
-                             }
-                             o.headers[name] = std::move(value);
-                           }
-                         }},
-                        {"service_name",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.service_name = r.string(v, kk);
-                           if (o.service_name.empty()) r.fail(v, kk, "must not be empty");
-                         }},
-                        {"budget_spans_per_s",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.budget_spans_per_s = r.positive(v, kk, 1000000);
-                         }},
-                        {"sample_normal",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.sample_normal = r.number(v, kk, 0.0, 1.0);
-                         }},
-                        {"queue_spans",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.queue_spans = r.positive(v, kk, 10000000);
-                         }},
-                        {"batch_spans",
-                         [&](const YAML::Node& v, const std::string& kk) {
-                           o.batch_spans = r.positive(v, kk, 100000);
-                         }},
-                        {"timeout_ms", ms_handler(r, o.timeout_ms)}});
-                 }}
-  };
+      {"glitch",
+       [&](const YAML::Node& n, const std::string& k) {
+         auto& g = c.glitch;
+         r.mapping(n, k,
+                   {{"request_slo_ms", ms_handler(r, g.request_slo_ms)},
+                    {"stage_slo_ms", ms_handler(r, g.stage_slo_ms)},
+                    {"stage_slos_ms",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       if (v.IsNull()) return;
+                       if (!v.IsMap()) r.fail(v, kk, "expected a mapping STAGE: MILLISECONDS");
+                       for (const auto& item : v) {
+                         const std::string stage = item.first.Scalar();
+                         const std::string sk = kk + "." + stage;
+                         if (!is_stage_name(stage)) {
+                           r.fail(item.first, sk,
+                                  "not a stage name (1-32 letters, digits, "
+                                  "'_', '-', '.', ':')");
+                         }
+                         g.stage_slos_ms[stage] = r.positive(item.second, sk, 3600000);
+                       }
+                     }},
+                    {"p99_factor",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       g.p99_factor = r.number(v, kk, 1.0, 1000.0);
+                     }},
+                    {"min_samples", [&](const YAML::Node& v, const std::string& kk) {
+                       g.min_samples = r.positive(v, kk, 1000000);
+                     }}});
+       }},
+      {"cache_breakdown",
+       [&](const YAML::Node& n, const std::string& k) {
+         auto& b = c.cache_breakdown;
+         r.mapping(
+             n, k,
+             {{"window_s", [&](const YAML::Node& v,
+                               const std::string& kk) { b.window_s = r.positive(v, kk, 86400); }},
+              {"min_lookups",
+               [&](const YAML::Node& v, const std::string& kk) {
+                 b.min_lookups = r.positive(v, kk, 1000000);
+               }},
+              {"ratio", [&](const YAML::Node& v,
+                            const std::string& kk) { b.ratio = r.number(v, kk, 0.01, 1.0); }},
+              {"warmup_s", [&](const YAML::Node& v, const std::string& kk) {
+                 b.warmup_s = static_cast<uint32_t>(r.number(v, kk, 0, 86400));
+               }}});
+       }},
+      {"entropy",
+       [&](const YAML::Node& n, const std::string& k) {
+         auto& e = c.entropy;
+         r.mapping(
+             n, k,
+             {{"rise", [&](const YAML::Node& v,
+                           const std::string& kk) { e.rise = r.number(v, kk, 0.01, 100.0); }},
+              {"outputs", [&](const YAML::Node& v,
+                              const std::string& kk) { e.outputs = r.positive(v, kk, 1000); }},
+              {"correlation_ms", ms_handler(r, e.correlation_ms)}});
+       }},
+      {"breaker",
+       [&](const YAML::Node& n, const std::string& k) {
+         auto& b = c.breaker;
+         r.mapping(
+             n, k,
+             {{"slow_ms", ms_handler(r, b.slow_ms)},
+              {"trip_after",
+               [&](const YAML::Node& v, const std::string& kk) {
+                 b.trip_after = r.positive(v, kk, 1000);
+               }},
+              {"quiet_s", [&](const YAML::Node& v,
+                              const std::string& kk) { b.quiet_s = r.positive(v, kk, 86400); }},
+              {"socket",
+               [&](const YAML::Node& v, const std::string& kk) {
+                 b.socket = r.path_or_empty(v, kk);
+                 // sun_path holds 108 bytes with the NUL.
+                 if (b.socket.size() > 107) r.fail(v, kk, "longer than 107 bytes");
+               }},
+              {"state_file", [&](const YAML::Node& v, const std::string& kk) {
+                 b.state_file = r.path_or_empty(v, kk);
+               }}});
+       }},
+      {"journal",
+       [&](const YAML::Node& n, const std::string& k) {
+         auto& j = c.journal;
+         r.mapping(n, k,
+                   {{"path", [&](const YAML::Node& v,
+                                 const std::string& kk) { j.path = r.path_or_empty(v, kk); }},
+                    {"max_age_h",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       j.max_age_h = r.positive(v, kk, 24 * 3650);
+                     }},
+                    {"max_mb", [&](const YAML::Node& v, const std::string& kk) {
+                       j.max_mb = r.positive(v, kk, 1024 * 1024);
+                     }}});
+       }},
+      {"otlp", [&](const YAML::Node& n, const std::string& k) {
+         auto& o = c.otlp;
+         r.mapping(n, k,
+                   {{"endpoint",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       o.endpoint = r.string(v, kk);
+                       if (o.endpoint.empty()) return;
+                       try {
+                         parse_otlp_endpoint(o.endpoint);
+                       } catch (const ConfigError& e) {
+                         r.fail(v, kk, e.what());
+                       }
+                     }},
+                    {"headers",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       if (v.IsNull()) return;
+                       if (!v.IsMap()) r.fail(v, kk, "expected a mapping NAME: VALUE");
+                       for (const auto& item : v) {
+                         const std::string name = item.first.Scalar();
+                         const std::string hk = kk + "." + name;
+                         if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos) {
+                           r.fail(item.first, hk, "not an HTTP header name");
+                         }
+                         std::string value = r.string(item.second, hk);
+                         if (value.find_first_of("\r\n") != std::string::npos) {
+                           r.fail(item.second, hk, "a header value cannot hold a line break");
+                         }
+                         o.headers[name] = std::move(value);
+                       }
+                     }},
+                    {"service_name",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       o.service_name = r.string(v, kk);
+                       if (o.service_name.empty()) r.fail(v, kk, "must not be empty");
+                     }},
+                    {"budget_spans_per_s",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       o.budget_spans_per_s = r.positive(v, kk, 1000000);
+                     }},
+                    {"sample_normal",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       o.sample_normal = r.number(v, kk, 0.0, 1.0);
+                     }},
+                    {"queue_spans",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       o.queue_spans = r.positive(v, kk, 10000000);
+                     }},
+                    {"batch_spans",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       o.batch_spans = r.positive(v, kk, 100000);
+                     }},
+                    {"timeout_ms", ms_handler(r, o.timeout_ms)}});
+       }}};
 }
 
 void check_glitch_sections(Reader& r, const Config& c) {
@@ -209,9 +197,11 @@ OtlpEndpoint parse_otlp_endpoint(std::string_view text) {
   std::string_view authority = rest.substr(0, slash);
   e.path = slash == std::string_view::npos ? "/v1/traces" : std::string(rest.substr(slash));
   for (unsigned char ch : e.path) {
-    if (ch <= ' ' || ch == 0x7f || ch == '#') throw bad("the path holds a space or a control character");
+    if (ch <= ' ' || ch == 0x7f || ch == '#')
+      throw bad("the path holds a space or a control character");
   }
-  if (authority.find('@') != std::string_view::npos) throw bad("credentials belong in otlp.headers");
+  if (authority.find('@') != std::string_view::npos)
+    throw bad("credentials belong in otlp.headers");
   std::string_view port;
   if (!authority.empty() && authority.front() == '[') {
     const auto close = authority.find(']');

@@ -54,8 +54,8 @@ class Reader {
     if (!node.IsMap()) fail(node, where, "expected a mapping");
     std::set<std::string> seen;
     for (const auto& kv : node) {
-      const int line = kv.first.Mark().is_null() ? key_line(path).value_or(1)
-                                                 : kv.first.Mark().line + 1;
+      const int line =
+          kv.first.Mark().is_null() ? key_line(path).value_or(1) : kv.first.Mark().line + 1;
       if (!kv.first.IsScalar()) fail_at(line, where, "keys must be plain names");
       const std::string name = kv.first.Scalar();
       const std::string key = path.empty() ? name : path + "." + name;

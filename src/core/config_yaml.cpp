@@ -21,8 +21,10 @@ void prescan(std::string_view text, std::string_view source) {
   // A document after the first may say nothing (an editor's trailing "---"), no more.
   auto content = [&](int line) {
     if (documents > 1) {
-      throw ConfigError(fmt::format("{}:{}: (top level): expected one YAML document, found "
-                                    "another", source, line));
+      throw ConfigError(
+          fmt::format("{}:{}: (top level): expected one YAML document, found "
+                      "another",
+                      source, line));
     }
   };
   for (;;) {
@@ -35,37 +37,29 @@ void prescan(std::string_view text, std::string_view source) {
     std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> held(&event, yaml_event_delete);
     const int line = static_cast<int>(event.start_mark.line) + 1;
     if (++events > kMaxYamlEvents) {
-      throw ConfigError(fmt::format("{}:{}: too many YAML nodes (more than {})", source, line,
-                                    kMaxYamlEvents));
+      throw ConfigError(
+          fmt::format("{}:{}: too many YAML nodes (more than {})", source, line, kMaxYamlEvents));
     }
     switch (event.type) {
-      case YAML_STREAM_END_EVENT:
-        return;
-      case YAML_DOCUMENT_START_EVENT:
-        ++documents;
-        break;
+      case YAML_STREAM_END_EVENT: return;
+      case YAML_DOCUMENT_START_EVENT: ++documents; break;
       case YAML_SEQUENCE_START_EVENT:
       case YAML_MAPPING_START_EVENT:
         content(line);
         if (++depth > kMaxYamlDepth) {
-          throw ConfigError(fmt::format("{}:{}: nested deeper than {} levels", source, line,
-                                        kMaxYamlDepth));
+          throw ConfigError(
+              fmt::format("{}:{}: nested deeper than {} levels", source, line, kMaxYamlDepth));
         }
         break;
       case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT:
-        --depth;
-        break;
+      case YAML_MAPPING_END_EVENT: --depth; break;
       case YAML_SCALAR_EVENT:
         if (event.data.scalar.length != 0 || !event.data.scalar.plain_implicit) {
           content(line);
         }
         break;
-      case YAML_ALIAS_EVENT:
-        content(line);
-        break;
-      default:
-        break;
+      case YAML_ALIAS_EVENT: content(line); break;
+      default: break;
     }
   }
 }
@@ -74,8 +68,8 @@ void prescan(std::string_view text, std::string_view source) {
 
 YAML::Node load_yaml_document(std::string_view text, std::string_view source) {
   if (text.size() > kMaxConfigBytes) {
-    throw ConfigError(fmt::format("{}: {} bytes, more than the {} a configuration may hold",
-                                  source, text.size(), kMaxConfigBytes));
+    throw ConfigError(fmt::format("{}: {} bytes, more than the {} a configuration may hold", source,
+                                  text.size(), kMaxConfigBytes));
   }
   prescan(text, source);
   try {

@@ -151,7 +151,8 @@ std::vector<TcpPeer> tcp_peers(const MetricSet& before, const MetricSet& after) 
   }
   // Slowest connections first; pairs with only RTT samples after them, by RTT.
   std::sort(out.begin(), out.end(), [](const TcpPeer& a, const TcpPeer& b) {
-    const double da = a.mean_connection_seconds.value_or(-1), db = b.mean_connection_seconds.value_or(-1);
+    const double da = a.mean_connection_seconds.value_or(-1),
+                 db = b.mean_connection_seconds.value_or(-1);
     if (da != db) return da > db;
     return a.mean_rtt_seconds.value_or(-1) > b.mean_rtt_seconds.value_or(-1);
   });
@@ -197,7 +198,8 @@ std::vector<TenantVerdict> tenant_verdicts(const std::vector<CauseCount>& causes
     if (is_request(c.stage)) continue;
     TenantVerdict& v = by_tenant[c.tenant];
     v.tenant_glitches += c.count;
-    if (v.tenant.empty()) v.tenant = c.tenant, v.stage = c.stage, v.cause = c.cause, v.count = c.count;
+    if (v.tenant.empty())
+      v.tenant = c.tenant, v.stage = c.stage, v.cause = c.cause, v.count = c.count;
   }
   // Tenants whose requests were slow while no stage stood out.
   for (const auto& c : causes) {
@@ -246,11 +248,13 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
     r.glitches = t.glitches;
     r.qps = duration_seconds > 0 ? static_cast<double>(t.requests) / duration_seconds : 0;
     r.cache_lookups = t.cache_lookups;
-    r.cache_breakdown_rate = t.cache_lookups ? static_cast<double>(t.cache_misses + t.cache_stales) /
-                                                   static_cast<double>(t.cache_lookups)
-                                             : 0;
+    r.cache_breakdown_rate = t.cache_lookups
+                                 ? static_cast<double>(t.cache_misses + t.cache_stales) /
+                                       static_cast<double>(t.cache_lookups)
+                                 : 0;
     for (const auto& s : summary.stages)
-      if (s.tenant == t.tenant && s.stage == "embedding" && s.count > 0) r.embedding_p99_ns = s.p99_ns;
+      if (s.tenant == t.tenant && s.stage == "embedding" && s.count > 0)
+        r.embedding_p99_ns = s.p99_ns;
     d.requests += t.requests;
     d.tenants.push_back(std::move(r));
   }
@@ -269,15 +273,17 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
     d.stages.push_back(std::move(r));
   }
   std::sort(d.stages.begin(), d.stages.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.summary.tenant, a.summary.stage) < std::tie(b.summary.tenant, b.summary.stage);
+    return std::tie(a.summary.tenant, a.summary.stage) <
+           std::tie(b.summary.tenant, b.summary.stage);
   });
 
   // Stage glitches carry the component evidence; slow requests repeat their worst stage's.
   d.top_glitches = summary.top_glitches;
-  std::stable_sort(d.top_glitches.begin(), d.top_glitches.end(), [](const Glitch& a, const Glitch& b) {
-    if (is_request(a.stage) != is_request(b.stage)) return !is_request(a.stage);
-    return a.check.wall_ns > b.check.wall_ns;
-  });
+  std::stable_sort(d.top_glitches.begin(), d.top_glitches.end(),
+                   [](const Glitch& a, const Glitch& b) {
+                     if (is_request(a.stage) != is_request(b.stage)) return !is_request(a.stage);
+                     return a.check.wall_ns > b.check.wall_ns;
+                   });
 
   d.causes = cause_counts(summary, before, after);
   d.verdicts = tenant_verdicts(d.causes, summary.top_glitches);

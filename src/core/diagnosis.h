@@ -48,7 +48,7 @@ struct CauseCount {
 // Why a tenant glitched: its most frequent (stage, cause), with the slowest glitch that shows it.
 struct TenantVerdict {
   std::string tenant, stage, cause;
-  uint64_t count = 0;          // glitches of this stage and cause
+  uint64_t count = 0;            // glitches of this stage and cause
   uint64_t tenant_glitches = 0;  // all of the tenant's glitches but slow requests
   std::optional<Glitch> example;
 };

@@ -18,7 +18,8 @@ std::string table(const Row& header, const std::vector<Row>& rows) {
   std::vector<size_t> width(header.size(), 0);
   for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
   for (const auto& r : rows)
-    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
   auto line = [&](const Row& r) {
     std::string out = " ";
     for (size_t i = 0; i < r.size(); ++i) {
@@ -42,9 +43,7 @@ std::string seconds_text(double s) {
 
 std::string percent(double share) { return fmt::format("{:.0f}%", share * 100); }
 
-std::string optional_seconds(const std::optional<double>& s) {
-  return s ? seconds_text(*s) : "-";
-}
+std::string optional_seconds(const std::optional<double>& s) { return s ? seconds_text(*s) : "-"; }
 
 nlohmann::json json_or_null(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -54,14 +53,19 @@ double ns_to_s(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
 std::string glitch_sentence(const TenantVerdict& v) {
   if (v.stage == GlitchDetector::kRequestStage)
-    return fmt::format("tenant {}'s requests were slow ({} over the request SLO or their P99) "
-                       "while no stage stood out",
-                       v.tenant, v.count);
+    return fmt::format(
+        "tenant {}'s requests were slow ({} over the request SLO or their P99) "
+        "while no stage stood out",
+        v.tenant, v.count);
   std::string which;
-  if (v.tenant_glitches <= 1) which = "its one glitch was";
-  else if (v.count == v.tenant_glitches) which = fmt::format("all {} of its glitches were", v.count);
-  else which = fmt::format("{} of its {} glitches were", v.count, v.tenant_glitches);
-  return fmt::format("tenant {} glitched most: {} in {} with cause {}", v.tenant, which, v.stage, v.cause);
+  if (v.tenant_glitches <= 1)
+    which = "its one glitch was";
+  else if (v.count == v.tenant_glitches)
+    which = fmt::format("all {} of its glitches were", v.count);
+  else
+    which = fmt::format("{} of its {} glitches were", v.count, v.tenant_glitches);
+  return fmt::format("tenant {} glitched most: {} in {} with cause {}", v.tenant, which, v.stage,
+                     v.cause);
 }
 
 }  // namespace
@@ -79,7 +83,8 @@ std::string diagnosis_headline(const Diagnosis& d) {
   }
   const TenantVerdict& v = d.verdicts.front();
   std::string out = glitch_sentence(v);
-  if (v.example && !v.example->verdict.evidence.empty()) out += "; why: " + v.example->verdict.evidence;
+  if (v.example && !v.example->verdict.evidence.empty())
+    out += "; why: " + v.example->verdict.evidence;
   return out;
 }
 
@@ -95,11 +100,14 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     rows.push_back({t.tenant, fmt::format("{:.1f}", t.qps),
                     t.cache_lookups ? percent(t.cache_breakdown_rate) : "-",
                     t.embedding_p99_ns ? format_duration(*t.embedding_p99_ns) : "-",
-                    std::to_string(t.requests), std::to_string(t.errors), std::to_string(t.glitches)});
+                    std::to_string(t.requests), std::to_string(t.errors),
+                    std::to_string(t.glitches)});
   }
-  out += section("Tenants", rows.empty() ? "" : table({"TENANT", "QPS", "CACHE BREAKDOWN", "EMBEDDING P99",
-                                                       "REQUESTS", "ERRORS", "GLITCHES"},
-                                                      rows));
+  out +=
+      section("Tenants", rows.empty() ? ""
+                                      : table({"TENANT", "QPS", "CACHE BREAKDOWN", "EMBEDDING P99",
+                                               "REQUESTS", "ERRORS", "GLITCHES"},
+                                              rows));
 
   rows.clear();
   for (const auto& s : d.stages) {
@@ -107,18 +115,20 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     rows.push_back({ss.tenant, ss.stage, ss.count ? format_duration(ss.p50_ns) : "-",
                     ss.count ? format_duration(ss.p99_ns) : "-", std::to_string(ss.count),
                     std::to_string(ss.glitches),
-                    s.leading ? fmt::format("{} {}", component_name(*s.leading),
-                                            percent(s.leading_share))
-                              : "-"});
+                    s.leading
+                        ? fmt::format("{} {}", component_name(*s.leading), percent(s.leading_share))
+                        : "-"});
   }
-  out += section("Stages", rows.empty() ? "" : table({"TENANT", "STAGE", "P50", "P99", "COUNT", "GLITCHES",
-                                                      "LEADING COMPONENT"},
-                                                     rows));
+  out += section("Stages", rows.empty() ? ""
+                                        : table({"TENANT", "STAGE", "P50", "P99", "COUNT",
+                                                 "GLITCHES", "LEADING COMPONENT"},
+                                                rows));
 
   std::string why;
   for (const auto& v : d.verdicts) {
     why += "  " + glitch_sentence(v) + "\n";
-    if (v.example && !v.example->verdict.evidence.empty()) why += "    " + v.example->verdict.evidence + "\n";
+    if (v.example && !v.example->verdict.evidence.empty())
+      why += "    " + v.example->verdict.evidence + "\n";
   }
   out += section("Why tenants glitched", why);
 
@@ -134,7 +144,8 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     if (!g.verdict.evidence.empty()) glitches += "      " + g.verdict.evidence + "\n";
   }
   if (!glitches.empty())
-    glitches = fmt::format("  {:<12} {:<12} {:>9}  {:<14} {}\n", "TENANT", "STAGE", "WALL", "CAUSE", "REASON") +
+    glitches = fmt::format("  {:<12} {:<12} {:>9}  {:<14} {}\n", "TENANT", "STAGE", "WALL", "CAUSE",
+                           "REASON") +
                glitches;
   out += section("Top glitches", glitches);
 
@@ -147,9 +158,10 @@ std::string render_diagnosis_text(const Diagnosis& d) {
                     c.stales ? format_duration(c.stale_age_p99_ns) : "-"});
   }
   out += section("Vector caches (last window)",
-                 rows.empty() ? "" : table({"TENANT", "CACHE", "LOOKUPS", "MISS+STALE", "BREAKDOWN",
-                                            "BREAKDOWNS", "STALE AGE P99"},
-                                           rows));
+                 rows.empty() ? ""
+                              : table({"TENANT", "CACHE", "LOOKUPS", "MISS+STALE", "BREAKDOWN",
+                                       "BREAKDOWNS", "STALE AGE P99"},
+                                      rows));
 
   rows.clear();
   for (size_t i = 0; i < d.throttled.size() && i < d.options.max_rows; ++i) {
@@ -158,25 +170,30 @@ std::string render_diagnosis_text(const Diagnosis& d) {
                     fmt::format("{} of {}", t.throttled_periods, t.periods),
                     t.quota_cpus ? fmt::format("{:.3g} CPU", *t.quota_cpus) : "-"});
   }
-  out += section("Throttled cgroups",
-                 rows.empty() ? "" : table({"CGROUP", "THROTTLED", "PERIODS THROTTLED", "QUOTA"}, rows));
+  out += section(
+      "Throttled cgroups",
+      rows.empty() ? "" : table({"CGROUP", "THROTTLED", "PERIODS THROTTLED", "QUOTA"}, rows));
 
   rows.clear();
   for (size_t i = 0; i < d.neighbours.size() && i < d.options.max_rows; ++i) {
     const auto& n = d.neighbours[i];
-    rows.push_back({n.cgroup, n.by_cgroup, seconds_text(n.preempted_seconds), std::to_string(n.preemptions)});
+    rows.push_back(
+        {n.cgroup, n.by_cgroup, seconds_text(n.preempted_seconds), std::to_string(n.preemptions)});
   }
-  out += section("Noisy neighbours",
-                 rows.empty() ? "" : table({"CGROUP", "PREEMPTED BY", "WAITED", "PREEMPTIONS"}, rows));
+  out +=
+      section("Noisy neighbours",
+              rows.empty() ? "" : table({"CGROUP", "PREEMPTED BY", "WAITED", "PREEMPTIONS"}, rows));
 
   rows.clear();
   for (size_t i = 0; i < d.peers.size() && i < d.options.max_rows; ++i) {
     const auto& p = d.peers[i];
-    rows.push_back({p.local, p.remote, std::to_string(p.connections), optional_seconds(p.mean_connection_seconds),
+    rows.push_back({p.local, p.remote, std::to_string(p.connections),
+                    optional_seconds(p.mean_connection_seconds),
                     optional_seconds(p.mean_rtt_seconds)});
   }
-  out += section("Slowest TCP peers",
-                 rows.empty() ? "" : table({"LOCAL", "REMOTE", "CLOSED", "MEAN DURATION", "MEAN RTT"}, rows));
+  out += section(
+      "Slowest TCP peers",
+      rows.empty() ? "" : table({"LOCAL", "REMOTE", "CLOSED", "MEAN DURATION", "MEAN RTT"}, rows));
   return out;
 }
 
@@ -195,7 +212,8 @@ nlohmann::json glitch_json(const Glitch& g) {
           {"wall_seconds", ns_to_s(g.check.wall_ns)},
           {"reason", glitch_reason_name(g.check.reason)},
           {"slo_seconds", ns_to_s(g.check.slo_ns)},
-          {"p99_seconds", g.check.p99_ns ? nlohmann::json(ns_to_s(*g.check.p99_ns)) : nlohmann::json(nullptr)},
+          {"p99_seconds",
+           g.check.p99_ns ? nlohmann::json(ns_to_s(*g.check.p99_ns)) : nlohmann::json(nullptr)},
           {"evidence", g.verdict.evidence},
           {"culprits", std::move(culprits)},
           {"trace_id", g.trace_id},
@@ -222,61 +240,77 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
                  {"glitches", v.tenant_glitches},
                  {"example", v.example ? glitch_json(*v.example) : nlohmann::json(nullptr)}};
     }
-    tenants.push_back({{"tenant", t.tenant},
-                       {"qps", t.qps},
-                       {"requests", t.requests},
-                       {"errors", t.errors},
-                       {"glitches", t.glitches},
-                       {"cache_lookups", t.cache_lookups},
-                       {"cache_breakdown_rate", t.cache_breakdown_rate},
-                       {"embedding_p99_seconds",
-                        t.embedding_p99_ns ? nlohmann::json(ns_to_s(*t.embedding_p99_ns)) : nlohmann::json(nullptr)},
-                       {"verdict", std::move(verdict)}});
+    tenants.push_back(
+        {{"tenant", t.tenant},
+         {"qps", t.qps},
+         {"requests", t.requests},
+         {"errors", t.errors},
+         {"glitches", t.glitches},
+         {"cache_lookups", t.cache_lookups},
+         {"cache_breakdown_rate", t.cache_breakdown_rate},
+         {"embedding_p99_seconds", t.embedding_p99_ns ? nlohmann::json(ns_to_s(*t.embedding_p99_ns))
+                                                      : nlohmann::json(nullptr)},
+         {"verdict", std::move(verdict)}});
   }
   auto& stages = out["stages"] = nlohmann::json::array();
   for (const auto& s : d.stages) {
     nlohmann::json components = nlohmann::json::object();
-    for (size_t c = 0; c < kComponents; ++c) components[kComponentNames[c]] = ns_to_s(s.summary.component_ns[c]);
+    for (size_t c = 0; c < kComponents; ++c)
+      components[kComponentNames[c]] = ns_to_s(s.summary.component_ns[c]);
     stages.push_back({{"tenant", s.summary.tenant},
                       {"stage", s.summary.stage},
                       {"count", s.summary.count},
                       {"p50_seconds", ns_to_s(s.summary.p50_ns)},
                       {"p99_seconds", ns_to_s(s.summary.p99_ns)},
                       {"glitches", s.summary.glitches},
-                      {"leading_component",
-                       s.leading ? nlohmann::json(component_name(*s.leading)) : nlohmann::json(nullptr)},
+                      {"leading_component", s.leading ? nlohmann::json(component_name(*s.leading))
+                                                      : nlohmann::json(nullptr)},
                       {"leading_share", s.leading_share},
                       {"component_seconds", std::move(components)}});
   }
   auto& causes = out["glitch_causes"] = nlohmann::json::array();
   for (const auto& c : d.causes)
-    causes.push_back({{"tenant", c.tenant}, {"stage", c.stage}, {"cause", c.cause}, {"count", c.count}});
+    causes.push_back(
+        {{"tenant", c.tenant}, {"stage", c.stage}, {"cause", c.cause}, {"count", c.count}});
   auto& top = out["top_glitches"] = nlohmann::json::array();
   for (const auto& g : d.top_glitches) top.push_back(glitch_json(g));
   auto& caches = out["caches"] = nlohmann::json::array();
   for (const auto& c : d.caches) {
-    caches.push_back({{"tenant", c.tenant}, {"cache", c.cache}, {"lookups", c.lookups}, {"hits", c.hits},
-                      {"misses", c.misses}, {"stales", c.stales}, {"ratio", c.ratio},
-                      {"in_breakdown", c.in_breakdown}, {"breakdowns", c.breakdowns},
+    caches.push_back({{"tenant", c.tenant},
+                      {"cache", c.cache},
+                      {"lookups", c.lookups},
+                      {"hits", c.hits},
+                      {"misses", c.misses},
+                      {"stales", c.stales},
+                      {"ratio", c.ratio},
+                      {"in_breakdown", c.in_breakdown},
+                      {"breakdowns", c.breakdowns},
                       {"stale_age_p95_seconds", ns_to_s(c.stale_age_p95_ns)},
                       {"stale_age_p99_seconds", ns_to_s(c.stale_age_p99_ns)}});
   }
   auto& throttled = out["throttled_cgroups"] = nlohmann::json::array();
   for (const auto& t : d.throttled) {
-    throttled.push_back({{"cgroup", t.cgroup}, {"throttled_seconds", t.throttled_seconds},
-                         {"throttled_periods", t.throttled_periods}, {"periods", t.periods},
+    throttled.push_back({{"cgroup", t.cgroup},
+                         {"throttled_seconds", t.throttled_seconds},
+                         {"throttled_periods", t.throttled_periods},
+                         {"periods", t.periods},
                          {"quota_cpus", json_or_null(t.quota_cpus)}});
   }
   auto& neighbours = out["noisy_neighbours"] = nlohmann::json::array();
   for (const auto& n : d.neighbours) {
-    neighbours.push_back({{"cgroup", n.cgroup}, {"by_cgroup", n.by_cgroup},
-                          {"preempted_seconds", n.preempted_seconds}, {"preemptions", n.preemptions}});
+    neighbours.push_back({{"cgroup", n.cgroup},
+                          {"by_cgroup", n.by_cgroup},
+                          {"preempted_seconds", n.preempted_seconds},
+                          {"preemptions", n.preemptions}});
   }
   auto& peers = out["slowest_tcp_peers"] = nlohmann::json::array();
   for (const auto& p : d.peers) {
-    peers.push_back({{"local", p.local}, {"remote", p.remote}, {"connections", p.connections},
+    peers.push_back({{"local", p.local},
+                     {"remote", p.remote},
+                     {"connections", p.connections},
                      {"mean_connection_seconds", json_or_null(p.mean_connection_seconds)},
-                     {"rtt_samples", p.rtt_samples}, {"mean_rtt_seconds", json_or_null(p.mean_rtt_seconds)}});
+                     {"rtt_samples", p.rtt_samples},
+                     {"mean_rtt_seconds", json_or_null(p.mean_rtt_seconds)}});
   }
   return out;
 }

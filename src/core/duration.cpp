@@ -21,7 +21,8 @@ constexpr std::array<std::pair<std::string_view, uint64_t>, 7> kUnits = {{
     {"d", 86'400'000'000'000},
 }};
 
-constexpr const char* kExamples = "write e.g. 30s, 5m, 2h, 1d, 1h30m or 250ms (units: ns, us, ms, s, m, h, d)";
+constexpr const char* kExamples =
+    "write e.g. 30s, 5m, 2h, 1d, 1h30m or 250ms (units: ns, us, ms, s, m, h, d)";
 
 [[noreturn]] void reject(std::string_view text, const std::string& why) {
   throw DurationError(fmt::format("invalid duration '{}': {}; {}", text, why, kExamples));
@@ -51,10 +52,9 @@ uint64_t parse_duration_ns(std::string_view text) {
     while (unit_end < text.size() && !is_digit(text[unit_end])) ++unit_end;
     const std::string_view unit = text.substr(i, unit_end - i);
     if (unit.empty()) reject(text, fmt::format("missing unit after {}", number));
-    const auto* found = std::find_if(kUnits.begin(), kUnits.end(),
-                                     [&](const auto& u) { return u.first == unit; });
-    if (found == kUnits.end())
-      reject(text, fmt::format("unknown unit '{}'", unit));
+    const auto* found =
+        std::find_if(kUnits.begin(), kUnits.end(), [&](const auto& u) { return u.first == unit; });
+    if (found == kUnits.end()) reject(text, fmt::format("unknown unit '{}'", unit));
     if (number > kMaxDurationNs / found->second) reject(text, "too large");
     const uint64_t part = number * found->second;
     if (total > kMaxDurationNs - part) reject(text, "too large");

@@ -36,8 +36,7 @@ std::string describe(const Match& m) {
   const std::string where = m.same_thread ? "on the same thread" : "in the same process";
   const uint64_t distance =
       m.offset_ns < 0 ? -static_cast<uint64_t>(m.offset_ns) : static_cast<uint64_t>(m.offset_ns);
-  const std::string when =
-      format_duration(distance) + (m.offset_ns <= 0 ? " before" : " after");
+  const std::string when = format_duration(distance) + (m.offset_ns <= 0 ? " before" : " after");
   if (m.anomaly->kind == kMajorFaultAnomaly) return fmt::format("major fault {} {}", where, when);
   return fmt::format("{} stall {} {} {}", m.anomaly->kind, format_duration(m.anomaly->duration_ns),
                      where, when);

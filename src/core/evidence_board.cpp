@@ -28,8 +28,9 @@ std::optional<ThrottleEvidence> EvidenceBoard::throttle_between(const std::strin
   if (it == throttle_.end() || it->second.size() < 2) return std::nullopt;
   const auto& s = it->second;
   // Samples are in time order: the last one at or before start (else the first) ...
-  auto after_start = std::upper_bound(s.begin(), s.end(), start_ns,
-                                      [](uint64_t t, const ThrottleSample& x) { return t < x.time_ns; });
+  auto after_start =
+      std::upper_bound(s.begin(), s.end(), start_ns,
+                       [](uint64_t t, const ThrottleSample& x) { return t < x.time_ns; });
   auto from = after_start == s.begin() ? s.begin() : std::prev(after_start);
   // ... and the first one at or after end (else the newest).
   auto to = std::lower_bound(s.begin(), s.end(), end_ns,

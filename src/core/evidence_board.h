@@ -16,8 +16,8 @@
 namespace tailcause::core {
 
 struct ThrottleEvidence {
-  uint64_t periods = 0;    // enforcement periods with runnable tasks in the interval
-  uint64_t throttled = 0;  // of those, throttled
+  uint64_t periods = 0;              // enforcement periods with runnable tasks in the interval
+  uint64_t throttled = 0;            // of those, throttled
   std::optional<double> quota_cpus;  // quota / period, when limited
 };
 

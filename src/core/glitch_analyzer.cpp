@@ -36,9 +36,9 @@ AnalyzerSettings AnalyzerSettings::from(const Config& config) {
 }
 
 double TenantSummary::cache_breakdown_rate() const {
-  return cache_lookups ? static_cast<double>(cache_misses + cache_stales) /
-                             static_cast<double>(cache_lookups)
-                       : 0.0;
+  return cache_lookups
+             ? static_cast<double>(cache_misses + cache_stales) / static_cast<double>(cache_lookups)
+             : 0.0;
 }
 
 GlitchAnalyzer::GlitchAnalyzer(AnalyzerSettings settings)
@@ -159,8 +159,9 @@ void GlitchAnalyzer::on_request(const RequestRecord& r, AnalyzerOutput& out) {
   RequestTrace trace;
   trace.request = r;
   trace.stages = std::move(stages);
-  std::stable_sort(trace.stages.begin(), trace.stages.end(),
-                   [](const StageRecord& a, const StageRecord& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(
+      trace.stages.begin(), trace.stages.end(),
+      [](const StageRecord& a, const StageRecord& b) { return a.start_ns < b.start_ns; });
   trace.glitches = std::move(stage_glitches);
   trace.trace_id = r.id.trace_id;
   trace.trace_id_from_agent = !r.id.trace_id.empty() && !r.id.derived_trace_id;
@@ -241,8 +242,8 @@ void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
             "consecutive slow stages and closes after a quiet period",
             {{"tenant", key.first}, {"agent", key.second}}, v);
   }
-  out.add(metric::kCircuitBreakerTrips, MetricType::Counter,
-          "Times a circuit breaker opened", {}, static_cast<double>(breaker_.trips()));
+  out.add(metric::kCircuitBreakerTrips, MetricType::Counter, "Times a circuit breaker opened", {},
+          static_cast<double>(breaker_.trips()));
 
   for (const auto& c : caches_.snapshot(now_ns)) {
     const Labels l{{"tenant", c.tenant}, {"cache", c.cache}};
@@ -252,7 +253,8 @@ void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
             l, c.ratio);
     out.add(metric::kCacheBreakdowns, MetricType::Counter,
             "Times a tenant's cache entered breakdown", l, static_cast<double>(c.breakdowns));
-    for (auto [q, v] : {std::pair{"0.95", c.stale_age_p95_ns}, std::pair{"0.99", c.stale_age_p99_ns}}) {
+    for (auto [q, v] :
+         {std::pair{"0.95", c.stale_age_p95_ns}, std::pair{"0.99", c.stale_age_p99_ns}}) {
       Labels ql = l;
       ql.emplace_back("quantile", q);
       out.add(metric::kCacheStaleAgeSeconds, MetricType::Gauge,

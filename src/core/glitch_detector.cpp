@@ -38,8 +38,7 @@ GlitchDetector::Series* GlitchDetector::series_for(const std::string& tenant,
   return &series_.emplace(std::move(key), std::move(fresh)).first->second;
 }
 
-GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns,
-                                  uint64_t now_ns) {
+GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns, uint64_t now_ns) {
   GlitchCheck c;
   c.wall_ns = wall_ns;
   c.slo_ns = slo_ns;
@@ -47,8 +46,8 @@ GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns,
   bool over_p99 = false;
   // The threshold comes from the window before this sample, so it cannot vouch for itself.
   if (s != nullptr) {
-    const bool fresh = s->p99_at_ns != 0 && now_ns >= s->p99_at_ns &&
-                       now_ns - s->p99_at_ns < kP99RefreshNs;
+    const bool fresh =
+        s->p99_at_ns != 0 && now_ns >= s->p99_at_ns && now_ns - s->p99_at_ns < kP99RefreshNs;
     // Until the window is trusted, look again as soon as it holds enough samples.
     const bool newly_trusted = !s->p99_valid && s->window.count(now_ns) >= config_.min_samples;
     if (!fresh || newly_trusted) {
@@ -61,9 +60,12 @@ GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns,
       over_p99 = static_cast<double>(wall_ns) > config_.p99_factor * static_cast<double>(s->p99_ns);
     }
   }
-  if (over_slo && over_p99) c.reason = GlitchReason::both;
-  else if (over_slo) c.reason = GlitchReason::over_slo;
-  else if (over_p99) c.reason = GlitchReason::over_p99;
+  if (over_slo && over_p99)
+    c.reason = GlitchReason::both;
+  else if (over_slo)
+    c.reason = GlitchReason::over_slo;
+  else if (over_p99)
+    c.reason = GlitchReason::over_p99;
   return c;
 }
 

@@ -20,13 +20,13 @@ namespace tailcause::core {
 
 struct GlitchConfig {
   uint64_t request_slo_ns = 800'000'000;
-  uint64_t stage_slo_ns = 200'000'000;             // default for stages not listed below
+  uint64_t stage_slo_ns = 200'000'000;                    // default for stages not listed below
   std::map<std::string, uint64_t> stage_slo_ns_by_stage;  // stage name -> SLO
-  double p99_factor = 2.0;     // glitch when wall > factor x recent P99 ...
-  uint64_t min_samples = 50;   // ... once the window holds this many samples
+  double p99_factor = 2.0;                       // glitch when wall > factor x recent P99 ...
+  uint64_t min_samples = 50;                     // ... once the window holds this many samples
   uint64_t window_interval_ns = 10'000'000'000;  // P99 window: 6 x 10 s
   size_t window_intervals = 6;
-  size_t max_series = 4096;    // (tenant, stage) pairs tracked; beyond, SLO checks only
+  size_t max_series = 4096;  // (tenant, stage) pairs tracked; beyond, SLO checks only
   uint64_t profile_horizon = 1000;
 };
 

@@ -4,8 +4,8 @@
 
 namespace tailcause::core {
 
-MetricFamily& MetricSet::family(const std::string& name, MetricType type,
-                                const std::string& help, const std::string& unit) {
+MetricFamily& MetricSet::family(const std::string& name, MetricType type, const std::string& help,
+                                const std::string& unit) {
   for (auto& f : families_) {
     if (f.name == name) {
       if (f.type != type) throw std::logic_error("metric " + name + " registered with two types");

@@ -33,8 +33,8 @@ struct HistogramData {
 
 struct Sample {
   Labels labels;
-  double value = 0;              // counters and gauges
-  HistogramData histogram;       // histograms
+  double value = 0;                  // counters and gauges
+  HistogramData histogram;           // histograms
   std::optional<Exemplar> exemplar;  // counters only
 };
 

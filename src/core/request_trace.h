@@ -18,9 +18,9 @@ struct RequestTrace {
   // Glitches of this request: its stages' (Glitch::stage names the stage) and, with stage
   // "request", the request's own.
   std::vector<Glitch> glitches;
-  std::string trace_id;           // 32 hex digits: the agent's, or derived (trace_ids.h)
+  std::string trace_id;  // 32 hex digits: the agent's, or derived (trace_ids.h)
   bool trace_id_from_agent = false;
-  int64_t unix_offset_ns = 0;     // add to a CLOCK_MONOTONIC time to get Unix time
+  int64_t unix_offset_ns = 0;  // add to a CLOCK_MONOTONIC time to get Unix time
 
   bool glitch() const { return !glitches.empty(); }
   // The glitch found for stage `index` of `stages`, if any.

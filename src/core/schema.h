@@ -126,7 +126,8 @@ inline constexpr const char kBreakerSocketRequests[] = "tailcause_breaker_socket
 inline constexpr const char kBreakerSocketErrors[] = "tailcause_breaker_socket_errors";
 inline constexpr const char kBreakerSocketClientsRefused[] =
     "tailcause_breaker_socket_clients_refused";
-inline constexpr const char kBreakerSocketClientsClosed[] = "tailcause_breaker_socket_clients_closed";
+inline constexpr const char kBreakerSocketClientsClosed[] =
+    "tailcause_breaker_socket_clients_closed";
 inline constexpr const char kBreakerSocketClients[] = "tailcause_breaker_socket_clients";
 // the daemon itself (probe set, BPF loaders)
 inline constexpr const char kProbeAttached[] = "tailcause_probe_attached";

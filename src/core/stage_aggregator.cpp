@@ -19,8 +19,8 @@ constexpr size_t kAgeFirst = 20, kAgeLast = 46;            // 2.1 ms .. 39 h
 constexpr size_t kLayerFirst = 10, kLayerLast = 33;        // 2 us .. 17 s
 
 // Entropy of an output distribution (nats or bits): fixed buckets, the last slot is +Inf.
-constexpr std::array<double, 15> kEntropyBounds = {0.05, 0.1, 0.25, 0.5, 0.75, 1,  1.5, 2,
-                                                   2.5,  3,   4,    5,   6,    8,  10};
+constexpr std::array<double, 15> kEntropyBounds = {0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2,
+                                                   2.5,  3,   4,    5,   6,    8, 10};
 
 const char* const kCacheResults[3] = {"hit", "miss", "stale"};
 
@@ -67,7 +67,11 @@ LayerTotals& LayerTotals::operator+=(const LayerTotals& o) {
 }
 
 StageAggregator::StageAggregator(size_t top_k)
-    : tenants_(top_k), agents_(top_k), stages_(top_k), caches_(top_k), layer_budget_(top_k),
+    : tenants_(top_k),
+      agents_(top_k),
+      stages_(top_k),
+      caches_(top_k),
+      layer_budget_(top_k),
       layer_folds_(layer_budget_) {}
 
 StageAggregator::TenantAgent StageAggregator::labels(const Identity& id) {
@@ -128,7 +132,8 @@ void StageAggregator::add(const QualityRecord& r) {
 
 void StageAggregator::count_error(const std::string& kind, uint64_t n) { user_errors_[kind] += n; }
 
-void StageAggregator::set_layers(const std::map<std::pair<uint32_t, uint32_t>, LayerTotals>& layers) {
+void StageAggregator::set_layers(
+    const std::map<std::pair<uint32_t, uint32_t>, LayerTotals>& layers) {
   std::map<std::string, LayerTotals> current;
   for (const auto& [key, totals] : layers) {
     current[std::to_string(key.first) + kSeparator + std::to_string(key.second)] += totals;

@@ -12,11 +12,21 @@ namespace tailcause::core {
 namespace {
 
 constexpr std::array<const char*, ATTRIB_KERNEL_ERRORS> kKernelErrors = {
-    "stage_end_without_begin", "stage_begin_twice",   "unknown_stage_kind",
-    "unknown_request",         "tenant_too_long",     "name_too_long",
-    "request_begin_twice",     "request_end_without_begin", "stage_mismatch",
-    "detach_without_attach",   "attach_twice",        "exit_mid_stage",
-    "bad_cache_result",        "layer_end_without_begin", "bad_trace_id"};
+    "stage_end_without_begin",
+    "stage_begin_twice",
+    "unknown_stage_kind",
+    "unknown_request",
+    "tenant_too_long",
+    "name_too_long",
+    "request_begin_twice",
+    "request_end_without_begin",
+    "stage_mismatch",
+    "detach_without_attach",
+    "attach_twice",
+    "exit_mid_stage",
+    "bad_cache_result",
+    "layer_end_without_begin",
+    "bad_trace_id"};
 static_assert(kKernelErrors.size() == ATTRIB_KERNEL_ERRORS);
 
 constexpr std::array<const char*, ATTRIB_STAGE_KINDS> kStageNames = {
@@ -29,7 +39,8 @@ static_assert(index_of(Component::on_cpu) == ATTRIB_ON_CPU &&
                   index_of(Component::cpu_throttled) == ATTRIB_CPU_THROTTLED &&
                   index_of(Component::block_io) == ATTRIB_BLOCK_IO &&
                   index_of(Component::network) == ATTRIB_NETWORK &&
-                  index_of(Component::lock) == ATTRIB_LOCK && index_of(Component::gpu) == ATTRIB_GPU &&
+                  index_of(Component::lock) == ATTRIB_LOCK &&
+                  index_of(Component::gpu) == ATTRIB_GPU &&
                   index_of(Component::sleep) == ATTRIB_SLEEP,
               "core/schema.h and bpf/attrib.h order the components alike");
 static_assert(sizeof(attrib_stage_record) % 8 == 0 && sizeof(attrib_request_record) % 8 == 0 &&
@@ -93,7 +104,8 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
     measured += raw.span.component_ns[c];
   }
   const uint64_t wall = r.wall_ns();
-  r.component_ns[static_cast<size_t>(Component::unattributed)] = wall > measured ? wall - measured : 0;
+  r.component_ns[static_cast<size_t>(Component::unattributed)] =
+      wall > measured ? wall - measured : 0;
   r.page_cache_misses = raw.span.page_cache_misses;
   r.major_faults = raw.span.major_faults;
   r.bytes_read = raw.span.bytes_read;
@@ -220,10 +232,8 @@ std::optional<Record> decode_record(std::span<const std::byte> data) {
       if (auto raw = read_as<attrib_quality_record>(data)) return decode_quality(*raw);
       break;
     case ATTRIB_REC_EXEC:
-    case ATTRIB_REC_PROCESS_EXIT:
-      return ProcessRecord{hdr->type == ATTRIB_REC_EXEC, hdr->tid};
-    default:
-      break;
+    case ATTRIB_REC_PROCESS_EXIT: return ProcessRecord{hdr->type == ATTRIB_REC_EXEC, hdr->tid};
+    default: break;
   }
   return std::nullopt;
 }

@@ -17,7 +17,7 @@
 namespace tailcause::core {
 
 // Label values the decoder substitutes.
-inline constexpr const char* kUnknownLabel = "unknown";     // no request_begin seen, or empty
+inline constexpr const char* kUnknownLabel = "unknown";      // no request_begin seen, or empty
 inline constexpr const char* kInvalidLabel = "__invalid__";  // not UTF-8
 
 // Error kinds counted in user space (the kernel's are named by kernel_error_name()).
@@ -35,11 +35,11 @@ struct Identity {
   uint32_t pid = 0;
   std::string tenant;  // label-ready (see decode_identity)
   std::string agent;
-  std::string trace_id;        // 32 lower-case hex digits, or empty
-  bool known_request = true;   // false: no request_begin was seen for the id
+  std::string trace_id;           // 32 lower-case hex digits, or empty
+  bool known_request = true;      // false: no request_begin was seen for the id
   bool derived_trace_id = false;  // trace_id was derived by the daemon (trace_ids.h), not passed
-  bool invalid_utf8 = false;   // tenant or agent were not UTF-8 and were replaced
-  bool bad_trace_id = false;   // a trace id was given but was not 32 hex digits
+  bool invalid_utf8 = false;      // tenant or agent were not UTF-8 and were replaced
+  bool bad_trace_id = false;      // a trace id was given but was not 32 hex digits
   // No SDK request on the thread: a uprobe recipe's per-thread request (request_id: the
   // thread id; tenant and agent: the process name, the tenant replaced by the process's cgroup
   // by the loader when it has one).
@@ -50,9 +50,9 @@ struct StageRecord {
   Identity id;
   uint32_t tid = 0;
   uint64_t cgroup_id = 0;
-  std::string stage;  // label-ready stage name
-  uint32_t kind = 0;  // enum tailcause_stage, or 255 for a worker span between stages
-  uint32_t flags = 0;  // ATTRIB_SPAN_*
+  std::string stage;      // label-ready stage name
+  uint32_t kind = 0;      // enum tailcause_stage, or 255 for a worker span between stages
+  uint32_t flags = 0;     // ATTRIB_SPAN_*
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC
   uint64_t end_ns = 0;
   std::array<uint64_t, kComponents> component_ns{};  // unattributed included
@@ -95,7 +95,7 @@ struct CacheRecord {
   Identity id;
   std::string cache;
   bool invalid_name = false;  // the cache name was not UTF-8 (replaced)
-  int result = 0;  // 0 hit, 1 miss, 2 stale
+  int result = 0;             // 0 hit, 1 miss, 2 stale
   uint64_t age_ns = 0;
   uint64_t key_hash = 0;
   uint64_t time_ns = 0;  // when the lookup was reported (CLOCK_MONOTONIC)
@@ -106,7 +106,7 @@ struct CacheRecord {
 struct KernelAnomaly {
   uint64_t end_ns = 0;       // CLOCK_MONOTONIC
   uint64_t duration_ns = 0;  // 0 for a major fault (not measured)
-  std::string kind;          // a component's name (runqueue, cpu_throttled, block_io) or "major_fault"
+  std::string kind;  // a component's name (runqueue, cpu_throttled, block_io) or "major_fault"
   bool operator==(const KernelAnomaly&) const = default;
 };
 inline constexpr const char* kMajorFaultAnomaly = "major_fault";

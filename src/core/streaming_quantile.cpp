@@ -80,7 +80,8 @@ uint64_t StreamingQuantile::quantile(uint64_t now_ns, double q) const {
   uint64_t n = count(now_ns);
   if (n == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);
-  uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(n))));
+  uint64_t rank =
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(n))));
   uint64_t seen = 0;
   for (size_t b = 0; b < LogLinearHistogram::kBuckets; b++) {
     for (const auto& s : slices_) {

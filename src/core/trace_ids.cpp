@@ -1,6 +1,5 @@
 #include "core/trace_ids.h"
 
-
 namespace tailcause::core {
 namespace {
 

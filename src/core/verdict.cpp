@@ -67,8 +67,7 @@ std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hi
     case Component::lock:
       if (hints.lock_name) return "contended " + *hints.lock_name;
       break;
-    default:
-      break;
+    default: break;
   }
   return {};
 }
@@ -91,8 +90,8 @@ Verdict explain(const StageRecord& r, const ComponentProfile* normal, const Evid
     double excess = actual - expected;
     if (excess <= 0 || r.component_ns[c] == 0) continue;
     total_excess += excess;
-    all.push_back({comp, r.component_ns[c],
-                   wall ? actual / static_cast<double>(wall) : 0.0, excess});
+    all.push_back(
+        {comp, r.component_ns[c], wall ? actual / static_cast<double>(wall) : 0.0, excess});
   }
   std::stable_sort(all.begin(), all.end(),
                    [](const Culprit& a, const Culprit& b) { return a.excess_ns > b.excess_ns; });
@@ -104,8 +103,8 @@ Verdict explain(const StageRecord& r, const ComponentProfile* normal, const Evid
 
   v.evidence = fmt::format("{} {}", r.stage, format_duration(wall));
   for (const auto& c : v.culprits) {
-    v.evidence += fmt::format(", {:.0f}% {}", std::round(c.share_of_wall * 100),
-                              component_name(c.component));
+    v.evidence +=
+        fmt::format(", {:.0f}% {}", std::round(c.share_of_wall * 100), component_name(c.component));
     std::string extra = extra_for(c.component, r, hints);
     if (!extra.empty()) v.evidence += ": " + extra;
   }

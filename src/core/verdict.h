@@ -49,9 +49,9 @@ struct EvidenceHints {
 
 struct Culprit {
   Component component;
-  uint64_t ns = 0;         // time in the component during this stage
+  uint64_t ns = 0;           // time in the component during this stage
   double share_of_wall = 0;  // ns / wall time
-  double excess_ns = 0;    // ns minus what the normal profile predicts
+  double excess_ns = 0;      // ns minus what the normal profile predicts
 };
 
 struct Verdict {

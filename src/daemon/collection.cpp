@@ -90,8 +90,8 @@ core::Diagnosis Collection::finish(double duration_seconds) {
   core::DiagnosisOptions options;
   options.request_slo_ns = static_cast<uint64_t>(config_.glitch.request_slo_ms) * 1'000'000;
   options.stage_slo_ns = static_cast<uint64_t>(config_.glitch.stage_slo_ms) * 1'000'000;
-  return core::build_diagnosis(summary, before_, after, duration_seconds > 0 ? duration_seconds : elapsed,
-                               options);
+  return core::build_diagnosis(summary, before_, after,
+                               duration_seconds > 0 ? duration_seconds : elapsed, options);
 }
 
 }  // namespace tailcause::daemon

@@ -22,9 +22,9 @@
 namespace tailcause::daemon {
 
 struct ReloadResult {
-  bool applied = false;       // false: rejected, the running configuration is kept
-  std::string error;          // why it was rejected
-  bool listen_kept = false;   // the new one asked for another listen address (needs a restart)
+  bool applied = false;      // false: rejected, the running configuration is kept
+  std::string error;         // why it was rejected
+  bool listen_kept = false;  // the new one asked for another listen address (needs a restart)
 };
 
 class Daemon {

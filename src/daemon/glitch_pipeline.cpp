@@ -48,8 +48,7 @@ std::string verdict_line(const core::Glitch& g) {
   std::string culprits;
   for (const auto& c : g.verdict.culprits) {
     culprits += fmt::format("{}{} {:.0f}%", culprits.empty() ? "" : ", ",
-                            core::component_name(c.component),
-                            c.share_of_wall * 100);
+                            core::component_name(c.component), c.share_of_wall * 100);
   }
   return culprits.empty() ? s : s + ": " + culprits;
 }
@@ -85,8 +84,8 @@ void make_parent_dir(const std::string& path) {
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   if (ec) {
-    throw PipelineError(
-        fmt::format("journal: {}: cannot create directory {}: {}", path, dir.string(), ec.message()));
+    throw PipelineError(fmt::format("journal: {}: cannot create directory {}: {}", path,
+                                    dir.string(), ec.message()));
   }
 }
 
@@ -121,8 +120,8 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
       otlp_ = std::make_unique<exporter::OtlpExporter>(config_.otlp);
     }
     if (options_.breaker_socket && !b.socket.empty()) {
-      socket_ = std::make_unique<exporter::BreakerSocket>(
-          b.socket, [this](core::BreakerRequest request) {
+      socket_ =
+          std::make_unique<exporter::BreakerSocket>(b.socket, [this](core::BreakerRequest request) {
             request.tenant = sdk_label(request.tenant, ATTRIB_TENANT_SIZE);
             request.agent = sdk_label(request.agent, ATTRIB_NAME_SIZE);
             std::lock_guard lock(mu_);
@@ -165,9 +164,9 @@ void GlitchPipeline::install_hints_locked() {
       h.quota_cpus = t->quota_cpus;
     }
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
-      h.preempting_cgroup = fmt::format("cgroup {} ({} of {} preemptions)", p->by_cgroup,
-                                        core::format_count(p->preemptions),
-                                        core::format_count(p->total));
+      h.preempting_cgroup =
+          fmt::format("cgroup {} ({} of {} preemptions)", p->by_cgroup,
+                      core::format_count(p->preemptions), core::format_count(p->total));
     }
     return h;
   });

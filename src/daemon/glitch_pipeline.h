@@ -77,7 +77,7 @@ class GlitchPipeline {
 
   std::mutex mu_;  // guards analyzer_, queue_
   std::unique_ptr<core::GlitchAnalyzer> analyzer_;
-  std::vector<core::Glitch> queue_;  // for the journal thread
+  std::vector<core::Glitch> queue_;           // for the journal thread
   std::atomic<uint64_t> journal_dropped_{0};  // not journaled (queue full or write error)
   std::atomic<uint64_t> journal_written_{0};
   std::string last_breaker_state_;  // as last saved

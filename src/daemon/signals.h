@@ -27,7 +27,8 @@ class SignalRouting {
 
  private:
   bool reload_;
-  struct sigaction old_int_ {}, old_term_{}, old_hup_{}, old_pipe_{};
+  struct sigaction old_int_ {
+  }, old_term_{}, old_hup_{}, old_pipe_{};
 };
 
 }  // namespace tailcause::daemon

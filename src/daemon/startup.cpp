@@ -22,7 +22,8 @@ core::Config load_config(const StartOptions& options) {
   }
   if (!options.btf.empty()) config.btf = options.btf;
   if (options.pid) config.attrib.pid = options.pid;
-  if (!options.binary.empty()) config.attrib.binary = std::filesystem::absolute(options.binary).string();
+  if (!options.binary.empty())
+    config.attrib.binary = std::filesystem::absolute(options.binary).string();
   return config;
 }
 
@@ -36,7 +37,8 @@ Startup prepare(const StartOptions& options) {
   if (auto missing = probes::missing_capabilities(); !missing.empty()) {
     throw StartupError(fmt::format(
         "missing capability {}: loading BPF programs needs CAP_BPF and CAP_PERFMON (or root). Run "
-        "as root or grant them, e.g. setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep build/tailcause",
+        "as root or grant them, e.g. setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep "
+        "build/tailcause",
         fmt::join(missing, ", ")));
   }
   probes::install_libbpf_logger();

@@ -25,11 +25,11 @@ using Clock = std::chrono::steady_clock;
 
 struct BreakerSocket::Client {
   int fd = -1;
-  std::string in;        // bytes of a request line not yet ended by "\n"
-  std::string out;       // reply bytes not yet sent, from out_sent on
+  std::string in;   // bytes of a request line not yet ended by "\n"
+  std::string out;  // reply bytes not yet sent, from out_sent on
   size_t out_sent = 0;
   uint32_t errors = 0;
-  bool eof = false;      // the client shut down its side: flush, then close
+  bool eof = false;  // the client shut down its side: flush, then close
   Clock::time_point last_activity;
 
   size_t pending() const { return out.size() - out_sent; }
@@ -68,7 +68,7 @@ void ensure_directory(const std::string& path) {
     // Anyone who can write the directory can swap the socket for their own (agents would then
     // trust a stranger's verdicts) or plant files in root's way: only the daemon's user may.
     // Not repaired: chmod on a shared directory (/tmp) would break its other users.
-    struct stat st{};
+    struct stat st {};
     if (stat(dir.c_str(), &st) != 0) {
       throw BreakerSocketError(fmt::format("breaker socket {}: cannot inspect directory {}: {}",
                                            path, dir.string(), strerror(errno)));
@@ -105,23 +105,24 @@ void BreakerSocket::bind_socket() {
   }
   ensure_directory(path_);
 
-  struct stat st{};
+  struct stat st {};
   if (lstat(path_.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      throw BreakerSocketError(fmt::format(
-          "breaker socket {}: the path exists and is not a socket; remove it or set "
-          "breaker.socket to another path", path_));
+      throw BreakerSocketError(
+          fmt::format("breaker socket {}: the path exists and is not a socket; remove it or set "
+                      "breaker.socket to another path",
+                      path_));
     }
     int err = probe_socket(path_);
     if (err == 0) {
       throw BreakerSocketError(fmt::format(
           "breaker socket {}: another process (an tailcause daemon?) already answers there; "
-          "stop it or set breaker.socket to another path", path_));
+          "stop it or set breaker.socket to another path",
+          path_));
     }
     if (err != ECONNREFUSED) {
-      throw BreakerSocketError(
-          fmt::format("breaker socket {}: cannot check the existing socket: {}", path_,
-                      errno_text(err)));
+      throw BreakerSocketError(fmt::format(
+          "breaker socket {}: cannot check the existing socket: {}", path_, errno_text(err)));
     }
     spdlog::info("breaker socket {}: replacing a stale socket file", path_);
     if (unlink(path_.c_str()) != 0 && errno != ENOENT) {
@@ -134,7 +135,8 @@ void BreakerSocket::bind_socket() {
 
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    throw BreakerSocketError(fmt::format("breaker socket {}: socket(): {}", path_, errno_text(errno)));
+    throw BreakerSocketError(
+        fmt::format("breaker socket {}: socket(): {}", path_, errno_text(errno)));
   }
   sockaddr_un addr = socket_address(path_);
   // The socket file is created with the umask applied: make it owner-only from the start.
@@ -174,7 +176,8 @@ void BreakerSocket::start() {
 void BreakerSocket::stop() {
   if (thread_.joinable()) {
     uint64_t one = 1;
-    if (write(wake_fd_, &one, sizeof one) < 0) spdlog::warn("breaker socket: cannot wake its thread");
+    if (write(wake_fd_, &one, sizeof one) < 0)
+      spdlog::warn("breaker socket: cannot wake its thread");
     thread_.join();
   }
   for (auto& c : clients_) close_client(*c, std::nullopt);
@@ -185,7 +188,7 @@ void BreakerSocket::stop() {
     close(listen_fd_);
     listen_fd_ = -1;
     // Another daemon may have replaced the file meanwhile: remove only the one we bound.
-    struct stat st{};
+    struct stat st {};
     if (lstat(path_.c_str(), &st) == 0 && st.st_dev == socket_dev_ && st.st_ino == socket_ino_) {
       unlink(path_.c_str());
     }
@@ -203,8 +206,9 @@ void BreakerSocket::run() {
     for (const auto& c : clients_) {
       short events = (c->eof ? 0 : POLLIN) | (c->pending() ? POLLOUT : 0);
       fds.push_back({c->fd, events, 0});
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(
-          c->last_activity + limits_.idle_timeout - now).count();
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(c->last_activity +
+                                                               limits_.idle_timeout - now)
+                      .count();
       left = std::max<int64_t>(left, 0);
       if (timeout_ms < 0 || left < timeout_ms) timeout_ms = static_cast<int>(left);
     }
@@ -342,8 +346,10 @@ void BreakerSocket::reply_error(Client& c, core::BreakerError kind, std::string_
   flush(c);
   if (c.fd < 0 || c.eof) return;
   // One attempt to deliver the error, then close: such a client is not worth buffering for.
-  if (kind == core::BreakerError::too_long) close_client(c, CloseReason::too_long);
-  else if (c.errors >= limits_.max_errors) close_client(c, CloseReason::errors);
+  if (kind == core::BreakerError::too_long)
+    close_client(c, CloseReason::too_long);
+  else if (c.errors >= limits_.max_errors)
+    close_client(c, CloseReason::errors);
 }
 
 void BreakerSocket::flush(Client& c) {

@@ -174,8 +174,7 @@ bool load_breaker_state(core::CircuitBreaker& breaker, const std::string& path, 
     breaker.clear();
     fail(path, "corrupt: the breaker state after the header is malformed");
   }
-  if (header->boot_id != boot_id || header->boot_id == "unknown" ||
-      header->monotonic_ns > now_ns) {
+  if (header->boot_id != boot_id || header->boot_id == "unknown" || header->monotonic_ns > now_ns) {
     // Another boot (or a clock that went back): judge the quiet periods at the time of the
     // save, then restart the open ones on the new clock.
     breaker.close_quiet(header->monotonic_ns);

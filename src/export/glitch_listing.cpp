@@ -38,7 +38,8 @@ std::string format_local_time(int64_t unix_ns) {
   // ISO 8601 extended: "+02:00". Formatted rather than string::insert'ed, which GCC 12's
   // -Wrestrict misreads (a false positive in <char_traits> at -O2).
   const std::string_view z = zone;
-  if (z.size() == 5) return fmt::format("{}.{:03}{}:{}", date, rem / 1'000'000, z.substr(0, 3), z.substr(3));
+  if (z.size() == 5)
+    return fmt::format("{}.{:03}{}:{}", date, rem / 1'000'000, z.substr(0, 3), z.substr(3));
   return fmt::format("{}.{:03}{}", date, rem / 1'000'000, z);
 }
 
@@ -52,8 +53,8 @@ std::string render_glitch_table(const std::vector<GlitchRow>& rows, const std::s
   }
   std::string out = fmt::format("{} glitch{}{}, newest first\n", rows.size(),
                                 rows.size() == 1 ? "" : "es", what.empty() ? "" : " " + what);
-  out += fmt::format("{:<29} {:<{}} {:<{}} {:>8}  {:<{}} {}\n", "TIME", "TENANT", tenant_w,
-                     "STAGE", stage_w, "WALL", "CAUSE", cause_w, "TRACE");
+  out += fmt::format("{:<29} {:<{}} {:<{}} {:>8}  {:<{}} {}\n", "TIME", "TENANT", tenant_w, "STAGE",
+                     stage_w, "WALL", "CAUSE", cause_w, "TRACE");
   for (const auto& r : rows) {
     out += fmt::format("{:<29} {:<{}} {:<{}} {:>8}  {:<{}} {}\n", format_local_time(r.time_ns),
                        r.tenant, tenant_w, r.stage, stage_w, wall_text(r.wall_seconds), r.cause,

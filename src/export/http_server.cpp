@@ -134,13 +134,10 @@ void HttpServer::start() {
   const HttpLimits& l = http_limits;
   daemon_ = MHD_start_daemon(
       MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &on_request, this,
-      MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(listen_fd_),
-      MHD_OPTION_CONNECTION_TIMEOUT, l.idle_timeout_s,
-      MHD_OPTION_CONNECTION_LIMIT, l.connections,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, l.per_address,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, l.connection_memory,
-      MHD_OPTION_EXTERNAL_LOGGER, &log_mhd, nullptr,
-      MHD_OPTION_END);
+      MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(listen_fd_), MHD_OPTION_CONNECTION_TIMEOUT,
+      l.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, l.connections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, l.per_address, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      l.connection_memory, MHD_OPTION_EXTERNAL_LOGGER, &log_mhd, nullptr, MHD_OPTION_END);
   if (!daemon_) throw std::runtime_error("cannot start the HTTP server (libmicrohttpd)");
 }
 

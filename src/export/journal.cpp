@@ -44,9 +44,10 @@ CREATE INDEX glitches_stage_time ON glitches(stage, time_ns);
 
 // The columns a row is written from and read into, in this order (query() reads by position).
 std::string row_columns() {
-  return fmt::format("batch, time_ns, tenant, agent, stage, wall_s, {}, page_cache_misses, cause, "
-                     "verdict, evidence, trace_id",
-                     component_columns(""));
+  return fmt::format(
+      "batch, time_ns, tenant, agent, stage, wall_s, {}, page_cache_misses, cause, "
+      "verdict, evidence, trace_id",
+      component_columns(""));
 }
 constexpr int kRowColumns = 6 + static_cast<int>(core::kComponents) + 5;
 
@@ -74,10 +75,11 @@ void bind_text(sqlite3_stmt* s, int index, const std::string& value) {
 
 }  // namespace
 
-std::string journal_column(core::Component c) { return fmt::format("{}_s", core::component_name(c)); }
+std::string journal_column(core::Component c) {
+  return fmt::format("{}_s", core::component_name(c));
+}
 
-Journal::Journal(std::string path, JournalLimits limits)
-    : path_(std::move(path)), limits_(limits) {
+Journal::Journal(std::string path, JournalLimits limits) : path_(std::move(path)), limits_(limits) {
   if (limits_.max_age.count() <= 0 || limits_.max_rows < 0 || limits_.max_bytes < 0)
     throw std::invalid_argument(
         fmt::format("journal {}: max_age must be > 0, max_rows and max_bytes >= 0", path_));
@@ -90,7 +92,8 @@ Journal::Journal(std::string path, JournalLimits limits)
   }
   try {
     sqlite3_busy_timeout(db_, 5000);
-    // auto_vacuum only takes effect before the first table exists; pruned pages then shrink the file.
+    // auto_vacuum only takes effect before the first table exists; pruned pages then shrink the
+    // file.
     exec("PRAGMA auto_vacuum=INCREMENTAL");
     Stmt wal(prepare("PRAGMA journal_mode=WAL"));
     if (sqlite3_step(wal.get()) != SQLITE_ROW || column_text(wal.get(), 0) != "wal")
@@ -120,8 +123,8 @@ Journal::Journal(std::string path, JournalLimits limits)
                                      path_, version, kSchemaVersion));
     }
     insert_ = prepare(insert_sql().c_str());
-    next_batch_ = prepare(
-        "UPDATE meta SET value = value + 1 WHERE key = 'last_batch' RETURNING value");
+    next_batch_ =
+        prepare("UPDATE meta SET value = value + 1 WHERE key = 'last_batch' RETURNING value");
   } catch (...) {
     sqlite3_finalize(insert_);
     sqlite3_finalize(next_batch_);
@@ -232,9 +235,9 @@ int64_t Journal::prune(int64_t now_ns) {
     if (sqlite3_step(by_age.get()) != SQLITE_DONE) fail("cannot prune by age");
 
     // Oldest first: by time, then by insertion order.
-    Stmt oldest(prepare(
-        "DELETE FROM glitches WHERE id IN "
-        "(SELECT id FROM glitches ORDER BY time_ns ASC, id ASC LIMIT ?1)"));
+    Stmt oldest(
+        prepare("DELETE FROM glitches WHERE id IN "
+                "(SELECT id FROM glitches ORDER BY time_ns ASC, id ASC LIMIT ?1)"));
     auto drop_oldest = [&](int64_t n) {
       sqlite3_reset(oldest.get());
       sqlite3_bind_int64(oldest.get(), 1, n);
@@ -262,15 +265,15 @@ int64_t Journal::prune(int64_t now_ns) {
 
 std::vector<GlitchRow> Journal::query(const JournalFilter& filter) const {
   if (filter.since_ns < 0)
-    throw std::invalid_argument(fmt::format("journal query: since must be >= 0, got {}",
-                                            filter.since_ns));
+    throw std::invalid_argument(
+        fmt::format("journal query: since must be >= 0, got {}", filter.since_ns));
   if (filter.tenant && filter.tenant->empty())
     throw std::invalid_argument("journal query: tenant must not be empty (omit it for all)");
   if (filter.stage && filter.stage->empty())
     throw std::invalid_argument("journal query: stage must not be empty (omit it for all)");
   if (filter.limit < 1 || filter.limit > kMaxQueryLimit)
-    throw std::invalid_argument(fmt::format("journal query: limit must be in 1..{}, got {}",
-                                            kMaxQueryLimit, filter.limit));
+    throw std::invalid_argument(
+        fmt::format("journal query: limit must be in 1..{}, got {}", kMaxQueryLimit, filter.limit));
 
   const std::string sql = fmt::format(
       "SELECT id, {} FROM glitches WHERE time_ns >= ?1 AND (?2 IS NULL OR tenant = ?2) "

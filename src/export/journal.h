@@ -37,8 +37,8 @@ struct GlitchComponents {
 std::string journal_column(core::Component c);
 
 struct GlitchRow {
-  int64_t id = 0;     // assigned by the journal on append (read back by query)
-  int64_t batch = 0;  // the append() call that wrote it: a batch is all present or all absent
+  int64_t id = 0;       // assigned by the journal on append (read back by query)
+  int64_t batch = 0;    // the append() call that wrote it: a batch is all present or all absent
   int64_t time_ns = 0;  // ns since the Unix epoch
   std::string tenant, agent, stage;
   double wall_seconds = 0;
@@ -55,9 +55,9 @@ struct JournalLimits {
 };
 
 struct JournalFilter {
-  int64_t since_ns = 0;  // rows with time_ns >= since_ns; negative is rejected
+  int64_t since_ns = 0;                      // rows with time_ns >= since_ns; negative is rejected
   std::optional<std::string> tenant, stage;  // exact match; an empty string is rejected
-  int limit = 100;  // 1..kMaxQueryLimit
+  int limit = 100;                           // 1..kMaxQueryLimit
 };
 
 class Journal {

@@ -70,7 +70,8 @@ void set_glitch(pb_trace::Span* span, const core::Glitch* g) {
 
 const core::Glitch* request_glitch(const core::RequestTrace& t) {
   for (const core::Glitch& g : t.glitches) {
-    if (g.stage == core::GlitchDetector::kRequestStage && g.start_ns == t.request.start_ns) return &g;
+    if (g.stage == core::GlitchDetector::kRequestStage && g.start_ns == t.request.start_ns)
+      return &g;
   }
   return nullptr;
 }
@@ -95,7 +96,8 @@ void add_request_span(const core::RequestTrace& t, const std::string& trace_id,
   set_int(a, "tailcause.glitches", static_cast<int64_t>(t.glitches.size()));
   if (auto ttft = r.time_to_first_token()) set_double(a, "tailcause.time_to_first_token", *ttft);
   if (r.first_token_ns) {  // without token times the per-token figure means nothing
-    if (auto tpot = r.time_per_output_token()) set_double(a, "tailcause.time_per_output_token", *tpot);
+    if (auto tpot = r.time_per_output_token())
+      set_double(a, "tailcause.time_per_output_token", *tpot);
   }
 
   const core::Glitch* g = request_glitch(t);
@@ -195,7 +197,8 @@ std::string encode_traces(std::span<const core::RequestTrace> traces,
   auto* rs = req.add_resource_spans();
   auto* res_attrs = rs->mutable_resource()->mutable_attributes();
   set_str(res_attrs, "service.name", resource.service_name);
-  if (!resource.service_version.empty()) set_str(res_attrs, "service.version", resource.service_version);
+  if (!resource.service_version.empty())
+    set_str(res_attrs, "service.version", resource.service_version);
   if (!resource.host_name.empty()) set_str(res_attrs, "host.name", resource.host_name);
   auto* scope = rs->add_scope_spans();
   scope->mutable_scope()->set_name("tailcause");

@@ -32,7 +32,8 @@ bool retryable_status(int status) {
 }
 
 uint64_t steady_ns(Clock::time_point t) {
-  return static_cast<uint64_t>(duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  return static_cast<uint64_t>(
+      duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
 }
 
 bool valid_trace_id(const std::string& id) {
@@ -111,7 +112,8 @@ void OtlpExporter::submit(core::RequestTrace trace) {
   if (stopping_) return drop(DropReason::shutdown, spans);
   if (!valid_trace_id(trace.trace_id)) return drop(DropReason::invalid, spans);
   // Unsampled and over-budget traces are counted by the sampler.
-  if (sampler_.decide(trace.trace_id, trace.glitch(), spans, steady_ns(now)) != core::SampleResult::keep) {
+  if (sampler_.decide(trace.trace_id, trace.glitch(), spans, steady_ns(now)) !=
+      core::SampleResult::keep) {
     return;
   }
   if (queue_spans_ + spans > settings_.queue_spans) return drop(DropReason::queue_full, spans);
@@ -260,7 +262,8 @@ void OtlpExporter::stop() {
   wake_.notify_all();
   {
     std::unique_lock lock(mu_);
-    if (!done_.wait_until(lock, stop_deadline_ + milliseconds(100), [this] { return worker_done_; })) {
+    if (!done_.wait_until(lock, stop_deadline_ + milliseconds(100),
+                          [this] { return worker_done_; })) {
       // A request still under way past the deadline: shut its socket so the worker can finish.
       client_->stop();
     }

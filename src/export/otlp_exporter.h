@@ -42,15 +42,21 @@ struct OtlpTuning {
   std::chrono::milliseconds flush_interval{1000};   // a partial batch waits at most this long
   std::chrono::milliseconds initial_backoff{1000};  // first wait before a retry ...
   std::chrono::milliseconds max_backoff{30000};     // ... doubling up to this
-  double jitter = 0.2;             // each wait is scaled by a random factor in [1-j, 1+j]
-  uint32_t max_attempts = 6;       // per batch, the first one included
+  double jitter = 0.2;        // each wait is scaled by a random factor in [1-j, 1+j]
+  uint32_t max_attempts = 6;  // per batch, the first one included
   std::chrono::milliseconds max_retry_after{60000};  // a collector's Retry-After is capped here
   std::chrono::milliseconds shutdown_grace{2000};    // stop() keeps sending for this long
 };
 
 // Why spans were not exported (the `reason` label).
 enum class DropReason : uint8_t {
-  queue_full, budget, rejected, shutdown, retries_exhausted, invalid, count_
+  queue_full,
+  budget,
+  rejected,
+  shutdown,
+  retries_exhausted,
+  invalid,
+  count_
 };
 
 class OtlpExporter {
@@ -76,7 +82,7 @@ class OtlpExporter {
     std::map<std::string, uint64_t> dropped;  // reason -> spans (every reason present)
     std::map<std::string, uint64_t> errors;   // kind -> failed attempts
     size_t queued_spans = 0, in_flight_spans = 0;
-    uint64_t requests = 0;                    // POST attempts
+    uint64_t requests = 0;  // POST attempts
   };
   Stats stats() const;
 
@@ -100,8 +106,8 @@ class OtlpExporter {
   std::unique_ptr<httplib::ClientImpl> client_;  // the worker's; stop() may cut it short
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;   // the worker: a full batch, or stop()
-  std::condition_variable done_;   // stop(): the worker has finished
+  std::condition_variable wake_;  // the worker: a full batch, or stop()
+  std::condition_variable done_;  // stop(): the worker has finished
   std::deque<Entry> queue_;
   size_t queue_spans_ = 0, in_flight_spans_ = 0;
   bool stopping_ = false, worker_done_ = false, joined_ = false;
@@ -117,7 +123,7 @@ class OtlpExporter {
 };
 
 // The delay a Retry-After header asks for: delta-seconds or an HTTP date; nullopt when unreadable.
-std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view value,
-                                                           std::chrono::system_clock::time_point now);
+std::optional<std::chrono::milliseconds> parse_retry_after(
+    std::string_view value, std::chrono::system_clock::time_point now);
 
 }  // namespace tailcause::exporter

@@ -105,8 +105,8 @@ void AttribProbe::start(const ProbeContext& ctx) {
   cgroups_ = &ctx.cgroups;
   attach_core_programs(ctx);
   load_recipes(cfg);
-  ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.attrib_events), &AttribProbe::on_event,
-                               this, nullptr));
+  ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.attrib_events), &AttribProbe::on_event, this,
+                               nullptr));
   if (!ring_) check(errno ? -errno : -ENOMEM, kFamily, "open ring buffer");
   if (!only_binary_.empty()) {
     MappedBinary b{{}, only_binary_, tailcause_probes_in(only_binary_), {}};
@@ -143,8 +143,8 @@ void AttribProbe::load_recipes(const core::AttribConfig& config) {
   recipe_file_errors_.clear();
   auto recipes = core::load_recipes(config, recipe_file_errors_);
   if (recipes.size() > ATTRIB_MAX_RECIPES) {
-    recipe_file_errors_.push_back(fmt::format("{} recipes, at most {} are used", recipes.size(),
-                                              ATTRIB_MAX_RECIPES));
+    recipe_file_errors_.push_back(
+        fmt::format("{} recipes, at most {} are used", recipes.size(), ATTRIB_MAX_RECIPES));
     recipes.resize(ATTRIB_MAX_RECIPES);
   }
   for (const auto& e : recipe_file_errors_) spdlog::error("attrib: {}", e);
@@ -192,8 +192,8 @@ void AttribProbe::attach_major_faults() {
     attr.type = PERF_TYPE_SOFTWARE;
     attr.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
     attr.sample_period = 1;
-    Fd fd(static_cast<int>(
-        syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
+    Fd fd(
+        static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC)));
     if (!fd) {
       if (errno == ENODEV) continue;  // offline CPU
       spdlog::warn("attrib: major faults not counted: perf_event_open(cpu {}): {}", cpu,
@@ -339,7 +339,7 @@ void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
   Attachment a{binary.path, {}};
   for (const auto& probe : binary.probes) {
     bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, probe.c_str());
-    if (!prog || bpf_program__type(prog) != BPF_PROG_TYPE_KPROBE) continue;  // unknown probe
+    if (!prog || bpf_program__type(prog) != BPF_PROG_TYPE_KPROBE) continue;      // unknown probe
     if (!layers_ && (probe == "layer_begin" || probe == "layer_end")) continue;  // opt-in
     LinkHandle l(bpf_program__attach_usdt(prog, pid, binary.path.c_str(), kUsdtProvider,
                                           probe.c_str(), nullptr));
@@ -404,7 +404,8 @@ size_t AttribProbe::live_requests(uint32_t pid) const {
 
 size_t AttribProbe::live_processes(uint32_t pid) const {
   if (!skel_) return 0;
-  const auto keys = map_keys<uint32_t>(bpf_map__fd(skel_->maps.attrib_processes), ATTRIB_MAX_PROCESSES);
+  const auto keys =
+      map_keys<uint32_t>(bpf_map__fd(skel_->maps.attrib_processes), ATTRIB_MAX_PROCESSES);
   return std::count_if(keys.begin(), keys.end(),
                        [pid](uint32_t k) { return pid == 0 || k == pid; });
 }
@@ -450,8 +451,7 @@ void AttribProbe::collect(core::MetricSet& out) {
     const core::Recipe& r = recipes_.recipes()[i];
     out.add(core::metric::kRecipeCalls, core::MetricType::Counter,
             "Calls of the symbols uprobe recipes name (all threads, nested calls included)",
-            {{"library", r.library}, {"symbol", r.symbol}},
-            static_cast<double>(recipe_calls(i)));
+            {{"library", r.library}, {"symbol", r.symbol}}, static_cast<double>(recipe_calls(i)));
   }
   out.add(core::metric::kUsdtAttachedBinaries, core::MetricType::Gauge,
           "Executables and libraries whose tailcause USDT probes are attached", {},

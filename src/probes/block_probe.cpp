@@ -154,8 +154,8 @@ void BlockProbe::collect(core::MetricSet& out) {
       if (!op.seen) continue;
       const core::Labels labels{{"device", device}, {"op", kOps[i]}};
       out.add_histogram(core::metric::kBlockIoLatencySeconds,
-                        "Block request latency from issue to the driver until completion",
-                        labels, core::log2_to_buckets(op.slots, op.sum_ns, 1e-9, 9, 34));
+                        "Block request latency from issue to the driver until completion", labels,
+                        core::log2_to_buckets(op.slots, op.sum_ns, 1e-9, 9, 34));
       out.add(core::metric::kBlockIoBytes, MetricType::Counter,
               "Bytes transferred by completed block requests", labels,
               static_cast<double>(op.bytes), "bytes");

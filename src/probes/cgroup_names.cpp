@@ -78,7 +78,8 @@ CgroupLayout detect_cgroup_layout(const core::CgroupConfig& config) {
   if (want == "v1") {
     l.version = CgroupLayout::Version::V1;
     l.root = config.root != "auto" ? config.root : v1;
-    if (l.root.empty()) throw std::runtime_error("cgroup v1 requested but no v1 cpu controller is mounted");
+    if (l.root.empty())
+      throw std::runtime_error("cgroup v1 requested but no v1 cpu controller is mounted");
     l.has_cpu_stats = fs::exists(l.root + "/cpu.cfs_quota_us") || fs::exists(l.root + "/cpu.stat");
   } else {
     l.version = CgroupLayout::Version::V2;
@@ -87,7 +88,8 @@ CgroupLayout detect_cgroup_layout(const core::CgroupConfig& config) {
     if (!is_cgroup2(l.root)) throw std::runtime_error(l.root + " is not a cgroup v2 mount");
     l.has_cpu_stats = has_controller(l.root, "cpu");
   }
-  if (!fs::is_directory(l.root)) throw std::runtime_error("cgroup root " + l.root + " is not a directory");
+  if (!fs::is_directory(l.root))
+    throw std::runtime_error("cgroup root " + l.root + " is not a directory");
   return l;
 }
 
@@ -102,7 +104,9 @@ void CgroupNames::rescan() {
   struct stat st {};
   if (stat(layout_.root.c_str(), &st) == 0) names_[st.st_ino] = "/";
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(layout_.root, fs::directory_options::skip_permission_denied, ec), end;
+  for (fs::recursive_directory_iterator
+           it(layout_.root, fs::directory_options::skip_permission_denied, ec),
+       end;
        it != end; it.increment(ec)) {
     if (ec) break;
     if (!it->is_directory(ec)) continue;

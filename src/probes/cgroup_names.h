@@ -19,7 +19,7 @@ namespace tailcause::probes {
 struct CgroupLayout {
   // v1: the v1 cpu controller's hierarchy (hybrid hosts); v2: the unified hierarchy.
   enum class Version { V1, V2 } version = Version::V2;
-  std::string root;       // mount point whose directories BPF ids refer to
+  std::string root;            // mount point whose directories BPF ids refer to
   bool has_cpu_stats = false;  // cpu.stat (throttling) is available under root
   std::string describe() const;
 };

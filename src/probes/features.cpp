@@ -104,8 +104,8 @@ Feature probe_perf_event() {
   attr.freq = 1;
   attr.sample_freq = 10;
   attr.disabled = 1;
-  const Fd fd(static_cast<int>(
-      syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));
+  const Fd fd(
+      static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC)));
   if (!fd) {
     f.detail = "perf_event_open: " + err_text(errno);
     return f;
@@ -142,8 +142,8 @@ Features probe_features(const std::string& btf_path) {
   if (libbpf_get_error(own_kernel.get())) own_kernel.release();
   const btf* kernel = custom_is_kernel ? custom : own_kernel.get();
 
-  Feature tp_btf = probe_tracing("tp_btf", kernel, "btf_trace_sched_switch", BTF_KIND_TYPEDEF,
-                                 BPF_TRACE_RAW_TP);
+  Feature tp_btf =
+      probe_tracing("tp_btf", kernel, "btf_trace_sched_switch", BTF_KIND_TYPEDEF, BPF_TRACE_RAW_TP);
   out.tp_btf = tp_btf.available;
   out.list.push_back(tp_btf);
 
@@ -169,7 +169,8 @@ Features probe_features(const std::string& btf_path) {
     if (btf__find_by_name_kind(b, "runqueues", BTF_KIND_VAR) < 0) {
       rq.detail = "per-CPU variable runqueues not in BTF";
     } else if (!kallsyms_has("runqueues")) {
-      rq.detail = "runqueues not in /proc/kallsyms (CONFIG_KALLSYMS_ALL off); sampled via the current task";
+      rq.detail =
+          "runqueues not in /proc/kallsyms (CONFIG_KALLSYMS_ALL off); sampled via the current task";
     } else {
       rq.available = true;
     }

@@ -33,8 +33,8 @@ class SharedBtf {
 struct Features {
   std::string btf_path;  // the BTF CO-RE relocates against
   bool btf = false;
-  bool tp_btf = false;          // BTF tracepoints (preferred)
-  bool raw_tp = false;          // raw tracepoints (fallback)
+  bool tp_btf = false;  // BTF tracepoints (preferred)
+  bool raw_tp = false;  // raw tracepoints (fallback)
   bool ringbuf = false;
   bool task_storage = false;
   bool perf_event = false;      // software perf events with BPF (samplers)

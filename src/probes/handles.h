@@ -39,10 +39,10 @@ using RingHandle = Handle<ring_buffer>;
 // A skeleton's handle, declared where the skeleton is only forward-declared (the family's
 // header); its .cpp, which includes the .skel.h, defines the destroy with
 // TAILCAUSE_SKELETON_DESTROY. Use both inside namespace tailcause::probes.
-#define TAILCAUSE_SKELETON_HANDLE(skel)          \
-  template <>                                    \
-  struct Destroy<skel> {                         \
-    void operator()(skel* s) const;              \
+#define TAILCAUSE_SKELETON_HANDLE(skel) \
+  template <>                           \
+  struct Destroy<skel> {                \
+    void operator()(skel* s) const;     \
   }
 #define TAILCAUSE_SKELETON_DESTROY(skel) \
   void Destroy<skel>::operator()(skel* s) const { skel##__destroy(s); }

@@ -45,7 +45,9 @@ std::string pair_key(const std::string& cgroup, const std::string& process) {
 }
 
 // A process that is gone (not a zombie) no longer adds to its entry.
-bool process_exited(uint32_t tgid) { return kill(static_cast<pid_t>(tgid), 0) != 0 && errno == ESRCH; }
+bool process_exited(uint32_t tgid) {
+  return kill(static_cast<pid_t>(tgid), 0) != 0 && errno == ESRCH;
+}
 
 // Reads an entry's per-CPU copies; `remove` also deletes it in the same step where the kernel
 // can (5.14+), so no increment falls between reading and deleting.
@@ -101,8 +103,7 @@ std::vector<LinkHandle> attach_major_faults(bpf_program* prog) {
     links.push_back(std::move(link));
   }
   if (failure.empty() && !links.empty()) return links;
-  spdlog::warn("memory: major faults not counted: {}",
-               failure.empty() ? "no online CPU" : failure);
+  spdlog::warn("memory: major faults not counted: {}", failure.empty() ? "no online CPU" : failure);
   return {};
 }
 
@@ -112,7 +113,9 @@ TAILCAUSE_SKELETON_DESTROY(memory_bpf)
 
 struct MemoryProbe::Series {
   explicit Series(size_t top_k)
-      : cgroup_budget(top_k), process_budget(top_k), cgroups(cgroup_budget),
+      : cgroup_budget(top_k),
+        process_budget(top_k),
+        cgroups(cgroup_budget),
         processes(process_budget) {}
   core::LabelBudget cgroup_budget;
   core::LabelBudget process_budget;  // over (cgroup, process) pairs
@@ -169,10 +172,10 @@ void MemoryProbe::start(const ProbeContext& ctx) {
   }
   skel_ = std::move(skel);
   fault_links_ = std::move(fault_links);
-  spdlog::info("memory: attached (page-cache misses{}, {} processes max)",
-               fault_links_.empty() ? "" : fmt::format(", major faults on {} CPUs",
-                                                       fault_links_.size()),
-               max_processes_);
+  spdlog::info(
+      "memory: attached (page-cache misses{}, {} processes max)",
+      fault_links_.empty() ? "" : fmt::format(", major faults on {} CPUs", fault_links_.size()),
+      max_processes_);
 }
 
 void MemoryProbe::stop() {
@@ -190,7 +193,8 @@ uint64_t MemoryProbe::folded_label_values() const {
 
 bool MemoryProbe::tracks_process(uint32_t tgid) const {
   if (!skel_) return false;
-  for (const memory_key& key : map_keys<memory_key>(bpf_map__fd(skel_->maps.process_memory), max_processes_)) {
+  for (const memory_key& key :
+       map_keys<memory_key>(bpf_map__fd(skel_->maps.process_memory), max_processes_)) {
     if (key.tgid == tgid) return true;
   }
   return false;
@@ -294,8 +298,8 @@ void MemoryProbe::collect(core::MetricSet& out) {
     const core::Labels l{{"cgroup", it != labels.end() ? it->second.first : core::kOtherLabel},
                          {"process", it != labels.end() ? it->second.second : core::kOtherLabel}};
     out.add(core::metric::kProcessPageCacheMisses, MetricType::Counter,
-            "Pages the page cache had to add for reads and page faults, per process name",
-            l, static_cast<double>(c.page_cache_misses));
+            "Pages the page cache had to add for reads and page faults, per process name", l,
+            static_cast<double>(c.page_cache_misses));
     if (faults) {
       out.add(core::metric::kProcessMajorFaults, MetricType::Counter,
               "Page faults that waited for I/O, per process name", l,

@@ -55,7 +55,7 @@ class MemoryProbe final : public ProbeFamily {
 
  private:
   struct Series;  // label budgets and folded series, reset on each start()
-  using ProcessKey = std::pair<uint64_t, uint32_t>;     // (cgroup id, tgid), as in the map
+  using ProcessKey = std::pair<uint64_t, uint32_t>;    // (cgroup id, tgid), as in the map
   using TotalsKey = std::pair<uint64_t, std::string>;  // (cgroup id, process name)
 
   void harvest();

@@ -24,7 +24,7 @@ struct FamilyStatus {
   std::string name;
   bool enabled = false;
   bool attached = false;
-  std::string error;  // why it is not attached, when enabled
+  std::string error;        // why it is not attached, when enabled
   uint64_t generation = 0;  // bumps every time the family is (re)started
 };
 

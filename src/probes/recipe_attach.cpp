@@ -113,9 +113,9 @@ void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
     LinkHandle entry(bpf_program__attach_uprobe_opts(entry_, -1, path.c_str(), 0, &opts));
     if (!entry) {
       const int err = errno;
-      report(fmt::format("recipe {}: cannot attach {} in {}: {}", r.source, r.symbol, path,
-                         err == ENOENT || err == ESRCH ? "no such symbol exported"
-                                                       : strerror(err)));
+      report(
+          fmt::format("recipe {}: cannot attach {} in {}: {}", r.source, r.symbol, path,
+                      err == ENOENT || err == ESRCH ? "no such symbol exported" : strerror(err)));
       continue;
     }
     if (r.kind != "count") {

@@ -177,9 +177,8 @@ void SchedProbe::start(const ProbeContext& ctx) {
   skel->rodata->use_ktime = ktime;
   skel->rodata->use_sched_info = sched_info;
   if (sched_info) {
-    for (bpf_program* p :
-         {skel->progs.handle_wakeup_btf, skel->progs.handle_wakeup_raw,
-          skel->progs.handle_wakeup_new_btf, skel->progs.handle_wakeup_new_raw}) {
+    for (bpf_program* p : {skel->progs.handle_wakeup_btf, skel->progs.handle_wakeup_raw,
+                           skel->progs.handle_wakeup_new_btf, skel->progs.handle_wakeup_new_raw}) {
       bpf_program__set_autoload(p, false);
     }
   }
@@ -209,8 +208,7 @@ void SchedProbe::start(const ProbeContext& ctx) {
   }
   skel_ = std::move(skel);
   sampler_ = std::move(sampler);
-  spdlog::info("sched: attached ({}, {}{})",
-               use_btf ? "tp_btf, task storage" : "raw_tp, tid hash",
+  spdlog::info("sched: attached ({}, {}{})", use_btf ? "tp_btf, task storage" : "raw_tp, tid hash",
                sched_info ? "wakeups from sched_info"
                : ktime    ? "wakeup handlers, ktime"
                           : "wakeup handlers",
@@ -222,8 +220,7 @@ void SchedProbe::start(const ProbeContext& ctx) {
 }
 
 // The sampler is optional: when perf events cannot be opened the rest of the family works.
-SchedProbe::Sampler SchedProbe::attach_runqlen_sampler(const ProbeContext& ctx,
-                                                       bpf_program* prog) {
+SchedProbe::Sampler SchedProbe::attach_runqlen_sampler(const ProbeContext& ctx, bpf_program* prog) {
   const uint64_t period_ns = 1000000000ull / ctx.config.sched.runqlen_dense_hz;
   Sampler sampler;
   std::string failure;

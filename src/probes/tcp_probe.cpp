@@ -103,11 +103,11 @@ void TcpProbe::start(const ProbeContext& ctx) {
   if (!skel) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
   select_tracepoint_flavour(skel->obj, ctx.features);
   check(tcp_bpf__load(skel.get()), kFamily, "load BPF programs");
-  check(tcp_bpf__attach(skel.get()), kFamily,
-        std::string("attach tcp tracepoints (") + (ctx.features.tp_btf ? "tp_btf" : "raw_tp") +
-            ")");
-  RingHandle ring(ring_buffer__new(bpf_map__fd(skel->maps.tcp_events), &TcpProbe::on_record,
-                                   this, nullptr));
+  check(
+      tcp_bpf__attach(skel.get()), kFamily,
+      std::string("attach tcp tracepoints (") + (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
+  RingHandle ring(
+      ring_buffer__new(bpf_map__fd(skel->maps.tcp_events), &TcpProbe::on_record, this, nullptr));
   if (!ring) check(errno ? -errno : -EINVAL, kFamily, "open ring buffer");
   skel_ = std::move(skel);
   ring_ = std::move(ring);
@@ -140,7 +140,7 @@ int TcpProbe::on_record(void* self, void* data, size_t size) {
 void TcpProbe::handle(const tailcause_tcp_event& e) {
   if (e.family != kAfInet && e.family != kAfInet6) return;
   const auto direction = e.direction == TAILCAUSE_TCP_ACTIVE ? core::TcpDirection::Active
-                                                              : core::TcpDirection::Passive;
+                                                             : core::TcpDirection::Passive;
   PairTotals& t =
       pairs_->at(core::service_pair(direction, address(e.family, e.local_addr), e.local_port,
                                     address(e.family, e.remote_addr), e.remote_port));
@@ -151,14 +151,9 @@ void TcpProbe::handle(const tailcause_tcp_event& e) {
       t.received_bytes += e.bytes_received;
       if (e.srtt_us) t.rtt_us.observe(e.srtt_us);
       break;
-    case TAILCAUSE_TCP_EV_RTT:
-      t.rtt_us.observe(e.srtt_us);
-      break;
-    case TAILCAUSE_TCP_EV_RETRANS:
-      t.retransmits += e.count;
-      break;
-    default:
-      break;
+    case TAILCAUSE_TCP_EV_RTT: t.rtt_us.observe(e.srtt_us); break;
+    case TAILCAUSE_TCP_EV_RETRANS: t.retransmits += e.count; break;
+    default: break;
   }
 }
 
@@ -168,16 +163,14 @@ void TcpProbe::collect(core::MetricSet& out) {
   for (const auto& [pair, t] : pairs_->totals) {
     const core::Labels labels = {{"local", pair.local}, {"remote", pair.remote}};
     out.add_histogram(core::metric::kTcpConnectionDurationSeconds,
-                      "Lifetime of closed TCP connections, from connect or accept to close",
-                      labels,
+                      "Lifetime of closed TCP connections, from connect or accept to close", labels,
                       core::log2_to_buckets(t.duration_us.slots, t.duration_us.sum, 1e-6,
                                             kDurationFirst, kDurationLast));
-    out.add_histogram(core::metric::kTcpRttSeconds,
-                      "Smoothed TCP round-trip time: one sample per closed connection plus "
-                      "samples of received traffic",
-                      labels,
-                      core::log2_to_buckets(t.rtt_us.slots, t.rtt_us.sum, 1e-6, kRttFirst,
-                                            kRttLast));
+    out.add_histogram(
+        core::metric::kTcpRttSeconds,
+        "Smoothed TCP round-trip time: one sample per closed connection plus "
+        "samples of received traffic",
+        labels, core::log2_to_buckets(t.rtt_us.slots, t.rtt_us.sum, 1e-6, kRttFirst, kRttLast));
     out.add(core::metric::kTcpSentBytes, MetricType::Counter,
             "Payload bytes sent and acknowledged on closed TCP connections", labels,
             static_cast<double>(t.sent_bytes), "bytes");

@@ -205,8 +205,7 @@ void ThrottleProbe::collect(core::MetricSet& out) {
              "CFS bandwidth periods in which the cgroup had runnable tasks.");
   out.family(kQuota, MetricType::Gauge,
              "CPU time the cgroup may use per CFS period; absent when unlimited.", "seconds");
-  out.family(kPeriod, MetricType::Gauge, "Length of the cgroup's CFS bandwidth period.",
-             "seconds");
+  out.family(kPeriod, MetricType::Gauge, "Length of the cgroup's CFS bandwidth period.", "seconds");
   out.family(kWeight, MetricType::Gauge,
              "The cgroup's CPU weight on the cgroup v2 scale (1-10000, default 100).");
 
@@ -224,12 +223,10 @@ void ThrottleProbe::collect(core::MetricSet& out) {
     const Reading& r = current_.at(name);
     const core::Labels labels{{"cgroup", name}};
     if (r.limit && r.limit->quota_us) {
-      out.add(kQuota, MetricType::Gauge, "", labels, *r.limit->quota_us / kUsPerSecond,
-              "seconds");
+      out.add(kQuota, MetricType::Gauge, "", labels, *r.limit->quota_us / kUsPerSecond, "seconds");
     }
     if (r.limit) {
-      out.add(kPeriod, MetricType::Gauge, "", labels, r.limit->period_us / kUsPerSecond,
-              "seconds");
+      out.add(kPeriod, MetricType::Gauge, "", labels, r.limit->period_us / kUsPerSecond, "seconds");
     }
     if (r.weight) out.add(kWeight, MetricType::Gauge, "", labels, static_cast<double>(*r.weight));
   }

@@ -57,14 +57,14 @@ class ThrottleProbe : public ProbeFamily {
   std::chrono::steady_clock::time_point last_read_{};
   bool have_previous_read_ = false;
 
-  std::map<std::string, Reading> current_;                       // the last read, by name
-  std::map<std::string, core::CpuStatContinuity> continuity_;    // by name, while it exists
+  std::map<std::string, Reading> current_;                           // the last read, by name
+  std::map<std::string, core::CpuStatContinuity> continuity_;        // by name, while it exists
   std::unordered_map<std::string, uint64_t> previous_nr_throttled_;  // totals, by name
 
   // The cgroup label's budget, shared by all six series so a cgroup is kept or folded in all.
   std::unique_ptr<core::LabelBudget> budget_;
   std::unique_ptr<core::FoldedSeries<core::CpuBandwidthStats>> folded_;
-  std::set<std::string> admitted_;                          // names with their own series
+  std::set<std::string> admitted_;                           // names with their own series
   std::map<std::string, core::CpuBandwidthStats> counters_;  // folded, ready for collect()
 };
 

@@ -55,7 +55,6 @@ int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
-
 }  // namespace
 
 std::vector<pid_t> all_pids() {

@@ -29,7 +29,7 @@ struct BinaryId {
 
 struct MappedBinary {
   BinaryId id;
-  std::string path;  // a path to the same file from the daemon's mount namespace
+  std::string path;              // a path to the same file from the daemon's mount namespace
   std::set<std::string> probes;  // tailcause probe names it carries
   std::set<pid_t> pids;          // processes mapping it (in this scan)
 };

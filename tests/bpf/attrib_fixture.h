@@ -43,7 +43,9 @@ inline double thread_cpu_seconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
-inline uint64_t part(const StageRecord& r, Component c) { return r.component_ns[static_cast<size_t>(c)]; }
+inline uint64_t part(const StageRecord& r, Component c) {
+  return r.component_ns[static_cast<size_t>(c)];
+}
 
 inline std::string describe(const StageRecord& r) {
   std::string s = "stage " + r.stage + " of " + r.id.tenant + " wall " +
@@ -79,8 +81,7 @@ class AttribTest : public ::testing::Test {
       for (const auto& r : stages) {
         if (verbose) std::cout << "[ record   ] " << describe(r) << "\n";
         const double wall = static_cast<double>(r.wall_ns());
-        EXPECT_NEAR(static_cast<double>(r.measured_ns()), wall, 0.02 * wall + 2000)
-            << describe(r);
+        EXPECT_NEAR(static_cast<double>(r.measured_ns()), wall, 0.02 * wall + 2000) << describe(r);
       }
       probe->stop();
     }
@@ -185,7 +186,7 @@ class AttribTest : public ::testing::Test {
   std::unique_ptr<probes::AttribProbe> probe;
   std::vector<StageRecord> stages;
   std::vector<core::RequestRecord> requests;
-  double consume_cpu = 0;  // CPU seconds this thread spent in tick() (draining, aggregating)
+  double consume_cpu = 0;      // CPU seconds this thread spent in tick() (draining, aggregating)
   std::set<uint32_t> targets;  // pids of the target processes this test started
 };
 

@@ -17,8 +17,8 @@
 namespace tailcause::testing {
 
 // Skips without root; the test main turns a skip into a failure when running as root.
-#define REQUIRE_ROOT()                                              \
-  do {                                                              \
+#define REQUIRE_ROOT()                                                       \
+  do {                                                                       \
     if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON)"; \
   } while (0)
 

@@ -23,9 +23,10 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
   EXPECT_LT(part(free, Component::cpu_throttled), free.wall_ns() / 10) << describe(free);
 
   const auto m = scrape();
-  EXPECT_GT(value(m, "tailcause_stage_time_seconds",
-                  {{"tenant", "attrib-quota"}, {"stage", "generation"}, {"component", "cpu_throttled"}}),
-            0.5);
+  EXPECT_GT(
+      value(m, "tailcause_stage_time_seconds",
+            {{"tenant", "attrib-quota"}, {"stage", "generation"}, {"component", "cpu_throttled"}}),
+      0.5);
   const core::Sample* h = find_sample(m, "tailcause_stage_duration_seconds",
                                       {{"tenant", "attrib-quota"}, {"stage", "generation"}});
   ASSERT_NE(h, nullptr);
@@ -37,9 +38,10 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
   EXPECT_TRUE(exemplar) << "the stage's trace id is an exemplar of its bucket";
   const std::string text = exporter::render(m, exporter::Format::OpenMetrics);
   EXPECT_NE(text.find("# {trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"}"), std::string::npos);
-  EXPECT_NE(text.find("tailcause_stage_time_seconds_total{tenant=\"attrib-quota\",agent=\"attrib-test\","
-                      "stage=\"generation\",component=\"cpu_throttled\"}"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("tailcause_stage_time_seconds_total{tenant=\"attrib-quota\",agent=\"attrib-test\","
+                "stage=\"generation\",component=\"cpu_throttled\"}"),
+      std::string::npos);
 }
 
 // (2) Reading a file whose pages were dropped shows block I/O and page-cache misses.
@@ -113,8 +115,9 @@ TEST_F(AttribTest, HandOffToWorkerKeepsAttribution) {
   EXPECT_EQ(owners[0].largest(), Component::lock) << describe(owners[0]);
 
   const auto m = scrape();
-  const double on_cpu = value(m, "tailcause_stage_time_seconds",
-                              {{"tenant", "attrib-hand"}, {"stage", "embedding"}, {"component", "on_cpu"}});
+  const double on_cpu =
+      value(m, "tailcause_stage_time_seconds",
+            {{"tenant", "attrib-hand"}, {"stage", "embedding"}, {"component", "on_cpu"}});
   EXPECT_GE(on_cpu, seconds(part(w, Component::on_cpu)));
   const core::Sample* h = find_sample(m, "tailcause_stage_duration_seconds",
                                       {{"tenant", "attrib-hand"}, {"stage", "embedding"}});
@@ -171,9 +174,9 @@ TEST_F(AttribTest, InferenceSignalsReachTheirSeries) {
 
   const auto m = scrape();
   const core::Labels who{{"tenant", "attrib-llm"}, {"agent", "attrib-llm"}};
-  for (const char* name : {"tailcause_time_to_first_token_seconds",
-                           "tailcause_time_per_output_token_seconds",
-                           "tailcause_request_duration_seconds", "tailcause_output_entropy"}) {
+  for (const char* name :
+       {"tailcause_time_to_first_token_seconds", "tailcause_time_per_output_token_seconds",
+        "tailcause_request_duration_seconds", "tailcause_output_entropy"}) {
     const core::Sample* h = find_sample(m, name, who);
     ASSERT_NE(h, nullptr) << name;
     EXPECT_EQ(h->histogram.count, 1u) << name;
@@ -185,14 +188,14 @@ TEST_F(AttribTest, InferenceSignalsReachTheirSeries) {
               1)
         << result;
   }
-  const core::Sample* age =
-      find_sample(m, "tailcause_cache_hit_age_seconds", {{"tenant", "attrib-llm"}, {"cache", "vectors"}});
+  const core::Sample* age = find_sample(m, "tailcause_cache_hit_age_seconds",
+                                        {{"tenant", "attrib-llm"}, {"cache", "vectors"}});
   ASSERT_NE(age, nullptr);
   EXPECT_EQ(age->histogram.count, 2u);
   EXPECT_NEAR(age->histogram.sum, 92.0, 1e-6);
   for (const char* layer : {"0", "1"}) {
-    const core::Sample* h = find_sample(m, "tailcause_layer_duration_seconds",
-                                        {{"layer", layer}, {"batch_size", "4"}});
+    const core::Sample* h =
+        find_sample(m, "tailcause_layer_duration_seconds", {{"layer", layer}, {"batch_size", "4"}});
     ASSERT_NE(h, nullptr) << layer;
     EXPECT_GE(h->histogram.count, 10u) << layer;  // other processes may add their own
   }
@@ -317,7 +320,8 @@ TEST_F(AttribTest, ContextSwitchCostForUntracedThreads) {
     for (int i = 0; i < kRounds; ++i) {
       if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1) break;
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     peer.join();
     pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
     for (int fd : {ab[0], ab[1], ba[0], ba[1]}) close(fd);
@@ -356,8 +360,8 @@ TEST_F(AttribTest, FloodOfStagesIsConsumedWithoutLoss) {
             << " s, traced " << traced << " s: " << (traced - untraced) * 1e9 / (2 * kStages)
             << " ns per probe hit; 2 threads: " << 2 * kStages / traced2
             << " stage records/s consumed without loss; the consumer spent "
-            << consume_cpu * 1e9 / records << " ns of CPU per record ("
-            << records / consume_cpu << " records per CPU second)\n";
+            << consume_cpu * 1e9 / records << " ns of CPU per record (" << records / consume_cpu
+            << " records per CPU second)\n";
   std::cout << "[ figures  ] BPF run time per program run:";
   for (const bpf_program* p : probe->programs()) {
     bpf_prog_info info{};

@@ -17,7 +17,8 @@ class AttribAnomalyTest : public AttribTest {
     if (IsSkipped() || !probe) return;
     // The fixture's records, plus quality and cache records of this test's targets.
     probe->set_observer([this](const core::Record& r) {
-      if (auto* s = std::get_if<StageRecord>(&r); s && targets.count(s->id.pid)) stages.push_back(*s);
+      if (auto* s = std::get_if<StageRecord>(&r); s && targets.count(s->id.pid))
+        stages.push_back(*s);
       if (auto* q = std::get_if<core::RequestRecord>(&r); q && targets.count(q->id.pid)) {
         requests.push_back(*q);
       }
@@ -93,12 +94,14 @@ TEST_F(AttribAnomalyTest, QualityRecordsCarryTheThrottlingOfTheirThread) {
     // One thread: the process's last anomaly is its own, or a later one.
     ASSERT_TRUE(q.process_anomaly);
     EXPECT_GE(q.process_anomaly->end_ns, q.thread_anomaly->end_ns);
-    const bool stall = q.thread_anomaly->kind == "cpu_throttled" || q.thread_anomaly->kind == "runqueue";
+    const bool stall =
+        q.thread_anomaly->kind == "cpu_throttled" || q.thread_anomaly->kind == "runqueue";
     if (stall) {
       EXPECT_GE(q.thread_anomaly->duration_ns, 1 * kMs) << "below anomaly_min_ns";
     }
     throttled_recent += q.thread_anomaly->kind == "cpu_throttled" &&
-                        q.thread_anomaly->duration_ns >= 20 * kMs && recent(q.thread_anomaly, q.time_ns, 5);
+                        q.thread_anomaly->duration_ns >= 20 * kMs &&
+                        recent(q.thread_anomaly, q.time_ns, 5);
   }
   EXPECT_GT(stamped, 30) << "after the first throttling every record carries one";
   // Each ~100 ms period starts with outputs right after the throttled stretch: 6 periods.
@@ -137,13 +140,15 @@ TEST_F(AttribAnomalyTest, QualityRecordsCarryTheThrottlingOfTheirThread) {
     EXPECT_EQ(g.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
     EXPECT_EQ(g.start_ns, qualities_of(id)[40].time_ns);
     EXPECT_EQ(g.end_ns, qualities_of(id)[42].time_ns);
-    EXPECT_EQ(g.verdict.evidence.rfind("entropy 2.00 vs baseline 1.00 (+100%) over 3 outputs; ", 0), 0u)
+    EXPECT_EQ(g.verdict.evidence.rfind("entropy 2.00 vs baseline 1.00 (+100%) over 3 outputs; ", 0),
+              0u)
         << g.verdict.evidence;
     if (id == 0xA01) {
       // The throttled stretch just before the first spike output, unless the shared machine
       // preempted the thread for 1 ms or more even closer to one of the spike's outputs.
       EXPECT_NE(g.verdict.evidence.find(" stall "), std::string::npos) << g.verdict.evidence;
-      EXPECT_NE(g.verdict.evidence.find("on the same thread"), std::string::npos) << g.verdict.evidence;
+      EXPECT_NE(g.verdict.evidence.find("on the same thread"), std::string::npos)
+          << g.verdict.evidence;
       ASSERT_EQ(g.verdict.culprits.size(), 1u);
       EXPECT_TRUE(g.verdict.culprits[0].component == Component::cpu_throttled ||
                   g.verdict.culprits[0].component == Component::runqueue)

@@ -113,8 +113,10 @@ TEST_F(AttribTest, PeerLookupCostFigures) {
     }
     return out;
   };
-  const double pipe_off = per_handoff(run_target({"pingpong", "0x341", "attrib-pp", "pipe", rounds, "0"}));
-  const double tcp_off = per_handoff(run_target({"pingpong", "0x342", "attrib-pp", "tcp", rounds, "0"}));
+  const double pipe_off =
+      per_handoff(run_target({"pingpong", "0x341", "attrib-pp", "pipe", rounds, "0"}));
+  const double tcp_off =
+      per_handoff(run_target({"pingpong", "0x342", "attrib-pp", "tcp", rounds, "0"}));
   const int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
   probe->start(ctx);
   std::string line;

@@ -53,9 +53,9 @@ std::vector<std::string> disks_of(const std::string& path) {
   struct stat st {};
   std::vector<std::string> out;
   if (stat(path.c_str(), &st) != 0) return out;
-  add_disks("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                std::to_string(minor(st.st_dev)),
-            out);
+  add_disks(
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)),
+      out);
   return out;
 }
 

@@ -86,7 +86,8 @@ void touch_mapping(const std::string& path, const char* comm) {
   if (p == MAP_FAILED) _exit(3);
   madvise(const_cast<char*>(p), kFileBytes, MADV_RANDOM);  // no readahead: fault page by page
   unsigned sum = 0;
-  for (size_t off = 0; off < kFileBytes; off += page_size()) sum += static_cast<unsigned char>(p[off]);
+  for (size_t off = 0; off < kFileBytes; off += page_size())
+    sum += static_cast<unsigned char>(p[off]);
   _exit(sum > 0 ? 0 : 4);
 }
 
@@ -165,9 +166,10 @@ TEST_F(MemoryTest, ReadsOfDroppedFileMissWritesDoNot) {
   // Writing adds every page of the new file to the page cache, none of them a miss.
   // The writer may have no series at all: nothing counted.
   EXPECT_LT(sample_value(m, kMisses, {{"cgroup", writer.name()}}).value_or(0), pages() * 0.05);
-  EXPECT_LT(sample_value(m, kProcessMisses, {{"cgroup", writer.name()}, {"process", "memio-writer"}})
-                .value_or(0),
-            pages() * 0.05);
+  EXPECT_LT(
+      sample_value(m, kProcessMisses, {{"cgroup", writer.name()}, {"process", "memio-writer"}})
+          .value_or(0),
+      pages() * 0.05);
 
   EXPECT_NE(find_sample(m, "tailcause_events_lost", {{"source", "memory"}}), nullptr);
 }
@@ -270,7 +272,8 @@ TEST_F(MemoryTest, ExitedProcessesLeaveTheMapButKeepTheirCounts) {
   const double expected = static_cast<double>(pages() - cached);
   const auto first = scrape();
   const double misses = value(first, kMisses, {{"cgroup", group.name()}});
-  const double process = value(first, kProcessMisses, {{"cgroup", group.name()}, {"process", "memio-exited"}});
+  const double process =
+      value(first, kProcessMisses, {{"cgroup", group.name()}, {"process", "memio-exited"}});
   EXPECT_GE(misses, expected);
   EXPECT_GE(process, expected);
   EXPECT_FALSE(probe.tracks_process(static_cast<uint32_t>(worker)));

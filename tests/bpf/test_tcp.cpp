@@ -59,8 +59,8 @@ class Fd {
 };
 
 struct Loopback {
-  int family;     // AF_INET or AF_INET6
-  const char* ip;  // as given to inet_pton
+  int family;              // AF_INET or AF_INET6
+  const char* ip;          // as given to inet_pton
   std::string label_host;  // how the service pair shows it ("127.0.0.1", "[::1]")
 };
 
@@ -196,18 +196,22 @@ size_t client(int family, const sockaddr_storage& ss, socklen_t len, const Excha
 // what it does to the network (dropping packets) touches nothing else. Returns body().
 template <typename F>
 auto in_private_netns(F body) {
-  return std::async(std::launch::async, [body] {
-           if (unshare(CLONE_NEWNET) != 0) {
-             throw std::runtime_error(std::string("unshare(CLONE_NEWNET): ") + strerror(errno));
-           }
-           Fd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-           ifreq ifr{};
-           strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-           if (ioctl(s.get(), SIOCGIFFLAGS, &ifr) != 0) throw std::runtime_error("SIOCGIFFLAGS");
-           ifr.ifr_flags |= IFF_UP;
-           if (ioctl(s.get(), SIOCSIFFLAGS, &ifr) != 0) throw std::runtime_error("SIOCSIFFLAGS");
-           return body();
-         })
+  return std::async(
+             std::launch::async,
+             [body] {
+               if (unshare(CLONE_NEWNET) != 0) {
+                 throw std::runtime_error(std::string("unshare(CLONE_NEWNET): ") + strerror(errno));
+               }
+               Fd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+               ifreq ifr{};
+               strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+               if (ioctl(s.get(), SIOCGIFFLAGS, &ifr) != 0)
+                 throw std::runtime_error("SIOCGIFFLAGS");
+               ifr.ifr_flags |= IFF_UP;
+               if (ioctl(s.get(), SIOCSIFFLAGS, &ifr) != 0)
+                 throw std::runtime_error("SIOCSIFFLAGS");
+               return body();
+             })
       .get();
 }
 
@@ -342,8 +346,8 @@ TEST_F(TcpTest, LoopbackExchangesCountPerServicePair) {
 // and the client's closes from CLOSE_WAIT. The payload counts stay exact.
 TEST_F(TcpTest, ServerClosingFirstKeepsPayloadExact) {
   probe->start(ctx);
-  expect_exact_exchanges(kV4, 10, Exchange{.request = 4321, .reply = 65432,
-                                           .client_half_closes = false});
+  expect_exact_exchanges(kV4, 10,
+                         Exchange{.request = 4321, .reply = 65432, .client_half_closes = false});
 }
 
 // Kernels without BTF tracepoints get the raw_tp flavour of every handler: same numbers.

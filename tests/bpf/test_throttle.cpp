@@ -211,7 +211,7 @@ TEST(Throttle, ReadsAtMostEveryInterval) {
   MetricSet set;
   h.probe.collect(set);
   EXPECT_FALSE(value_of(set, kPeriods, late.name())) << "read before the interval elapsed";
-  EXPECT_FALSE(h.signals.cgroup_throttling);  // no read since the baseline
+  EXPECT_FALSE(h.signals.cgroup_throttling);             // no read since the baseline
   ASSERT_GT(read_cpu_stat_file(late).nr_throttled, 0u);  // though it is being throttled
 
   // Restarting reads at once: the cgroup shows up.

@@ -79,11 +79,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // "METHOD PATH\nACCEPT..." straight into the handler.
   const auto line_end = text.find('\n');
   const std::string_view line = text.substr(0, line_end);
-  const std::string_view accept = line_end == std::string_view::npos ? "" : text.substr(line_end + 1);
+  const std::string_view accept =
+      line_end == std::string_view::npos ? "" : text.substr(line_end + 1);
   const auto space = line.find(' ');
-  const auto reply = server().answer(line.substr(0, space),
-                                     space == std::string_view::npos ? "" : line.substr(space + 1),
-                                     accept);
+  const auto reply = server().answer(
+      line.substr(0, space), space == std::string_view::npos ? "" : line.substr(space + 1), accept);
   if (reply.status != 200 && reply.status != 404 && reply.status != 405) std::abort();
 
   // The whole input as a request. Every reply is a few hundred bytes; even a request per

@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string value = label_value(raw, size % 2 == 0, &invalid);
   if (!valid_utf8(value)) std::abort();
   // A valid label cut anywhere, then trimmed, stays valid (what truncation in the SDK does).
-  if (!valid_utf8(trim_partial_utf8(std::string_view(value).substr(0, size % (value.size() + 1))))) {
+  if (!valid_utf8(
+          trim_partial_utf8(std::string_view(value).substr(0, size % (value.size() + 1))))) {
     std::abort();
   }
   if (!valid_utf8(stage_label(size > 0 ? data[0] % 12 : 0, raw, false, &invalid))) std::abort();

@@ -324,7 +324,7 @@ void bad_mode() {
   tailcause_stage_end(0xBAD2, 42);
   tailcause_stage_begin(0xBAD2, TAILCAUSE_STAGE_OTHER, long_name.c_str());  // name too long
   tailcause_stage_end(0xBAD2, TAILCAUSE_STAGE_TOOL);                        // mismatch
-  tailcause_cache_lookup(0xBAD2, "vectors", 7, 0, 0);                        // bad result
+  tailcause_cache_lookup(0xBAD2, "vectors", 7, 0, 0);                       // bad result
   tailcause_request_end(0xBAD2, 0);
   tailcause_request_begin(0xBAD3, long_tenant.c_str(), "attrib-test", nullptr);  // too long
   tailcause_stage_begin(0xBAD3, TAILCAUSE_STAGE_PROMPT, "prompt");
@@ -341,7 +341,7 @@ void bad_mode() {
   tailcause_request_end(0xBAD8, 1);  // end without begin
   tailcause_request_begin(0xBAD9, "attrib-bad", "attrib-test", nullptr);
   tailcause_request_begin(0xBAD9, "attrib-bad", "attrib-test",
-                           "0123456789abcdef0123456789abcdef01234567");  // twice, over-long id
+                          "0123456789abcdef0123456789abcdef01234567");  // twice, over-long id
   tailcause_request_end(0xBAD9, 0);
   tailcause_layer_end(3, 8);  // without begin
 }

@@ -70,8 +70,8 @@ int main(int argc, char** argv) {
       std::vector<core::BreakerView> open;
       for (const auto& [key, row] : table) {
         if (row.state != core::BreakerState::open) continue;
-        open.push_back({key.first, key.second, row.state, row.consecutive,
-                        row.retry_after_ms * 1'000'000});
+        open.push_back(
+            {key.first, key.second, row.state, row.consecutive, row.retry_after_ms * 1'000'000});
       }
       return core::format_breaker_list(open);
     }

@@ -111,15 +111,22 @@ json component_attrs(const core::StageRecord& s) {
 void expect(const core::RequestTrace& t, json& out) {
   const std::string root = core::derive_span_id(t.trace_id, 0, 0);
   const auto& r = t.request;
-  json req = {{"trace_id", t.trace_id}, {"span_id", root}, {"parent_span_id", ""},
-              {"name", "invoke_agent " + r.id.agent}, {"kind", "SPAN_KIND_SERVER"},
+  json req = {{"trace_id", t.trace_id},
+              {"span_id", root},
+              {"parent_span_id", ""},
+              {"name", "invoke_agent " + r.id.agent},
+              {"kind", "SPAN_KIND_SERVER"},
               {"start_time_unix_nano", std::to_string(r.start_ns + kOffset)},
               {"end_time_unix_nano", std::to_string(r.end_ns + kOffset)},
               {"status_code", "STATUS_CODE_UNSET"},
-              {"attributes", {{"gen_ai.operation.name", "invoke_agent"}, {"gen_ai.agent.name", r.id.agent},
-                              {"tailcause.tenant", r.id.tenant}, {"tailcause.agent", r.id.agent},
-                              {"tailcause.request_id", r.id.request_id}, {"tailcause.pid", r.id.pid},
-                              {"tailcause.glitch", false}}}};
+              {"attributes",
+               {{"gen_ai.operation.name", "invoke_agent"},
+                {"gen_ai.agent.name", r.id.agent},
+                {"tailcause.tenant", r.id.tenant},
+                {"tailcause.agent", r.id.agent},
+                {"tailcause.request_id", r.id.request_id},
+                {"tailcause.pid", r.id.pid},
+                {"tailcause.glitch", false}}}};
   if (r.tokens) req["attributes"]["gen_ai.usage.output_tokens"] = r.tokens;
   out.push_back(req);
   for (size_t i = 0; i < t.stages.size(); ++i) {
@@ -131,13 +138,16 @@ void expect(const core::RequestTrace& t, json& out) {
     a["tailcause.tid"] = s.tid;
     a["tailcause.page_cache_misses"] = s.page_cache_misses;
     a["tailcause.glitch"] = g != nullptr;
-    if (auto op = exporter::gen_ai_operation(s.stage)) a["gen_ai.operation.name"] = std::string(*op);
+    if (auto op = exporter::gen_ai_operation(s.stage))
+      a["gen_ai.operation.name"] = std::string(*op);
     if (g) {
       a["tailcause.glitch.cause"] = g->cause;
       a["tailcause.verdict"] = g->verdict.evidence;
     }
-    json span = {{"trace_id", t.trace_id}, {"span_id", core::derive_span_id(t.trace_id, s.start_ns, s.tid)},
-                 {"parent_span_id", root}, {"name", exporter::stage_span_name(s.stage)},
+    json span = {{"trace_id", t.trace_id},
+                 {"span_id", core::derive_span_id(t.trace_id, s.start_ns, s.tid)},
+                 {"parent_span_id", root},
+                 {"name", exporter::stage_span_name(s.stage)},
                  {"kind", "SPAN_KIND_INTERNAL"},
                  {"start_time_unix_nano", std::to_string(s.start_ns + kOffset)},
                  {"end_time_unix_nano", std::to_string(s.end_ns + kOffset)},
@@ -179,15 +189,19 @@ int main(int argc, char** argv) {
   exporter.stop();
 
   const auto stats = exporter.stats();
-  std::printf("%s\n", json{{"service_name", settings.service_name}, {"spans", spans}}.dump(1).c_str());
+  std::printf("%s\n",
+              json{{"service_name", settings.service_name}, {"spans", spans}}.dump(1).c_str());
   if (stats.exported != total) {
     std::fprintf(stderr, "otlp_send: exported %llu of %zu spans\n",
                  static_cast<unsigned long long>(stats.exported), total);
     for (const auto& [reason, n] : stats.dropped) {
-      if (n) std::fprintf(stderr, "otlp_send: dropped %s: %llu\n", reason.c_str(), static_cast<unsigned long long>(n));
+      if (n)
+        std::fprintf(stderr, "otlp_send: dropped %s: %llu\n", reason.c_str(),
+                     static_cast<unsigned long long>(n));
     }
     for (const auto& [kind, n] : stats.errors) {
-      std::fprintf(stderr, "otlp_send: errors %s: %llu\n", kind.c_str(), static_cast<unsigned long long>(n));
+      std::fprintf(stderr, "otlp_send: errors %s: %llu\n", kind.c_str(),
+                   static_cast<unsigned long long>(n));
     }
     return 1;
   }

@@ -16,8 +16,7 @@ constexpr uint64_t ms = 1'000'000;
 BreakerRequest parse_ok(std::string_view line) {
   auto r = parse_breaker_request(line);
   EXPECT_TRUE(std::holds_alternative<BreakerRequest>(r)) << line;
-  return std::holds_alternative<BreakerRequest>(r) ? std::get<BreakerRequest>(r)
-                                                   : BreakerRequest{};
+  return std::holds_alternative<BreakerRequest>(r) ? std::get<BreakerRequest>(r) : BreakerRequest{};
 }
 
 BreakerError parse_error(std::string_view line) {
@@ -63,15 +62,15 @@ TEST(BreakerProtocol, RejectsBadRequestsWithTheirKind) {
   EXPECT_EQ(parse_error("list all"), BreakerError::arity);
   EXPECT_EQ(parse_error("state acme"), BreakerError::arity);
   EXPECT_EQ(parse_error("state acme rag extra"), BreakerError::arity);
-  for (const char* bad : {"state a%2 b", "state a% b", "state a b%zz", "state %% b",
-                          "state a%g0 b"}) {
+  for (const char* bad :
+       {"state a%2 b", "state a% b", "state a b%zz", "state %% b", "state a%g0 b"}) {
     EXPECT_EQ(parse_error(bad), BreakerError::encoding) << bad;
   }
   EXPECT_EQ(parse_error(std::string("state a\0b c", 11)), BreakerError::encoding);
   EXPECT_EQ(parse_error("state a\tb c"), BreakerError::encoding);
   EXPECT_EQ(parse_error("state a\x7f c"), BreakerError::encoding);
   EXPECT_EQ(parse_error("state \xff b"), BreakerError::not_utf8);
-  EXPECT_EQ(parse_error("state \xc3 b"), BreakerError::not_utf8);   // truncated sequence
+  EXPECT_EQ(parse_error("state \xc3 b"), BreakerError::not_utf8);          // truncated sequence
   EXPECT_EQ(parse_error("state \xed\xa0\x80 b"), BreakerError::not_utf8);  // a surrogate
   // 511 bytes + "\n" is the longest request; one more is too long.
   std::string longest = "state " + std::string(511 - 8, 'x') + " y";
@@ -100,7 +99,7 @@ TEST(BreakerProtocol, EncodingRoundTripsEveryByte) {
   EXPECT_EQ(breaker_percent_encode(""), "%");
   EXPECT_EQ(breaker_percent_encode("a b%c"), "a%20b%25c");
   EXPECT_EQ(breaker_percent_encode("t\xc3\xbc"), "t\xc3\xbc");  // valid UTF-8 stays raw
-  EXPECT_EQ(breaker_percent_encode("\xc3"), "%C3");            // a partial sequence does not
+  EXPECT_EQ(breaker_percent_encode("\xc3"), "%C3");             // a partial sequence does not
   EXPECT_EQ(breaker_percent_encode("\xff\x80x"), "%FF%80x");
   std::mt19937 rng(42);
   for (int i = 0; i < 2000; i++) {
@@ -123,9 +122,9 @@ TEST(BreakerProtocol, RandomGarbageNeverParsesAsSomethingElse) {
     auto r = parse_breaker_request(line);
     if (auto* req = std::get_if<BreakerRequest>(&r)) {
       // Only possible when the bytes happen to spell a command: then it round-trips.
-      EXPECT_EQ(std::get<BreakerRequest>(parse_breaker_request(
-                    std::string_view(format_breaker_request(*req)).substr(
-                        0, format_breaker_request(*req).size() - 1))),
+      EXPECT_EQ(std::get<BreakerRequest>(
+                    parse_breaker_request(std::string_view(format_breaker_request(*req))
+                                              .substr(0, format_breaker_request(*req).size() - 1))),
                 *req);
     }
   }

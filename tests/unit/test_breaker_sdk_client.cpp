@@ -36,7 +36,9 @@ struct TempDir : tailcause::testing::TempDir {
 
 // Points the client at `path` for the scope.
 struct SocketEnv {
-  explicit SocketEnv(const std::string& path) { setenv("TAILCAUSE_BREAKER_SOCKET", path.c_str(), 1); }
+  explicit SocketEnv(const std::string& path) {
+    setenv("TAILCAUSE_BREAKER_SOCKET", path.c_str(), 1);
+  }
   ~SocketEnv() { unsetenv("TAILCAUSE_BREAKER_SOCKET"); }
 };
 
@@ -72,7 +74,8 @@ struct ServerProcess {
       got.append(buf, static_cast<size_t>(n));
     }
     close(out[0]);
-    if (got.find("ready\n") == std::string::npos) ADD_FAILURE() << "breaker_server did not start: " << got;
+    if (got.find("ready\n") == std::string::npos)
+      ADD_FAILURE() << "breaker_server did not start: " << got;
   }
   ~ServerProcess() {
     close(to_child);  // EOF on its stdin: it stops and exits
@@ -138,10 +141,10 @@ struct CannedServer {
 
 TEST(BreakerSdkClient, ReadsStatesFromARealBreakerSocket) {
   TempDir dir;
-  ServerProcess server(dir.socket(), {"acme", "rag", "open", "3", "1500",           //
-                                      "t%20x", "%C3%BC", "closed", "2", "0",       // "t x", "ü"
-                                      "a%25b%01%FF", "%", "open", "9", "17",       // odd bytes
-                                      "huge", "retry", "open", "4", "99999999999"});
+  ServerProcess server(dir.socket(), {"acme",        "rag",    "open",   "3", "1500",  //
+                                      "t%20x",       "%C3%BC", "closed", "2", "0",   // "t x", "ü"
+                                      "a%25b%01%FF", "%",      "open",   "9", "17",  // odd bytes
+                                      "huge",        "retry",  "open",   "4", "99999999999"});
   SocketEnv env(dir.socket());
   uint32_t retry = 77;
   EXPECT_EQ(tailcause_sdk_breaker_state("acme", "rag", &retry), 1);

@@ -143,7 +143,7 @@ TEST_F(BreakerSocketTest, SocketFileIsOwnerOnlyAndAnswers) {
   BreakerSocket s(path, provider);
   s.start();
   umask(old);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(lstat(path.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -265,9 +265,12 @@ TEST_F(BreakerSocketTest, AHundredClientsAtOnce) {
     for (auto& c : conns) {
       c->send_all("ping\n");  // a refused client may already be closed
       const std::string reply = c->line().value_or("<none>");
-      if (reply == "ok pong") pong++;
-      else if (reply.rfind("error busy", 0) == 0) busy++;
-      else ADD_FAILURE() << reply;
+      if (reply == "ok pong")
+        pong++;
+      else if (reply.rfind("error busy", 0) == 0)
+        busy++;
+      else
+        ADD_FAILURE() << reply;
     }
     EXPECT_EQ(pong, 64);
     EXPECT_EQ(busy, 36);
@@ -310,11 +313,11 @@ TEST_F(BreakerSocketTest, AClientThatNeverReadsIsDroppedWithoutStallingOthers) {
     if (!hog.send_all("list\n")) break;  // the server closed it: EPIPE
     // However much the hog has left unread, the server answers the others at once.
     ASSERT_EQ(good.ask("ping\n"), "ok pong") << "after " << sent << " unread list replies";
-    dropped = metric(s, "tailcause_breaker_socket_clients_closed",
-                     {{"reason", "slow_reader"}}) >= 1;
+    dropped =
+        metric(s, "tailcause_breaker_socket_clients_closed", {{"reason", "slow_reader"}}) >= 1;
   }
-  EXPECT_TRUE(wait_metric(s, "tailcause_breaker_socket_clients_closed",
-                          {{"reason", "slow_reader"}}, 1));
+  EXPECT_TRUE(
+      wait_metric(s, "tailcause_breaker_socket_clients_closed", {{"reason", "slow_reader"}}, 1));
   // Dropped for leaving more than 64 KiB unread (plus what the kernel buffers), not before.
   EXPECT_GT(sent * list_bytes, 64u * 1024) << sent << " list requests";
   EXPECT_TRUE(hog.closed_by_server());
@@ -331,7 +334,7 @@ TEST_F(BreakerSocketTest, AStaleSocketFileIsReplaced) {
     ASSERT_EQ(listen(fd, 1), 0);
     close(fd);
   }
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(lstat(path.c_str(), &st), 0);
   ASSERT_TRUE(S_ISSOCK(st.st_mode));
   BreakerSocket s(path, provider);
@@ -417,7 +420,7 @@ TEST_F(BreakerSocketTest, AWorldWritableDirectoryIsRefusedAndLeftAsItIs) {
     EXPECT_NE(std::string(e.what()).find("writable by others"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(shared / "breaker.sock"));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(shared.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 01777u);  // not "repaired" behind its owner's back
   // Group-writable too; an owner-only one serves.

@@ -62,7 +62,7 @@ TEST(BreakerClock, RestartClockReopensTheQuietPeriodAndCloseQuietSettles) {
   EXPECT_EQ(b.retry_after_ns("busy", "rag", 3 * s), 30 * s);
   EXPECT_EQ(b.state("busy", "rag", 33 * s), BreakerState::closed);
   EXPECT_EQ(b.state("old", "rag", 3 * s), BreakerState::closed);  // settled before the restart
-  EXPECT_EQ(b.consecutive_slow("half", "x y%"), 2u);               // counts survive
+  EXPECT_EQ(b.consecutive_slow("half", "x y%"), 2u);              // counts survive
   EXPECT_EQ(b.observe("half", "x y%", 500 * ms, 4 * s), BreakerState::open);
   b.clear();
   EXPECT_EQ(b.keys(), 0u);
@@ -81,7 +81,7 @@ TEST(BreakerStore, SavesAtomicallyOwnerOnlyAndLoadsOnTheSameBoot) {
   const std::string path = (dir.path / "state" / "breaker.state").string();  // dir is created
   CircuitBreaker b = sample_breaker();
   save_breaker_state(b, path, 110 * s, "boot-a");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(st.st_uid, geteuid());
@@ -108,7 +108,7 @@ TEST(BreakerStore, ASaveReplacesTheFileAndItsMode) {
   save_breaker_state(b, path, 110 * s, "boot-a");
   CircuitBreaker empty;
   save_breaker_state(empty, path, 120 * s, "boot-a");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(read_text(path),

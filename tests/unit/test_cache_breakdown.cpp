@@ -58,7 +58,8 @@ TEST(CacheBreakdown, EntersOnceTheWindowHoldsEnoughLookupsWithTheRatio) {
   // Nearest rank of 3 samples: P95 and P99 are both the largest (30 s).
   EXPECT_EQ(g->verdict.evidence,
             "cache rag: 50% of 20 lookups missed or stale in 60 s (miss 35%, stale 15%; "
-            "stale age P95 " + reported(30 * kSecond) + ", P99 " + reported(30 * kSecond) + ")");
+            "stale age P95 " +
+                reported(30 * kSecond) + ", P99 " + reported(30 * kSecond) + ")");
 
   const auto snap = d.snapshot();
   ASSERT_EQ(snap.size(), 1u);
@@ -77,14 +78,16 @@ TEST(CacheBreakdown, EntersOnceTheWindowHoldsEnoughLookupsWithTheRatio) {
 TEST(CacheBreakdown, ACacheWarmingUpIsNoBreakdown) {
   CacheBreakdownDetector d(CacheBreakdownSettings{60, 20, 0.5, 60});
   // A fresh cache misses everything for its first minute: no verdict.
-  for (int i = 0; i < 59; ++i) EXPECT_FALSE(d.observe(lookup("t", "rag", kMiss, (i + 1) * kSecond)));
+  for (int i = 0; i < 59; ++i)
+    EXPECT_FALSE(d.observe(lookup("t", "rag", kMiss, (i + 1) * kSecond)));
   // Still missing once warm: a breakdown.
   EXPECT_TRUE(d.observe(lookup("t", "rag", kMiss, 61 * kSecond)));
 }
 
 TEST(CacheBreakdown, TooFewLookupsAreNoVerdict) {
   CacheBreakdownDetector d(defaults());
-  for (int i = 0; i < 19; ++i) EXPECT_FALSE(d.observe(lookup("t", "rag", kMiss, (i + 1) * kSecond)));
+  for (int i = 0; i < 19; ++i)
+    EXPECT_FALSE(d.observe(lookup("t", "rag", kMiss, (i + 1) * kSecond)));
   EXPECT_FALSE(d.snapshot()[0].in_breakdown);
   EXPECT_DOUBLE_EQ(d.snapshot()[0].ratio, 1.0);
   EXPECT_TRUE(d.observe(lookup("t", "rag", kMiss, 20 * kSecond)));
@@ -95,7 +98,8 @@ TEST(CacheBreakdown, ReportsAgainOnlyAfterLeavingBelowTheHysteresisRatio) {
   uint64_t t = kSecond;
   int glitches = 0;
   auto feed = [&](int result, int n) {
-    for (int i = 0; i < n; ++i) glitches += d.observe(lookup("t", "rag", result, t += 1000)).has_value();
+    for (int i = 0; i < n; ++i)
+      glitches += d.observe(lookup("t", "rag", result, t += 1000)).has_value();
   };
   feed(kMiss, 20);
   EXPECT_EQ(glitches, 1);
@@ -131,7 +135,8 @@ TEST(CacheBreakdown, TheWindowSlidesInSixthsAndAnEmptyWindowEndsTheBreakdown) {
   EXPECT_FALSE(empty.in_breakdown);
   // A new burst after the window emptied is a new breakdown.
   int glitches = 0;
-  for (int i = 0; i < 20; ++i) glitches += d.observe(lookup("t", "rag", kMiss, 200 * kSecond + i)).has_value();
+  for (int i = 0; i < 20; ++i)
+    glitches += d.observe(lookup("t", "rag", kMiss, 200 * kSecond + i)).has_value();
   EXPECT_EQ(glitches, 1);
   EXPECT_EQ(d.snapshot()[0].breakdowns, 2u);
   EXPECT_EQ(d.snapshot()[0].lookups, 20u);

@@ -35,12 +35,12 @@ std::string listen_error(const std::string& text) {
 }
 
 // Asserts the message starts with "SOURCE:LINE: KEY:" and mentions `what`.
-#define EXPECT_CONFIG_ERROR(yaml, line, key, what)                                                \
-  do {                                                                                            \
-    const std::string msg = error_of(yaml);                                                       \
+#define EXPECT_CONFIG_ERROR(yaml, line, key, what)                                               \
+  do {                                                                                           \
+    const std::string msg = error_of(yaml);                                                      \
     const std::string prefix = "/etc/tailcause.yaml:" + std::to_string(line) + ": " + key + ":"; \
-    EXPECT_EQ(msg.rfind(prefix, 0), 0u) << "expected prefix '" << prefix << "' in: " << msg;      \
-    EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;      \
+    EXPECT_EQ(msg.rfind(prefix, 0), 0u) << "expected prefix '" << prefix << "' in: " << msg;     \
+    EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;     \
   } while (0)
 
 }  // namespace

@@ -56,18 +56,24 @@ TEST(ConfigHardening, MillisecondSettingsAreReadAndRangeChecked) {
   };
   for (const auto& [dotted, get] : cases) {
     const auto dot = dotted.find('.');
-    const std::string yaml_prefix =
-        dotted.substr(0, dot) + ":\n  " + dotted.substr(dot + 1) + ": ";
+    const std::string yaml_prefix = dotted.substr(0, dot) + ":\n  " + dotted.substr(dot + 1) + ": ";
     EXPECT_EQ(get(parse_config(yaml_prefix + "7\n", "f")), 7u) << dotted;
     EXPECT_EQ(get(parse_config(yaml_prefix + "3600000\n", "f")), 3600000u) << dotted;
     for (const char* bad : {"0", "-1", "3600001", "99999999999999999999", "1.5", "ms"}) {
       const std::string msg = error_of(yaml_prefix + bad + "\n");
-      EXPECT_EQ(msg.rfind("/etc/tailcause.yaml:2: " + dotted + ": expected an integer from 1 to "
-                          "3600000", 0), 0u) << msg;
+      EXPECT_EQ(msg.rfind("/etc/tailcause.yaml:2: " + dotted +
+                              ": expected an integer from 1 to "
+                              "3600000",
+                          0),
+                0u)
+          << msg;
     }
   }
-  EXPECT_EQ(parse_config("glitch:\n  stage_slos_ms:\n    tool: 9\n", "f").glitch.stage_slos_ms.at("tool"), 9u);
-  EXPECT_TRUE(contains(error_of("glitch:\n  stage_slos_ms:\n    tool: 0\n"), "glitch.stage_slos_ms.tool"));
+  EXPECT_EQ(
+      parse_config("glitch:\n  stage_slos_ms:\n    tool: 9\n", "f").glitch.stage_slos_ms.at("tool"),
+      9u);
+  EXPECT_TRUE(
+      contains(error_of("glitch:\n  stage_slos_ms:\n    tool: 0\n"), "glitch.stage_slos_ms.tool"));
 }
 
 // yaml-cpp 0.7's LoadAll() produced empty documents forever from a stray ',' (1.9 GB in 6 s).
@@ -113,7 +119,8 @@ TEST(ConfigHardening, TheFileMustBeARegularFileOfBoundedSize) {
   std::filesystem::remove(path);
   std::filesystem::create_directory(path);
   std::string msg = file_error_of(path);
-  EXPECT_EQ(msg.rfind(path + ": cannot read the configuration file: it is a directory", 0), 0u) << msg;
+  EXPECT_EQ(msg.rfind(path + ": cannot read the configuration file: it is a directory", 0), 0u)
+      << msg;
   std::filesystem::remove(path);
 
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);  // would block a plain open() for ever

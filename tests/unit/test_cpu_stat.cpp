@@ -67,7 +67,7 @@ TEST(CpuStat, GarbageLinesAreSkipped) {
       "= = =\n"
       "throttled_usec 12x\n"  // trailing junk in the number
       "throttled_usec 8\n"
-      "\tusage_usec\t\t9\t\n"   // tabs around fields are fine
+      "\tusage_usec\t\t9\t\n"  // tabs around fields are fine
       "nr_bursts -\n");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->nr_periods, 10u);
@@ -106,9 +106,9 @@ TEST(CpuMax, UnlimitedAndLimited) {
 
 TEST(CpuMax, Malformed) {
   EXPECT_FALSE(parse_cpu_max(""));
-  EXPECT_FALSE(parse_cpu_max("max"));            // the kernel always prints the period
+  EXPECT_FALSE(parse_cpu_max("max"));  // the kernel always prints the period
   EXPECT_FALSE(parse_cpu_max("max max"));
-  EXPECT_FALSE(parse_cpu_max("10000 0"));        // a zero period cannot be
+  EXPECT_FALSE(parse_cpu_max("10000 0"));  // a zero period cannot be
   EXPECT_FALSE(parse_cpu_max("-1 100000"));
   EXPECT_FALSE(parse_cpu_max("10000 100000 5"));
   EXPECT_FALSE(parse_cpu_max("10k 100000"));
@@ -142,8 +142,8 @@ TEST(CpuShares, ConvertLikeTheKernelReadsCpuWeight) {
   EXPECT_EQ(weight_from_shares(1024), 100u);  // both defaults agree
   EXPECT_EQ(weight_from_shares(512), 50u);
   EXPECT_EQ(weight_from_shares(2048), 200u);
-  EXPECT_EQ(weight_from_shares(100), 10u);    // 9.77 rounds to nearest
-  EXPECT_EQ(weight_from_shares(2), 1u);       // v1 minimum clamps to the v2 minimum
+  EXPECT_EQ(weight_from_shares(100), 10u);        // 9.77 rounds to nearest
+  EXPECT_EQ(weight_from_shares(2), 1u);           // v1 minimum clamps to the v2 minimum
   EXPECT_EQ(weight_from_shares(262144), 10000u);  // v1 maximum clamps to the v2 maximum
   EXPECT_EQ(weight_from_shares(0), 1u);
   EXPECT_EQ(parse_cpu_shares_as_weight("1024\n"), 100u);

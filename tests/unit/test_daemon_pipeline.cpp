@@ -69,7 +69,7 @@ TEST(DaemonPipeline, StopFlushesEveryPendingGlitchToTheJournal) {
   testing::TempDir dir;
   GlitchPipeline p(config_in(dir), PipelineOptions{});
   for (uint64_t i = 1; i <= 5; ++i) p.observe(stage("ta", i, 300));  // over the 200 ms SLO
-  p.observe(stage("tb", 9, 20));                                      // well within it
+  p.observe(stage("tb", 9, 20));                                     // well within it
   EXPECT_EQ(p.glitches(), 5u);
   p.stop();
 
@@ -93,7 +93,8 @@ TEST(DaemonPipeline, JournalThreadWritesWhileRunning) {
   p.observe(stage("ta", 1, 400));
   // The thread writes about once a second; allow it many rounds rather than timing one.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (metric(p, "tailcause_journal_glitches_written") < 1 && std::chrono::steady_clock::now() < deadline) {
+  while (metric(p, "tailcause_journal_glitches_written") < 1 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(metric(p, "tailcause_journal_glitches_written"), 1) << "the journal thread never wrote";
@@ -135,7 +136,8 @@ TEST(DaemonPipeline, BreakerStateIsSavedAndRestoredByTheNextPipeline) {
   }
   ASSERT_TRUE(std::filesystem::exists(dir.file("breaker.state")));
   GlitchPipeline next(config_in(dir, false, true), PipelineOptions{});
-  EXPECT_EQ(metric(next, "tailcause_circuit_breaker_open", {{"tenant", "ta"}, {"agent", "rag"}}), 1);
+  EXPECT_EQ(metric(next, "tailcause_circuit_breaker_open", {{"tenant", "ta"}, {"agent", "rag"}}),
+            1);
   next.stop();
 }
 

@@ -84,7 +84,8 @@ TEST(DaemonReload, ABadConfigurationIsRejectedAndTheRunningOneKept) {
   f.write(yaml(f.port, "top_k: 9\nglitch: {frobnicate: 1}\n"));
   const ReloadResult r = d->reload();
   EXPECT_FALSE(r.applied);
-  EXPECT_NE(r.error.find("config.yaml:6: glitch.frobnicate: unknown key"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("config.yaml:6: glitch.frobnicate: unknown key"), std::string::npos)
+      << r.error;
   EXPECT_EQ(d->config().top_k, 7u);
 
   std::filesystem::remove(f.options.config_path);
@@ -161,7 +162,8 @@ TEST(DaemonRun, ServesReloadsOnRequestAndStops) {
   auto res = client.Get("/metrics");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  EXPECT_NE(res->body.find("tailcause_probe_attached{probe=\"sched\"} 0"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("tailcause_probe_attached{probe=\"sched\"} 0"), std::string::npos)
+      << res->body;
 
   f.write(yaml(f.port, "top_k: 21\n"));
   d->request_reload();

@@ -55,17 +55,19 @@ AnalyzerSummary quota_summary() {
   gen.component_ns[static_cast<size_t>(Component::on_cpu)] = 100 * kMs;
   s.stages = {gen, emb};
   // Slowest first, as the analyzer keeps them: a slow request explained by its stage.
-  s.top_glitches = {glitch("ta", "request", "cpu_throttled", 1500, "request 1.5 s: generation 1.2 s, 60% cpu_throttled"),
-                    glitch("ta", "generation", "cpu_throttled", 1200, "generation 1.2 s, 60% cpu_throttled"),
-                    glitch("ta", "tool", "network", 300, "tool 300 ms, 95% network: peer 127.0.0.1:7070")};
+  s.top_glitches = {
+      glitch("ta", "request", "cpu_throttled", 1500,
+             "request 1.5 s: generation 1.2 s, 60% cpu_throttled"),
+      glitch("ta", "generation", "cpu_throttled", 1200, "generation 1.2 s, 60% cpu_throttled"),
+      glitch("ta", "tool", "network", 300, "tool 300 ms, 95% network: peer 127.0.0.1:7070")};
   s.glitches = 15;
   return s;
 }
 
 void add_glitch_counts(MetricSet& m, uint64_t scale) {
   auto add = [&](const std::string& stage, const std::string& cause, uint64_t n) {
-    m.add("tailcause_glitches", MetricType::Counter, "", {{"tenant", "ta"}, {"stage", stage}, {"cause", cause}},
-          static_cast<double>(n * scale));
+    m.add("tailcause_glitches", MetricType::Counter, "",
+          {{"tenant", "ta"}, {"stage", stage}, {"cause", cause}}, static_cast<double>(n * scale));
   };
   add("generation", "cpu_throttled", 10);
   add("tool", "network", 2);
@@ -115,9 +117,10 @@ TEST(Diagnosis, VerdictFromGlitchCounterDeltas) {
   ASSERT_TRUE(v.example);
   EXPECT_EQ(v.example->stage, "generation");  // the stage's own glitch before a slow request
   const std::string headline = diagnosis_headline(d);
-  EXPECT_NE(headline.find("tenant ta glitched most: 20 of its 24 glitches were in generation with cause "
-                          "cpu_throttled"),
-            std::string::npos)
+  EXPECT_NE(
+      headline.find("tenant ta glitched most: 20 of its 24 glitches were in generation with cause "
+                    "cpu_throttled"),
+      std::string::npos)
       << headline;
   EXPECT_NE(headline.find("; why: generation 1.2 s, 60% cpu_throttled"), std::string::npos)
       << headline;
@@ -125,9 +128,11 @@ TEST(Diagnosis, VerdictFromGlitchCounterDeltas) {
 
 TEST(Diagnosis, ExamplePrefersDetailedEvidence) {
   AnalyzerSummary s = quota_summary();
-  s.top_glitches.insert(s.top_glitches.begin() + 1,
-                        glitch("ta", "generation", "cpu_throttled", 1300, "generation 1.3 s, 60% cpu_throttled"));
-  s.top_glitches[2].verdict.evidence = "generation 1.2 s, 60% cpu_throttled: cgroup /ta throttled in 9 of 10 periods";
+  s.top_glitches.insert(
+      s.top_glitches.begin() + 1,
+      glitch("ta", "generation", "cpu_throttled", 1300, "generation 1.3 s, 60% cpu_throttled"));
+  s.top_glitches[2].verdict.evidence =
+      "generation 1.2 s, 60% cpu_throttled: cgroup /ta throttled in 9 of 10 periods";
   MetricSet before, after;
   add_glitch_counts(after, 1);
   const auto d = build_diagnosis(s, before, after, 10.0);
@@ -199,7 +204,8 @@ TEST(Diagnosis, ThrottledCgroupsFromDeltas) {
   ASSERT_TRUE(d.throttled[0].quota_cpus);
   EXPECT_DOUBLE_EQ(*d.throttled[0].quota_cpus, 0.1);
   const std::string text = render_diagnosis_text(d);
-  EXPECT_NE(text.find("/agents/ta  2.5 s      41 of 50           0.1 CPU"), std::string::npos) << text;
+  EXPECT_NE(text.find("/agents/ta  2.5 s      41 of 50           0.1 CPU"), std::string::npos)
+      << text;
 }
 
 TEST(Diagnosis, NoisyNeighboursSkipSelfAndQuietPairs) {
@@ -207,7 +213,8 @@ TEST(Diagnosis, NoisyNeighboursSkipSelfAndQuietPairs) {
   auto pair = [](const std::string& victim, const std::string& by) {
     return Labels{{"cgroup", victim}, {"by_cgroup", by}};
   };
-  after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/ta", "/_hog-ta"), 4.0);
+  after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/ta", "/_hog-ta"),
+            4.0);
   after.add("tailcause_cgroup_preemptions", MetricType::Counter, "", pair("/ta", "/_hog-ta"), 400);
   after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/ta", "/ta"), 9.0);
   after.add("tailcause_cgroup_preempted_seconds", MetricType::Counter, "", pair("/tb", "/ta"), 0.5);
@@ -269,9 +276,9 @@ TEST(Diagnosis, JsonShape) {
   MetricSet before, after;
   add_glitch_counts(after, 1);
   const auto j = diagnosis_json(build_diagnosis(quota_summary(), before, after, 10.0));
-  for (const char* key : {"duration_seconds", "requests", "glitches", "breaker_trips", "headline", "tenants",
-                          "stages", "glitch_causes", "top_glitches", "caches", "throttled_cgroups",
-                          "noisy_neighbours", "slowest_tcp_peers"})
+  for (const char* key : {"duration_seconds", "requests", "glitches", "breaker_trips", "headline",
+                          "tenants", "stages", "glitch_causes", "top_glitches", "caches",
+                          "throttled_cgroups", "noisy_neighbours", "slowest_tcp_peers"})
     EXPECT_TRUE(j.contains(key)) << key;
   ASSERT_EQ(j["tenants"].size(), 2u);
   EXPECT_EQ(j["tenants"][0]["tenant"], "ta");
@@ -291,7 +298,8 @@ TEST(Diagnosis, JsonShape) {
 TEST(Diagnosis, TextTablesInOrder) {
   MetricSet before, after;
   add_glitch_counts(after, 1);
-  const std::string text = render_diagnosis_text(build_diagnosis(quota_summary(), before, after, 10.0));
+  const std::string text =
+      render_diagnosis_text(build_diagnosis(quota_summary(), before, after, 10.0));
   const size_t tenants = text.find("\nTenants\n"), stages = text.find("\nStages\n"),
                why = text.find("\nWhy tenants glitched\n"), top = text.find("\nTop glitches\n");
   ASSERT_NE(tenants, std::string::npos) << text;
@@ -301,7 +309,8 @@ TEST(Diagnosis, TextTablesInOrder) {
   EXPECT_NE(text.find("TENANT  QPS   CACHE BREAKDOWN  EMBEDDING P99"), std::string::npos) << text;
   EXPECT_NE(text.find("ta      10.0  40%              9 ms"), std::string::npos) << text;
   EXPECT_NE(text.find("cpu_throttled 90%"), std::string::npos) << text;
-  EXPECT_NE(text.find("      tool 300 ms, 95% network: peer 127.0.0.1:7070\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("      tool 300 ms, 95% network: peer 127.0.0.1:7070\n"), std::string::npos)
+      << text;
 }
 
 }  // namespace

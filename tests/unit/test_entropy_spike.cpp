@@ -171,18 +171,20 @@ TEST(EntropySpike, AnotherThreadsStallAfterAnOutputCountsAsTheSameProcess) {
 TEST(EntropySpike, TheNearestAnomalyIsNamedAndTheThreadsWinsATie) {
   EntropySpikeDetector d(defaults());
   auto rs = series({1, 1, 1, 2, 2, 2}, 60 * kMs);
-  rs[3].thread_anomaly = anomaly("runqueue", 97 * kMs, 2 * kMs);      // 3 ms before 100 ms
-  rs[3].process_anomaly = anomaly("block_io", 99 * kMs, 6 * kMs);     // 1 ms before
+  rs[3].thread_anomaly = anomaly("runqueue", 97 * kMs, 2 * kMs);   // 3 ms before 100 ms
+  rs[3].process_anomaly = anomaly("block_io", 99 * kMs, 6 * kMs);  // 1 ms before
   auto f = feed(d, rs);
-  EXPECT_NE(f.glitches.at(0).verdict.evidence.find("block_io stall 6 ms in the same process 1 ms before"),
-            std::string::npos)
+  EXPECT_NE(
+      f.glitches.at(0).verdict.evidence.find("block_io stall 6 ms in the same process 1 ms before"),
+      std::string::npos)
       << f.glitches[0].verdict.evidence;
 
   EntropySpikeDetector tie(defaults());
-  rs[3].process_anomaly = anomaly("block_io", 103 * kMs, 6 * kMs);    // 3 ms after 100 ms
+  rs[3].process_anomaly = anomaly("block_io", 103 * kMs, 6 * kMs);  // 3 ms after 100 ms
   f = feed(tie, rs);
-  EXPECT_NE(f.glitches.at(0).verdict.evidence.find("runqueue stall 2 ms on the same thread 3 ms before"),
-            std::string::npos)
+  EXPECT_NE(
+      f.glitches.at(0).verdict.evidence.find("runqueue stall 2 ms on the same thread 3 ms before"),
+      std::string::npos)
       << f.glitches[0].verdict.evidence;
 }
 

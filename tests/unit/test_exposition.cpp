@@ -163,9 +163,8 @@ MetricSet realistic_set() {
             "CFS periods in which the cgroup was throttled.", {{"cgroup", cgroups[i]}}, 3 * v);
     set.add("tailcause_page_cache_misses", MetricType::Counter,
             "Page-cache misses that went to the block layer.", {{"cgroup", cgroups[i]}}, 7 * v);
-    set.add_histogram("tailcause_runqueue_latency_seconds",
-                      "Time runnable tasks waited for a CPU.", {{"cgroup", cgroups[i]}},
-                      latency_histogram());
+    set.add_histogram("tailcause_runqueue_latency_seconds", "Time runnable tasks waited for a CPU.",
+                      {{"cgroup", cgroups[i]}}, latency_histogram());
   }
   set.add("tailcause_read_bytes", MetricType::Counter, "Bytes read from \"block\" devices.",
           {{"device", "nvme0n1"}, {"op", "read"}}, 1.5e9, "bytes");
@@ -181,8 +180,8 @@ MetricSet realistic_set() {
   runq.count = 11;
   runq.sum = 14;
   // Added with add_histogram's default unit ("seconds") although the name has none.
-  set.add_histogram("tailcause_runqueue_length", "Runnable tasks per CPU, sampled.",
-                    {{"cpu", "0"}}, runq);
+  set.add_histogram("tailcause_runqueue_length", "Runnable tasks per CPU, sampled.", {{"cpu", "0"}},
+                    runq);
   set.add("tailcause_events_lost", MetricType::Counter, "Events dropped.", {{"source", "sched"}},
           0);
   set.family("tailcause_unused_family", MetricType::Gauge, "Never filled.");
@@ -220,8 +219,7 @@ TEST(Exposition, UnitLineOnlyWhenTheNameEndsWithTheUnit) {
   MetricSet set;
   set.add_histogram("tailcause_runqueue_length", "Runnable tasks.", {}, latency_histogram());
   set.add("tailcause_rss_bytes", MetricType::Gauge, "RSS.", {}, 1, "bytes");
-  set.add("tailcause_bytes_total_weird", MetricType::Gauge, "Unit not at the end.", {}, 1,
-          "bytes");
+  set.add("tailcause_bytes_total_weird", MetricType::Gauge, "Unit not at the end.", {}, 1, "bytes");
   const std::string om = render(set, Format::OpenMetrics);
   EXPECT_EQ(om.find("# UNIT tailcause_runqueue_length"), std::string::npos) << om;
   EXPECT_EQ(om.find("# UNIT tailcause_bytes_total_weird"), std::string::npos) << om;

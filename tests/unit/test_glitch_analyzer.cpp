@@ -244,7 +244,8 @@ TEST(GlitchAnalyzer, SummaryKeepsTheSlowestFewOfEachCauseSoFastCausesKeepExample
   s.cache.warmup_s = 0;
   GlitchAnalyzer a(s);
   uint64_t t = 1'000 * ms;
-  for (uint64_t i = 1; i <= 10; i++, t += 10 * ms) feed(a, stage("ta", i, "tool", t, 300 * ms + i * ms));
+  for (uint64_t i = 1; i <= 10; i++, t += 10 * ms)
+    feed(a, stage("ta", i, "tool", t, 300 * ms + i * ms));
   CacheRecord c;
   c.id = id("tb", 1);
   c.cache = "rag";

@@ -71,9 +71,9 @@ TEST(BreakerPersistence, RejectsMalformedInputAndKeepsItsState) {
   CircuitBreaker b;
   for (uint64_t t = 1; t <= 3; t++) b.observe("t", "a", 500 * ms, t);
   std::string before = b.serialize();
-  for (const char* bad : {"", "garbage", "trips x\n", "trips 1\nv1 t a 2 0 0\n",
-                          "trips 1\nv1 t a 1 0\n", "trips 1\nv1 t%4 a 1 0 0\n",
-                          "trips 1\nv2 t a 1 0 0\n"}) {
+  for (const char* bad :
+       {"", "garbage", "trips x\n", "trips 1\nv1 t a 2 0 0\n", "trips 1\nv1 t a 1 0\n",
+        "trips 1\nv1 t%4 a 1 0 0\n", "trips 1\nv2 t a 1 0 0\n"}) {
     EXPECT_FALSE(b.deserialize(bad)) << bad;
     EXPECT_EQ(b.serialize(), before);
   }

@@ -21,8 +21,10 @@ class ScopedTimeZone {
     ::tzset();
   }
   ~ScopedTimeZone() {
-    if (old_) ::setenv("TZ", old_->c_str(), 1);
-    else ::unsetenv("TZ");
+    if (old_)
+      ::setenv("TZ", old_->c_str(), 1);
+    else
+      ::unsetenv("TZ");
     ::tzset();
   }
 
@@ -108,7 +110,8 @@ TEST(GlitchListing, JsonListsEveryComponentByName) {
     const char* name = tailcause::core::component_name(c);
     SCOPED_TRACE(name);
     ASSERT_TRUE(components.contains(name));
-    EXPECT_DOUBLE_EQ(components[name].get<double>(), 0.5 + static_cast<double>(tailcause::core::index_of(c)));
+    EXPECT_DOUBLE_EQ(components[name].get<double>(),
+                     0.5 + static_cast<double>(tailcause::core::index_of(c)));
   }
 }
 

@@ -13,7 +13,8 @@ namespace {
 
 uint64_t exact(std::vector<uint64_t> v, double q) {
   std::sort(v.begin(), v.end());
-  auto rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))));
+  auto rank =
+      std::max<size_t>(1, static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))));
   return v[rank - 1];
 }
 
@@ -59,9 +60,9 @@ TEST(QuantileAccuracy, MatchesExactQuantilesOnRandomData) {
 }
 
 TEST(QuantileWindow, OldIntervalsLeaveTheWindow) {
-  StreamingQuantile sq(1'000, 4);  // window: 4 intervals of 1 us
-  for (int i = 0; i < 100; i++) sq.add(500, 1'000'000);   // interval 0: slow
-  for (int i = 0; i < 100; i++) sq.add(2'500, 1'000);     // interval 2: fast
+  StreamingQuantile sq(1'000, 4);                        // window: 4 intervals of 1 us
+  for (int i = 0; i < 100; i++) sq.add(500, 1'000'000);  // interval 0: slow
+  for (int i = 0; i < 100; i++) sq.add(2'500, 1'000);    // interval 2: fast
   EXPECT_EQ(sq.count(3'999), 200u);
   EXPECT_NEAR(double(sq.quantile(3'999, 0.99)), 1e6, 1e6 / 32);
   // At 4 us interval 0 has left the window; only the fast samples remain.

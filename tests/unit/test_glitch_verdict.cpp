@@ -60,7 +60,8 @@ TEST(VerdictProfile, LearnsMeanFractionsAndWall) {
 TEST(VerdictFaults, CpuThrottling) {
   ComponentProfile p = normal_profile("generation", 500);
   // 1.42 s: the normal 500 ms of work stretched by 895 ms of throttling (63%).
-  auto r = record("generation", {{Component::on_cpu, 430 * ms}, {Component::runqueue, 45 * ms},
+  auto r = record("generation", {{Component::on_cpu, 430 * ms},
+                                 {Component::runqueue, 45 * ms},
                                  {Component::cpu_throttled, 895 * ms},
                                  {Component::network, 50 * ms}});
   EvidenceHints hints;
@@ -83,8 +84,10 @@ TEST(VerdictFaults, CpuThrottling) {
 
 TEST(VerdictFaults, PageCacheMissesInRetrieval) {
   ComponentProfile p = normal_profile("retrieval", 100);
-  auto r = record("retrieval", {{Component::on_cpu, 90 * ms}, {Component::block_io, 340 * ms},
-                                {Component::runqueue, 20 * ms}, {Component::network, 30 * ms}});
+  auto r = record("retrieval", {{Component::on_cpu, 90 * ms},
+                                {Component::block_io, 340 * ms},
+                                {Component::runqueue, 20 * ms},
+                                {Component::network, 30 * ms}});
   r.page_cache_misses = 1240;
   Verdict v = explain(r, &p);
   ASSERT_EQ(v.culprits.size(), 1u);
@@ -127,9 +130,11 @@ TEST(VerdictFaults, SlowNetworkPeerMeasuredByTheKernel) {
 TEST(VerdictFaults, NoisyNeighbourPreemptionNamesTwoComponents) {
   ComponentProfile p = normal_profile("generation", 200);
   // Runqueue wait and throttling both grew well beyond normal.
-  auto r = record("generation", {{Component::on_cpu, 120 * ms}, {Component::runqueue, 500 * ms},
+  auto r = record("generation", {{Component::on_cpu, 120 * ms},
+                                 {Component::runqueue, 500 * ms},
                                  {Component::cpu_throttled, 300 * ms},
-                                 {Component::block_io, 20 * ms}, {Component::network, 30 * ms},
+                                 {Component::block_io, 20 * ms},
+                                 {Component::network, 30 * ms},
                                  {Component::unattributed, 10 * ms}});
   EvidenceHints hints;
   hints.preempting_cgroup = "/batch/train";
@@ -145,8 +150,10 @@ TEST(VerdictFaults, NormalShareOfALargeComponentIsNotBlamed) {
   // on_cpu is 60% normally; a stage slowed by lock contention keeps its normal CPU time, so
   // the lock, not the (still largest) on_cpu, explains the excess.
   ComponentProfile p = normal_profile("generation", 500);
-  auto r = record("generation", {{Component::on_cpu, 300 * ms}, {Component::lock, 250 * ms},
-                                 {Component::runqueue, 50 * ms}, {Component::block_io, 50 * ms},
+  auto r = record("generation", {{Component::on_cpu, 300 * ms},
+                                 {Component::lock, 250 * ms},
+                                 {Component::runqueue, 50 * ms},
+                                 {Component::block_io, 50 * ms},
                                  {Component::network, 75 * ms}});
   ASSERT_EQ(r.largest(), Component::on_cpu);
   EvidenceHints hints;

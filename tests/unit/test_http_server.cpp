@@ -101,16 +101,18 @@ TEST_F(HttpServerTest, ServesMetricsHealthAndIndex) {
   EXPECT_EQ(status_of(round_trip(port, get_request("/healthz"))), 200);
   EXPECT_EQ(status_of(round_trip(port, get_request("/"))), 200);
   EXPECT_EQ(status_of(round_trip(port, get_request("/nope"))), 404);
-  const std::string head = round_trip(port, "HEAD /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  const std::string head =
+      round_trip(port, "HEAD /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_of(head), 200);
   EXPECT_EQ(head.find("tailcause_test_value"), std::string::npos);  // headers only
 }
 
 TEST_F(HttpServerTest, EveryOtherMethodIs405WithAllow) {
   for (const char* method : {"OPTIONS", "TRACE", "PUT", "POST", "DELETE", "PATCH", "BREW"}) {
-    const std::string reply = round_trip(
-        port, std::string(method) + " /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-                                    "Connection: close\r\n\r\nabc");
+    const std::string reply =
+        round_trip(port, std::string(method) +
+                             " /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+                             "Connection: close\r\n\r\nabc");
     EXPECT_EQ(status_of(reply), 405) << method << ": " << reply.substr(0, 200);
     EXPECT_NE(reply.find("Allow: GET, HEAD"), std::string::npos) << method;
   }
@@ -146,9 +148,9 @@ TEST_F(HttpServerTest, PipelinedRequestsAreEachAnswered) {
 // that belongs to another request.
 TEST_F(HttpServerTest, ARefusedRequestInAPipelineClosesCleanly) {
   const std::string keep = "Host: t\r\n\r\n";
-  const std::string reply =
-      round_trip(port, "GET /healthz HTTP/1.1\r\n" + keep + "PUT / HTTP/1.1\r\nContent-Length: 5\r\n" +
-                           keep + "hello" + get_request("/"));
+  const std::string reply = round_trip(port, "GET /healthz HTTP/1.1\r\n" + keep +
+                                                 "PUT / HTTP/1.1\r\nContent-Length: 5\r\n" + keep +
+                                                 "hello" + get_request("/"));
   EXPECT_EQ(count(reply, "HTTP/1.1 "), 2u) << reply.substr(0, 400);
   EXPECT_EQ(reply.rfind("HTTP/1.1 405"), reply.rfind("HTTP/1.1 ")) << reply.substr(0, 400);
   EXPECT_NE(reply.find("Connection: close", reply.rfind("HTTP/1.1 405")), std::string::npos);

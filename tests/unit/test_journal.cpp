@@ -121,14 +121,17 @@ TEST(Journal, EveryComponentHasItsOwnColumn) {
     row.components = {};
     row.components[c] = 0.25;
     j.append({row});
-    EXPECT_EQ(raw_text(dir.file(), fmt::format("SELECT {} FROM glitches WHERE stage = '{}'", column, column).c_str()),
-              "0.25");
+    EXPECT_EQ(
+        raw_text(dir.file(),
+                 fmt::format("SELECT {} FROM glitches WHERE stage = '{}'", column, column).c_str()),
+        "0.25");
     JournalFilter f;
     f.stage = column;
     const auto rows = j.query(f);
     ASSERT_EQ(rows.size(), 1u);
     for (Component other : tailcause::core::kAllComponents)
-      EXPECT_EQ(rows[0].components[other], other == c ? 0.25 : 0.0) << tailcause::core::component_name(other);
+      EXPECT_EQ(rows[0].components[other], other == c ? 0.25 : 0.0)
+          << tailcause::core::component_name(other);
   }
 }
 
@@ -335,7 +338,8 @@ TEST(Journal, SurvivesKill9MidAppend) {
         for (int64_t b = next_batch;; ++b) {
           std::vector<GlitchRow> rows;
           for (int i = 0; i < kRowsPerBatch; ++i) {
-            rows.push_back(make_row(kNow + b * kSecond + i, "t", "s", fmt::format("b{}-r{}", b, i)));
+            rows.push_back(
+                make_row(kNow + b * kSecond + i, "t", "s", fmt::format("b{}-r{}", b, i)));
             rows.back().evidence = std::string(300, 'v');
           }
           if (j.append(rows) != b) _exit(3);  // batch ids must follow the committed ones

@@ -22,7 +22,8 @@ constexpr int64_t kOffset = 1'700'000'000'000'000'000;
 const std::string kTraceId = "4bf92f3577b34da6a3ce929d0e0e4736";
 
 using Value = std::variant<std::string, bool, int64_t, double>;
-std::map<std::string, Value> attrs(const google::protobuf::RepeatedPtrField<pb::common::v1::KeyValue>& kvs) {
+std::map<std::string, Value> attrs(
+    const google::protobuf::RepeatedPtrField<pb::common::v1::KeyValue>& kvs) {
   std::map<std::string, Value> out;
   for (const auto& kv : kvs) {
     const auto& v = kv.value();
@@ -79,7 +80,8 @@ core::RequestTrace sample_trace() {
   gen.component_ns[size_t(Component::on_cpu)] = 150 * ms;
   gen.component_ns[size_t(Component::unattributed)] = 50 * ms;
   t.stages = {emb, stage("retrieval", 1200 * ms, 1300 * ms, 4243), gen,
-              stage("tool", 1900 * ms, 1950 * ms, 4243), stage("rerank", 1950 * ms, 1990 * ms, 4243)};
+              stage("tool", 1900 * ms, 1950 * ms, 4243),
+              stage("rerank", 1950 * ms, 1990 * ms, 4243)};
 
   core::Glitch g;
   g.tenant = "acme";
@@ -107,8 +109,8 @@ core::RequestTrace sample_trace() {
   return t;
 }
 
-pb::collector::trace::v1::ExportTraceServiceRequest decode(const std::vector<core::RequestTrace>& traces,
-                                                           size_t* skipped = nullptr) {
+pb::collector::trace::v1::ExportTraceServiceRequest decode(
+    const std::vector<core::RequestTrace>& traces, size_t* skipped = nullptr) {
   OtlpResourceInfo res{"tailcause-test", "9.9.9", "node-1"};
   pb::collector::trace::v1::ExportTraceServiceRequest req;
   EXPECT_TRUE(req.ParseFromString(encode_traces(traces, res, skipped)));
@@ -162,7 +164,8 @@ TEST(OtlpEncode, RequestSpan) {
   ASSERT_EQ(span.events_size(), 1);
   EXPECT_EQ(span.events(0).name(), "glitch");
   EXPECT_EQ(span.events(0).time_unix_nano(), uint64_t(kOffset) + 2000 * ms);
-  EXPECT_EQ(std::get<std::string>(attrs(span.events(0).attributes())["tailcause.glitch.cause"]), "slow");
+  EXPECT_EQ(std::get<std::string>(attrs(span.events(0).attributes())["tailcause.glitch.cause"]),
+            "slow");
 }
 
 TEST(OtlpEncode, StageSpansAreChildrenOfTheRequest) {
@@ -170,7 +173,8 @@ TEST(OtlpEncode, StageSpansAreChildrenOfTheRequest) {
   const auto req = decode({t});
   const auto& spans = req.resource_spans(0).scope_spans(0).spans();
   const std::string parent = bytes(core::derive_span_id(kTraceId, 0, 0));
-  const std::vector<std::string> names = {"embeddings", "retrieval", "chat", "execute_tool", "rerank"};
+  const std::vector<std::string> names = {"embeddings", "retrieval", "chat", "execute_tool",
+                                          "rerank"};
   const std::vector<const char*> ops = {"embeddings", nullptr, "chat", "execute_tool", nullptr};
   for (size_t i = 0; i < t.stages.size(); ++i) {
     SCOPED_TRACE(names[i]);
@@ -234,7 +238,8 @@ TEST(OtlpEncode, StageBreakdownCountersAndVerdict) {
 TEST(OtlpEncode, EveryComponentHasItsOwnAttribute) {
   auto t = sample_trace();
   auto s = stage("generation", 1300 * ms, 1900 * ms, 4244);
-  for (Component c : core::kAllComponents) s.component_ns[core::index_of(c)] = (core::index_of(c) + 1) * ms;
+  for (Component c : core::kAllComponents)
+    s.component_ns[core::index_of(c)] = (core::index_of(c) + 1) * ms;
   t.stages = {s};
   t.glitches.clear();
   const auto req = decode({t});

@@ -95,7 +95,9 @@ class Collector {
     server_.stop();
     thread_.join();
   }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/traces"; }
+  std::string endpoint() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/v1/traces";
+  }
   void script(std::vector<Reply> replies) {
     std::lock_guard lock(mu_);
     script_.assign(replies.begin(), replies.end());
@@ -439,7 +441,7 @@ TEST(OtlpExporter, AppliesTheSamplerAndTheBudget) {
   settings.budget_spans_per_s = 20;
   settings.sample_normal = 0.0;
   OtlpExporter e(settings, fast());
-  for (uint64_t i = 0; i < 50; ++i) e.submit(make_trace(i, 1));  // normal: sampled out
+  for (uint64_t i = 0; i < 50; ++i) e.submit(make_trace(i, 1));           // normal: sampled out
   for (uint64_t i = 100; i < 130; ++i) e.submit(make_trace(i, 0, true));  // 30 glitch spans
   e.stop();
   const auto s = e.stats();
@@ -476,8 +478,8 @@ TEST(OtlpExporter, CollectNamesEveryFamily) {
 }
 
 TEST(OtlpExporter, RejectsBadEndpoints) {
-  for (const char* bad : {"", "ftp://collector:4318", "http://", "http://host:99999/v1/traces",
-                          "collector:4318"}) {
+  for (const char* bad :
+       {"", "ftp://collector:4318", "http://", "http://host:99999/v1/traces", "collector:4318"}) {
     EXPECT_THROW(OtlpExporter(settings_for(bad)), OtlpError) << bad;
   }
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT

@@ -55,8 +55,8 @@ TEST(RecipesConfig, RejectsBadRecipesNamingLineAndKey) {
            {"      - {library: libx.so, symbol: f}\n", "recipes[0].stage", "missing"},
            {"      - {library: libx.so, symbol: f, stage: tool, kind: gpu_sync}\n",
             "recipes[0].stage", "only span recipes"},
-           {"      - {library: libx.so, symbol: f, stage: tool, kind: launch}\n",
-            "recipes[0].kind", "expected one of span, gpu_sync, count"},
+           {"      - {library: libx.so, symbol: f, stage: tool, kind: launch}\n", "recipes[0].kind",
+            "expected one of span, gpu_sync, count"},
            {"      - {library: libx.so, symbol: f, stage: 'two words'}\n", "recipes[0].stage",
             "expected prompt"},
            {"      - {library: libx.so, symbol: f, stage: "
@@ -74,7 +74,8 @@ TEST(RecipesConfig, RejectsBadRecipesNamingLineAndKey) {
     EXPECT_NE(e.find("t.yaml:4: probes.attrib." + c.key), std::string::npos) << e;
     EXPECT_NE(e.find(c.words), std::string::npos) << e;
   }
-  EXPECT_NE(error_of("probes:\n  attrib:\n    recipes: {a: b}\n").find("t.yaml:3: probes.attrib.recipes: expected a list"),
+  EXPECT_NE(error_of("probes:\n  attrib:\n    recipes: {a: b}\n")
+                .find("t.yaml:3: probes.attrib.recipes: expected a list"),
             std::string::npos);
   EXPECT_NE(error_of("probes:\n  attrib:\n    recipe_files: [rel.yaml]\n")
                 .find("t.yaml:3: probes.attrib.recipe_files[0]: expected an absolute path"),
@@ -111,7 +112,8 @@ TEST(RecipesConfig, RecipeFilesParseAndBadOnesAreSkippedWithAnError) {
 
 TEST(RecipesConfig, ShippedRecipeFilesParse) {
   for (const char* name : {"llama_cpp", "onnxruntime", "pytorch", "faiss", "cuda", "python"}) {
-    const std::string path = std::string(TAILCAUSE_SOURCE_DIR) + "/deploy/recipes/" + name + ".yaml";
+    const std::string path =
+        std::string(TAILCAUSE_SOURCE_DIR) + "/deploy/recipes/" + name + ".yaml";
     AttribConfig config;
     config.recipe_files = {path};
     std::vector<std::string> errors;

@@ -174,7 +174,8 @@ const Source& source(const std::vector<Source>& all, const std::string& path) {
 std::map<std::string, std::string> metric_constants(const std::vector<Source>& all) {
   std::map<std::string, std::string> out;
   const std::string& text = source(all, "core/schema.h").text;
-  static const std::regex def(R"re(inline constexpr const char (k\w+)\[\] =\s*"(tailcause_\w+)";)re");
+  static const std::regex def(
+      R"re(inline constexpr const char (k\w+)\[\] =\s*"(tailcause_\w+)";)re");
   for (std::sregex_iterator it(text.begin(), text.end(), def), end; it != end; ++it)
     out[(*it)[1]] = (*it)[2];
   EXPECT_EQ(out.size(), std::size(kMetrics)) << "every constant is registered in kMetrics";
@@ -188,8 +189,8 @@ TEST(Schema, MetricNameLiteralsAreRegisteredAndSpelledOnlyInTheSchema) {
     for (std::sregex_iterator it(s.text.begin(), s.text.end(), literal), end; it != end; ++it) {
       const std::string name = (*it)[1];
       seen++;
-      EXPECT_NE(find_metric(name), nullptr) << "src/" << s.path << " names " << name
-                                            << ", which core/schema.h does not register";
+      EXPECT_NE(find_metric(name), nullptr)
+          << "src/" << s.path << " names " << name << ", which core/schema.h does not register";
       if (s.path != "core/schema.h")
         ADD_FAILURE() << "src/" << s.path << " spells \"" << name
                       << "\": use its core::metric constant";
@@ -202,14 +203,15 @@ TEST(Schema, MetricNameLiteralsAreRegisteredAndSpelledOnlyInTheSchema) {
 // (or, in the files not yet converted, its literal). Also the type each use adds it as, where
 // the call shows it: add(kName, MetricType::T, ...) or add_histogram(kName, ...).
 struct Uses {
-  std::map<std::string, std::set<std::string>> emitters;        // name -> files
-  std::map<std::string, std::set<MetricType>> types;            // name -> types added as
+  std::map<std::string, std::set<std::string>> emitters;  // name -> files
+  std::map<std::string, std::set<MetricType>> types;      // name -> types added as
 };
 
 Uses uses(const std::vector<Source>& all, const std::map<std::string, std::string>& constants) {
   Uses out;
   static const std::regex use(R"re((?:metric::(k\w+))|"(tailcause_[a-z0-9_]+)")re");
-  static const std::regex alias(R"re(constexpr const char\*\s+(k\w+)\s*=\s*(?:core::)?metric::(k\w+);)re");
+  static const std::regex alias(
+      R"re(constexpr const char\*\s+(k\w+)\s*=\s*(?:core::)?metric::(k\w+);)re");
   static const std::regex typed(
       R"re((?:family|add)\(\s*(?:(?:core::)?metric::(k\w+)|(k\w+)|"(tailcause_[a-z0-9_]+)"),\s*(?:core::)?MetricType::(\w+))re");
   static const std::regex histogram(
@@ -231,8 +233,9 @@ Uses uses(const std::vector<Source>& all, const std::map<std::string, std::strin
       return m[lit];
     };
     for (std::sregex_iterator it(s.text.begin(), s.text.end(), use), end; it != end; ++it) {
-      const std::string name = (*it)[1].matched ? (constants.count((*it)[1]) ? constants.at((*it)[1]) : "")
-                                                : std::string((*it)[2]);
+      const std::string name = (*it)[1].matched
+                                   ? (constants.count((*it)[1]) ? constants.at((*it)[1]) : "")
+                                   : std::string((*it)[2]);
       if (!name.empty()) out.emitters[name].insert(s.path);
     }
     for (std::sregex_iterator it(s.text.begin(), s.text.end(), typed), end; it != end; ++it) {
@@ -271,7 +274,8 @@ TEST(Schema, DiagnoseReadsOnlyEmittedFamiliesAsTheirType) {
   const auto constants = metric_constants(all);
   const auto u = uses(all, constants);
   const std::string& text = source(all, "core/diagnosis.cpp").text;
-  static const std::regex read(R"re((counter_delta|histogram_delta|samples_of|has_family)\([^;]*?metric::(k\w+)\))re");
+  static const std::regex read(
+      R"re((counter_delta|histogram_delta|samples_of|has_family)\([^;]*?metric::(k\w+)\))re");
   std::set<std::string> read_names;
   for (std::sregex_iterator it(text.begin(), text.end(), read), end; it != end; ++it) {
     const std::string how = (*it)[1];
@@ -289,9 +293,9 @@ TEST(Schema, DiagnoseReadsOnlyEmittedFamiliesAsTheirType) {
     EXPECT_EQ(spec->type, want);
   }
   // The throttled-cgroup, noisy-neighbour, TCP-peer and cause sections each read something.
-  for (const char* name : {metric::kCpuThrottledSeconds, metric::kCpuQuotaSeconds,
-                           metric::kCgroupPreemptedSeconds, metric::kTcpConnectionDurationSeconds,
-                           metric::kTcpRttSeconds, metric::kGlitches})
+  for (const char* name :
+       {metric::kCpuThrottledSeconds, metric::kCpuQuotaSeconds, metric::kCgroupPreemptedSeconds,
+        metric::kTcpConnectionDurationSeconds, metric::kTcpRttSeconds, metric::kGlitches})
     EXPECT_TRUE(read_names.count(name)) << "diagnose no longer reads " << name;
   EXPECT_EQ(read_names.size(), 10u) << "update this test's list when diagnose reads more";
 }

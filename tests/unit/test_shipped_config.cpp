@@ -1,4 +1,5 @@
-// The example configuration shipped in deploy/ documents the defaults: it must parse and equal them.
+// The example configuration shipped in deploy/ documents the defaults: it must parse and equal
+// them.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -74,7 +74,8 @@ TEST(StageAggregator, StageDurationsComponentsAndExemplars) {
   EXPECT_EQ(with, 1u);
 
   EXPECT_NEAR(find(m, "tailcause_stage_time_seconds",
-                   {{"tenant", "tenant-a"}, {"component", "cpu_throttled"}})->value,
+                   {{"tenant", "tenant-a"}, {"component", "cpu_throttled"}})
+                  ->value,
               0.075 + 0.003, 1e-9);
   // Every component has a series, zero or not.
   EXPECT_EQ(count(m, "tailcause_stage_time_seconds"), kComponents);
@@ -92,9 +93,10 @@ TEST(StageAggregator, WorkerSpansAddTimeButNotStages) {
   MetricSet m;
   agg.collect(m);
   EXPECT_EQ(find(m, "tailcause_stage_duration_seconds", {{"tenant", "tenant-w"}}), nullptr);
-  EXPECT_NEAR(find(m, "tailcause_stage_time_seconds",
-                   {{"tenant", "tenant-w"}, {"component", "on_cpu"}})->value,
-              0.0125 + 0.0025, 1e-9);
+  EXPECT_NEAR(
+      find(m, "tailcause_stage_time_seconds", {{"tenant", "tenant-w"}, {"component", "on_cpu"}})
+          ->value,
+      0.0125 + 0.0025, 1e-9);
 }
 
 TEST(StageAggregator, TenantsBeyondTopKFoldIntoOther) {
@@ -106,8 +108,7 @@ TEST(StageAggregator, TenantsBeyondTopKFoldIntoOther) {
   EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"tenant", "a"}}), nullptr);
   EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"tenant", "b"}}), nullptr);
   EXPECT_EQ(find(m, "tailcause_stage_duration_seconds", {{"tenant", "c"}}), nullptr);
-  const Sample* other =
-      find(m, "tailcause_stage_duration_seconds", {{"tenant", kOtherLabel}});
+  const Sample* other = find(m, "tailcause_stage_duration_seconds", {{"tenant", kOtherLabel}});
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->histogram.count, 3u);
   EXPECT_EQ(agg.folded(), 2u);  // c and d, each counted once
@@ -147,8 +148,7 @@ TEST(StageAggregator, RequestsOutcomesAndTokenTimes) {
   const Sample* ttft = find(m, "tailcause_time_to_first_token_seconds", {{"tenant", "tenant-r"}});
   ASSERT_NE(ttft, nullptr);
   EXPECT_NEAR(ttft->histogram.sum, 0.6, 1e-9);
-  const Sample* tpot =
-      find(m, "tailcause_time_per_output_token_seconds", {{"tenant", "tenant-r"}});
+  const Sample* tpot = find(m, "tailcause_time_per_output_token_seconds", {{"tenant", "tenant-r"}});
   ASSERT_NE(tpot, nullptr);
   EXPECT_NEAR(tpot->histogram.sum, 0.2, 1e-9);  // (0.7 - 0.3) / 4, twice
 }
@@ -220,7 +220,8 @@ TEST(StageAggregator, LayersFoldAndStayMonotonic) {
   agg.set_layers({{{0, 8}, t}, {{1, 8}, t}});
   MetricSet m;
   agg.collect(m);
-  const Sample* kept = find(m, "tailcause_layer_duration_seconds", {{"layer", "0"}, {"batch_size", "8"}});
+  const Sample* kept =
+      find(m, "tailcause_layer_duration_seconds", {{"layer", "0"}, {"batch_size", "8"}});
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(kept->histogram.count, 3u);
   const Sample* other = find(m, "tailcause_layer_duration_seconds", {{"layer", kOtherLabel}});
@@ -230,8 +231,9 @@ TEST(StageAggregator, LayersFoldAndStayMonotonic) {
   agg.set_layers({{{0, 8}, t}});
   MetricSet again;
   agg.collect(again);
-  EXPECT_EQ(find(again, "tailcause_layer_duration_seconds", {{"layer", kOtherLabel}})->histogram.count,
-            3u);
+  EXPECT_EQ(
+      find(again, "tailcause_layer_duration_seconds", {{"layer", kOtherLabel}})->histogram.count,
+      3u);
 }
 
 }  // namespace

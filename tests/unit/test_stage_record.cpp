@@ -39,9 +39,9 @@ attrib_stage_record stage(uint32_t kind, const char* name, uint64_t wall_ns) {
 
 TEST(StageRecordUtf8, AcceptsValidAndRejectsMalformedSequences) {
   EXPECT_TRUE(valid_utf8("tenant-a"));
-  EXPECT_TRUE(valid_utf8("caf\xc3\xa9"));                 // é
-  EXPECT_TRUE(valid_utf8("\xe6\x97\xa5\xe6\x9c\xac"));     // 日本
-  EXPECT_TRUE(valid_utf8("\xf0\x9f\x98\x80"));             // an emoji
+  EXPECT_TRUE(valid_utf8("caf\xc3\xa9"));               // é
+  EXPECT_TRUE(valid_utf8("\xe6\x97\xa5\xe6\x9c\xac"));  // 日本
+  EXPECT_TRUE(valid_utf8("\xf0\x9f\x98\x80"));          // an emoji
   EXPECT_FALSE(valid_utf8("\xff\xfe"));
   EXPECT_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
   EXPECT_FALSE(valid_utf8("\xe0\x80\xaf"));      // overlong, three bytes
@@ -86,9 +86,9 @@ TEST(StageRecordLabels, NamesStagesByKindOrByTheirFreeName) {
 TEST(StageRecordTraceId, NormalisesW3cTraceIds) {
   EXPECT_EQ(normalize_trace_id("4BF92F3577B34DA6A3CE929D0E0E4736"),
             "4bf92f3577b34da6a3ce929d0e0e4736");
-  EXPECT_FALSE(normalize_trace_id("4bf92f3577b34da6a3ce929d0e0e473"));    // 31 digits
-  EXPECT_FALSE(normalize_trace_id("4bf92f3577b34da6a3ce929d0e0e473g"));   // not hex
-  EXPECT_FALSE(normalize_trace_id(std::string(32, '0')));                 // all zero
+  EXPECT_FALSE(normalize_trace_id("4bf92f3577b34da6a3ce929d0e0e473"));   // 31 digits
+  EXPECT_FALSE(normalize_trace_id("4bf92f3577b34da6a3ce929d0e0e473g"));  // not hex
+  EXPECT_FALSE(normalize_trace_id(std::string(32, '0')));                // all zero
   EXPECT_FALSE(normalize_trace_id(""));
 }
 

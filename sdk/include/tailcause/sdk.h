@@ -16,11 +16,10 @@
  *   stage_end      (request_id, stage)
  *   context_attach (request_id)                             this thread now works for request_id
  *   context_detach (request_id)
- *   cache_lookup   (request_id, cache, result, age_ns, key_hash)  result: enum tailcause_cache_result
- *   token          (request_id, index)                      one output token emitted
- *   layer_begin    (layer, batch_size)
- *   layer_end      (layer, batch_size)
- *   output_quality (request_id, entropy_micro)              entropy of the output distribution x 1e6
+ *   cache_lookup   (request_id, cache, result, age_ns, key_hash)  result: enum
+ * tailcause_cache_result token          (request_id, index)                      one output token
+ * emitted layer_begin    (layer, batch_size) layer_end      (layer, batch_size) output_quality
+ * (request_id, entropy_micro)              entropy of the output distribution x 1e6
  */
 #ifndef TAILCAUSE_SDK_H
 #define TAILCAUSE_SDK_H
@@ -59,16 +58,16 @@ enum tailcause_cache_result {
 
 /* Limits the daemon enforces (longer strings are counted as invalid and truncated). */
 #define TAILCAUSE_MAX_TENANT 64
-#define TAILCAUSE_MAX_NAME 32
+#define TAILCAUSE_MAX_NAME   32
 
 /* One semaphore per probe, in the ELF section the USDT note points at. Weak, so that every
  * translation unit including this header shares one copy. Hidden, so that each executable or
  * shared object keeps its own copy: the note of a module points at that module's copy, and a
  * default-visibility symbol would be interposed (a library's code would read the executable's
  * semaphore while the kernel increments the library's, and its probes would never fire). */
-#define TAILCAUSE_SEMAPHORE(probe)                                                            \
-	__attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigned short   \
-		tailcause_##probe##_semaphore
+#define TAILCAUSE_SEMAPHORE(probe)                                                                 \
+	__attribute__((weak, visibility("hidden"),                                                 \
+		       section(".probes"))) volatile unsigned short tailcause_##probe##_semaphore
 TAILCAUSE_SEMAPHORE(request_begin);
 TAILCAUSE_SEMAPHORE(request_end);
 TAILCAUSE_SEMAPHORE(stage_begin);
@@ -85,7 +84,7 @@ TAILCAUSE_SEMAPHORE(output_quality);
 #define TAILCAUSE_ENABLED(probe) __builtin_expect(tailcause_##probe##_semaphore != 0, 0)
 
 static inline void tailcause_request_begin(uint64_t request_id, const char *tenant,
-					    const char *agent, const char *trace_id)
+					   const char *agent, const char *trace_id)
 {
 	if (TAILCAUSE_ENABLED(request_begin))
 		STAP_PROBE4(tailcause, request_begin, request_id, tenant, agent, trace_id);
@@ -122,7 +121,7 @@ static inline void tailcause_context_detach(uint64_t request_id)
 }
 
 static inline void tailcause_cache_lookup(uint64_t request_id, const char *cache, int64_t result,
-					   uint64_t age_ns, uint64_t key_hash)
+					  uint64_t age_ns, uint64_t key_hash)
 {
 	if (TAILCAUSE_ENABLED(cache_lookup))
 		STAP_PROBE5(tailcause, cache_lookup, request_id, cache, result, age_ns, key_hash);

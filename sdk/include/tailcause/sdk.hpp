@@ -31,7 +31,8 @@
 
 #include <sys/random.h>
 
-namespace tailcause {
+namespace tailcause
+{
 
 enum class StageKind : std::int64_t {
 	prompt = TAILCAUSE_STAGE_PROMPT,
@@ -64,13 +65,15 @@ constexpr std::string_view stage_name(StageKind kind) noexcept
 	return "other";
 }
 
-namespace detail {
+namespace detail
+{
 
 // Strings reach the probe as C strings: an embedded NUL would silently cut them.
 inline std::string checked_string(std::string_view value, const char *what)
 {
 	if (value.find('\0') != std::string_view::npos)
-		throw std::invalid_argument(std::string("tailcause: ") + what + " contains a NUL byte");
+		throw std::invalid_argument(std::string("tailcause: ") + what +
+					    " contains a NUL byte");
 	return std::string(value);
 }
 
@@ -152,28 +155,30 @@ inline std::uint64_t new_request_id()
 	}();
 	static std::atomic<std::uint64_t> counter{0};
 	for (;;) {
-		std::uint64_t id = detail::mix64(salt + counter.fetch_add(1, std::memory_order_relaxed));
+		std::uint64_t id =
+			detail::mix64(salt + counter.fetch_add(1, std::memory_order_relaxed));
 		if (id != 0)
 			return id;
 	}
 }
 
 // One agent request: request_begin on construction, request_end once (end() or destructor).
-class Request {
-public:
+class Request
+{
+      public:
 	Request(std::uint64_t id, std::string_view tenant, std::string_view agent,
 		std::optional<std::string_view> trace_id = std::nullopt)
-		: id_(id), tenant_(detail::checked_string(tenant, "tenant")),
-		  agent_(detail::checked_string(agent, "agent")),
-		  trace_id_(trace_id ? detail::checked_trace_id(*trace_id) : std::string())
+	    : id_(id), tenant_(detail::checked_string(tenant, "tenant")),
+	      agent_(detail::checked_string(agent, "agent")),
+	      trace_id_(trace_id ? detail::checked_trace_id(*trace_id) : std::string())
 	{
 		tailcause_request_begin(id_, tenant_.c_str(), agent_.c_str(),
-					 trace_id_.empty() ? nullptr : trace_id_.c_str());
+					trace_id_.empty() ? nullptr : trace_id_.c_str());
 	}
 
 	Request(std::string_view tenant, std::string_view agent,
 		std::optional<std::string_view> trace_id = std::nullopt)
-		: Request(new_request_id(), tenant, agent, trace_id)
+	    : Request(new_request_id(), tenant, agent, trace_id)
 	{
 	}
 
@@ -181,8 +186,8 @@ public:
 	Request &operator=(const Request &) = delete;
 
 	Request(Request &&other) noexcept
-		: id_(other.id_), tenant_(std::move(other.tenant_)), agent_(std::move(other.agent_)),
-		  trace_id_(std::move(other.trace_id_)), active_(std::exchange(other.active_, false))
+	    : id_(other.id_), tenant_(std::move(other.tenant_)), agent_(std::move(other.agent_)),
+	      trace_id_(std::move(other.trace_id_)), active_(std::exchange(other.active_, false))
 	{
 	}
 
@@ -200,19 +205,40 @@ public:
 		return *this;
 	}
 
-	~Request() { end_if_active(0); }
+	~Request()
+	{
+		end_if_active(0);
+	}
 
 	// Ends the request with `status` (0 ok, else an error code); later calls do nothing.
-	void end(std::int64_t status = 0) noexcept { end_if_active(status); }
+	void end(std::int64_t status = 0) noexcept
+	{
+		end_if_active(status);
+	}
 
-	std::uint64_t id() const noexcept { return id_; }
-	const std::string &tenant() const noexcept { return tenant_; }
-	const std::string &agent() const noexcept { return agent_; }
+	std::uint64_t id() const noexcept
+	{
+		return id_;
+	}
+	const std::string &tenant() const noexcept
+	{
+		return tenant_;
+	}
+	const std::string &agent() const noexcept
+	{
+		return agent_;
+	}
 	// Empty when the request has no trace id.
-	const std::string &trace_id() const noexcept { return trace_id_; }
-	bool active() const noexcept { return active_; }
+	const std::string &trace_id() const noexcept
+	{
+		return trace_id_;
+	}
+	bool active() const noexcept
+	{
+		return active_;
+	}
 
-private:
+      private:
 	void end_if_active(std::int64_t status) noexcept
 	{
 		if (std::exchange(active_, false))
@@ -228,20 +254,24 @@ private:
 
 // One stage of a request: stage_begin on construction, stage_end once (end() or destructor).
 // Holds the request id, not the Request, so the request may move while the stage runs.
-class Stage {
-public:
+class Stage
+{
+      public:
 	using Kind = StageKind;
 
-	Stage(const Request &request, StageKind kind) : Stage(request.id(), kind, stage_name(kind)) {}
+	Stage(const Request &request, StageKind kind) : Stage(request.id(), kind, stage_name(kind))
+	{
+	}
 
 	// A free-form stage (reported as StageKind::other with this name).
 	Stage(const Request &request, std::string_view name)
-		: Stage(request.id(), StageKind::other, name)
+	    : Stage(request.id(), StageKind::other, name)
 	{
 	}
 
 	Stage(std::uint64_t request_id, StageKind kind, std::string_view name)
-		: request_id_(request_id), kind_(kind), name_(detail::checked_string(name, "stage name"))
+	    : request_id_(request_id), kind_(kind),
+	      name_(detail::checked_string(name, "stage name"))
 	{
 		if (name_.empty())
 			throw std::invalid_argument("tailcause: stage name is empty");
@@ -252,8 +282,8 @@ public:
 	Stage &operator=(const Stage &) = delete;
 
 	Stage(Stage &&other) noexcept
-		: request_id_(other.request_id_), kind_(other.kind_), name_(std::move(other.name_)),
-		  active_(std::exchange(other.active_, false))
+	    : request_id_(other.request_id_), kind_(other.kind_), name_(std::move(other.name_)),
+	      active_(std::exchange(other.active_, false))
 	{
 	}
 
@@ -269,7 +299,10 @@ public:
 		return *this;
 	}
 
-	~Stage() { end(); }
+	~Stage()
+	{
+		end();
+	}
 
 	void end() noexcept
 	{
@@ -277,12 +310,24 @@ public:
 			tailcause_stage_end(request_id_, static_cast<std::int64_t>(kind_));
 	}
 
-	std::uint64_t request_id() const noexcept { return request_id_; }
-	StageKind kind() const noexcept { return kind_; }
-	const std::string &name() const noexcept { return name_; }
-	bool active() const noexcept { return active_; }
+	std::uint64_t request_id() const noexcept
+	{
+		return request_id_;
+	}
+	StageKind kind() const noexcept
+	{
+		return kind_;
+	}
+	const std::string &name() const noexcept
+	{
+		return name_;
+	}
+	bool active() const noexcept
+	{
+		return active_;
+	}
 
-private:
+      private:
 	std::uint64_t request_id_;
 	StageKind kind_;
 	std::string name_;
@@ -291,34 +336,44 @@ private:
 
 // Marks the current thread as working for a request (context_attach) until the scope ends
 // (context_detach). Bound to the thread that made it, hence neither copyable nor movable.
-class ContextScope {
-public:
+class ContextScope
+{
+      public:
 	explicit ContextScope(std::uint64_t request_id) noexcept : request_id_(request_id)
 	{
 		tailcause_context_attach(request_id_);
 	}
-	explicit ContextScope(const Request &request) noexcept : ContextScope(request.id()) {}
+	explicit ContextScope(const Request &request) noexcept : ContextScope(request.id())
+	{
+	}
 	ContextScope(const ContextScope &) = delete;
 	ContextScope &operator=(const ContextScope &) = delete;
-	~ContextScope() { tailcause_context_detach(request_id_); }
+	~ContextScope()
+	{
+		tailcause_context_detach(request_id_);
+	}
 
-private:
+      private:
 	std::uint64_t request_id_;
 };
 
 // One model layer over a batch: layer_begin on construction, layer_end on destruction.
-class LayerScope {
-public:
+class LayerScope
+{
+      public:
 	LayerScope(std::uint64_t layer, std::uint64_t batch_size) noexcept
-		: layer_(layer), batch_size_(batch_size)
+	    : layer_(layer), batch_size_(batch_size)
 	{
 		tailcause_layer_begin(layer_, batch_size_);
 	}
 	LayerScope(const LayerScope &) = delete;
 	LayerScope &operator=(const LayerScope &) = delete;
-	~LayerScope() { tailcause_layer_end(layer_, batch_size_); }
+	~LayerScope()
+	{
+		tailcause_layer_end(layer_, batch_size_);
+	}
 
-private:
+      private:
 	std::uint64_t layer_;
 	std::uint64_t batch_size_;
 };
@@ -336,7 +391,7 @@ inline void cache_lookup(std::uint64_t request_id, std::string_view cache, Cache
 	const std::string name(cache);
 	const auto age_ns = age.count() < 0 ? 0 : static_cast<std::uint64_t>(age.count());
 	tailcause_cache_lookup(request_id, name.c_str(), static_cast<std::int64_t>(result), age_ns,
-				key_hash);
+			       key_hash);
 }
 
 inline void cache_lookup(const Request &request, std::string_view cache, CacheResult result,

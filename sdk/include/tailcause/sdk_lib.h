@@ -14,14 +14,14 @@ extern "C" {
 #endif
 
 void tailcause_sdk_request_begin(uint64_t request_id, const char *tenant, const char *agent,
-				  const char *trace_id);
+				 const char *trace_id);
 void tailcause_sdk_request_end(uint64_t request_id, int64_t status);
 void tailcause_sdk_stage_begin(uint64_t request_id, int64_t stage, const char *name);
 void tailcause_sdk_stage_end(uint64_t request_id, int64_t stage);
 void tailcause_sdk_context_attach(uint64_t request_id);
 void tailcause_sdk_context_detach(uint64_t request_id);
 void tailcause_sdk_cache_lookup(uint64_t request_id, const char *cache, int64_t result,
-				 uint64_t age_ns, uint64_t key_hash);
+				uint64_t age_ns, uint64_t key_hash);
 void tailcause_sdk_token(uint64_t request_id, uint64_t index);
 void tailcause_sdk_layer_begin(uint64_t layer, uint64_t batch_size);
 void tailcause_sdk_layer_end(uint64_t layer, uint64_t batch_size);

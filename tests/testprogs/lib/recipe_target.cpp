@@ -33,7 +33,7 @@ __attribute__((visibility("default"), noinline)) int cuStreamSynchronize(void* m
 
 // Arithmetic, a plain sleep, then a GPU sync: on_cpu, sleep and gpu components.
 __attribute__((visibility("default"), noinline)) uint64_t llama_decode(uint64_t iterations,
-                                                                      long sleep, long gpu) {
+                                                                       long sleep, long gpu) {
   const uint64_t r = spin(iterations);
   sleep_ms(sleep);
   cuStreamSynchronize(reinterpret_cast<void*>(static_cast<intptr_t>(gpu)));
@@ -42,7 +42,7 @@ __attribute__((visibility("default"), noinline)) uint64_t llama_decode(uint64_t 
 
 // Recursive: one span per outermost call, whatever the depth.
 __attribute__((visibility("default"), noinline)) uint64_t faiss_search(int depth,
-                                                                      uint64_t iterations) {
+                                                                       uint64_t iterations) {
   const uint64_t r = spin(iterations);
   return depth > 0 ? r ^ faiss_search(depth - 1, iterations) : r;
 }
