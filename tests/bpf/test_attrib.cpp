@@ -242,6 +242,18 @@ TEST_F(AttribTest, BadInputIsCountedAndNothingLeaks) {
   EXPECT_EQ(value(m, "tailcause_events_lost", {{"source", "attrib"}}), 0);
 }
 
+// (8) A tenant on a page the process has not touched yet, which a BPF program cannot fault in:
+// through the SDK (which touches its strings first) it is read right; fired past the SDK, the
+// request is labelled unknown and the unreadable string counted.
+TEST_F(AttribTest, StringsOnUntouchedPagesAreReadOrCounted) {
+  probe->start(ctx);
+  const std::string out = run_target({"cold-strings", "0xC01", "0xC02"});
+  ASSERT_NE(out.find("present_before=0"), std::string::npos) << out;
+  EXPECT_EQ(only_stage(0xC02).id.tenant, "attrib-cold");
+  EXPECT_EQ(only_stage(0xC01).id.tenant, core::kUnknownLabel);
+  EXPECT_GE(value(scrape(), "tailcause_sdk_errors", {{"kind", "unreadable_string"}}), 1);
+}
+
 // Discovery: a process that already runs is found at start; the binary is released after it
 // exits; a process started later is found through its exec.
 TEST_F(AttribTest, DiscoversRunningAndNewProcessesAndReleasesExitedOnes) {
