@@ -22,7 +22,6 @@
 #include "core/trace_ids.h"
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
-#include "probes/link_teardown.h"
 #include "probes/syscall_classes.h"
 #include "attrib.skel.h"
 
@@ -212,16 +211,10 @@ void AttribProbe::attach_major_faults() {
 }
 
 void AttribProbe::stop() {
-  // Links before the object that holds their programs, the ring before its map. All links in
-  // one batch: their uprobes' grace periods overlap (link_teardown.h).
-  std::vector<LinkHandle> links = std::move(links_);
-  links_.clear();
-  recipes_.take_links(links);
-  for (auto& [id, a] : attached_) {
-    for (auto& l : a.links) links.push_back(std::move(l));
-  }
+  // Links before the object that holds their programs, the ring before its map.
+  recipes_.detach_all();
   attached_.clear();
-  destroy_links(links);
+  links_.clear();
   ring_.reset();
   skel_.reset();
   pending_execs_.clear();
@@ -379,7 +372,6 @@ void AttribProbe::release(const BinaryId& id) {
   auto it = attached_.find(id);
   if (it == attached_.end()) return;
   spdlog::info("attrib: released {} (no process maps it)", it->second.path);
-  destroy_links(it->second.links);
   attached_.erase(it);
   ++releases_;
 }

@@ -1,5 +1,4 @@
 #include "probes/recipe_attach.h"
-#include "probes/link_teardown.h"
 #include "probes/usdt_discovery.h"
 
 #include <bpf/libbpf.h>
@@ -90,7 +89,6 @@ void RecipeAttacher::sync(pid_t only_pid) {
       continue;
     }
     spdlog::info("attrib: released recipes in {} (no process maps it)", it->second.path);
-    destroy_links(it->second.links);
     it = libraries_.erase(it);
   }
   if (!first_sync_done_) {
@@ -139,18 +137,7 @@ void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
   libraries_[id] = std::move(lib);
 }
 
-void RecipeAttacher::detach_all() {
-  std::vector<LinkHandle> links;
-  take_links(links);
-  destroy_links(links);
-}
-
-void RecipeAttacher::take_links(std::vector<LinkHandle>& into) {
-  for (auto& [id, lib] : libraries_) {
-    for (auto& l : lib.links) into.push_back(std::move(l));
-  }
-  libraries_.clear();
-}
+void RecipeAttacher::detach_all() { libraries_.clear(); }
 
 void RecipeAttacher::report(const std::string& problem) {
   if (!reported_.insert(problem).second) return;

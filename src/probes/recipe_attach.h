@@ -36,8 +36,6 @@ class RecipeAttacher {
   // Scans /proc/*/maps (or one process's) and attaches/releases accordingly.
   void sync(pid_t only_pid);
   void detach_all();
-  // Moves every link into `into` and forgets the libraries (to destroy many links at once).
-  void take_links(std::vector<LinkHandle>& into);
 
   const std::vector<core::Recipe>& recipes() const { return recipes_; }
   // Problems found so far, one line each, naming the recipe's file:line.
