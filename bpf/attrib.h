@@ -115,7 +115,10 @@ enum attrib_sdk_error {
 	ATTRIB_ERR_BAD_CACHE_RESULT = 12,
 	ATTRIB_ERR_LAYER_END_WITHOUT_BEGIN = 13,
 	ATTRIB_ERR_BAD_TRACE_ID = 14,
-	ATTRIB_KERNEL_ERRORS = 15,
+	/* a string argument on a page not present (a non-sleepable program cannot fault it in;
+	 * the SDK touches its strings first, so this means a caller that bypassed it) */
+	ATTRIB_ERR_UNREADABLE_STRING = 15,
+	ATTRIB_KERNEL_ERRORS = 16,
 };
 
 /* Who a piece of work is for: copied from the request at stage_begin / context_attach. */

@@ -194,13 +194,16 @@ static __always_inline struct attrib_request *find_request(__u32 tgid, __u64 req
 }
 
 /* Reads a user string of at most `max` bytes into `dst` (which holds max + 2); true when it was
- * longer (then it is cut at max). A bad pointer reads as the empty string. */
+ * longer (then it is cut at max). NULL reads as the empty string; so does a string that cannot
+ * be read (bad pointer, or a page not present), which is counted: its label would be wrong. */
 static __always_inline bool read_user_string(char *dst, __u32 max, const char *src)
 {
 	long n = src ? bpf_probe_read_user_str(dst, max + 2, src) : -1;
 
 	if (n < 0) {
 		dst[0] = 0;
+		if (src)
+			count_error(ATTRIB_ERR_UNREADABLE_STRING);
 		return false;
 	}
 	if (n == max + 2) {

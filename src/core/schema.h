@@ -106,6 +106,7 @@ inline constexpr const char kSdkErrors[] = "tailcause_sdk_errors";
 inline constexpr const char kAttribMissedSwitches[] = "tailcause_attrib_missed_switches";
 inline constexpr const char kRecipeCalls[] = "tailcause_recipe_calls";
 inline constexpr const char kUsdtAttachedBinaries[] = "tailcause_usdt_attached_binaries";
+inline constexpr const char kUsdtBinaryChanges[] = "tailcause_usdt_binary_changes";
 // glitch pipeline (core/glitch_analyzer, the journal, OTLP, the breaker socket)
 inline constexpr const char kGlitches[] = "tailcause_glitches";
 inline constexpr const char kCircuitBreakerOpen[] = "tailcause_circuit_breaker_open";
@@ -186,6 +187,7 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kAttribMissedSwitches, MetricType::Counter, "attrib"},
     {metric::kRecipeCalls, MetricType::Counter, "attrib"},
     {metric::kUsdtAttachedBinaries, MetricType::Gauge, "attrib"},
+    {metric::kUsdtBinaryChanges, MetricType::Counter, "attrib"},
     {metric::kGlitches, MetricType::Counter, "glitch"},
     {metric::kCircuitBreakerOpen, MetricType::Gauge, "glitch"},
     {metric::kCircuitBreakerTrips, MetricType::Counter, "glitch"},

@@ -26,7 +26,8 @@ constexpr std::array<const char*, ATTRIB_KERNEL_ERRORS> kKernelErrors = {
     "exit_mid_stage",
     "bad_cache_result",
     "layer_end_without_begin",
-    "bad_trace_id"};
+    "bad_trace_id",
+    "unreadable_string"};
 static_assert(kKernelErrors.size() == ATTRIB_KERNEL_ERRORS);
 
 constexpr std::array<const char*, ATTRIB_STAGE_KINDS> kStageNames = {

@@ -280,7 +280,12 @@ void AttribProbe::handle_pending() {
   if (!pending_execs_.empty() && only_pid_ == 0 && only_binary_.empty()) {
     for (uint32_t pid : pending_execs_) {
       for (const auto& b : discovery_.scan_process(static_cast<pid_t>(pid))) {
-        if (!attached_.count(b.id)) attach_all_probes(b, -1);
+        auto it = attached_.find(b.id);
+        if (it == attached_.end()) {
+          attach_all_probes(b, -1);
+        } else {
+          it->second.unmapped_since.reset();  // mapped again within the grace period
+        }
       }
     }
   }
@@ -326,9 +331,17 @@ void AttribProbe::sync_attachments(const std::map<BinaryId, MappedBinary>& found
   for (const auto& [id, b] : found) {
     if (!attached_.count(id)) attach_all_probes(b, pid);
   }
+  // A binary no process maps is released after the grace period (at once when narrowed to one
+  // process: that one is gone for good).
+  const auto now = Clock::now();
   std::vector<BinaryId> gone;
-  for (const auto& [id, a] : attached_) {
-    if (!found.count(id)) gone.push_back(id);
+  for (auto& [id, a] : attached_) {
+    if (found.count(id)) {
+      a.unmapped_since.reset();
+      continue;
+    }
+    if (!a.unmapped_since) a.unmapped_since = now;
+    if (pid > 0 || now - *a.unmapped_since >= release_grace_) gone.push_back(id);
   }
   for (const auto& id : gone) release(id);
 }
@@ -336,7 +349,7 @@ void AttribProbe::sync_attachments(const std::map<BinaryId, MappedBinary>& found
 // Attaches every tailcause probe the binary carries. pid -1: all processes that map it
 // (the kernel keeps each process's semaphore up to date, also in processes started later).
 void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
-  Attachment a{binary.path, {}};
+  Attachment a{binary.path, {}, std::nullopt};
   for (const auto& probe : binary.probes) {
     bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, probe.c_str());
     if (!prog || bpf_program__type(prog) != BPF_PROG_TYPE_KPROBE) continue;      // unknown probe
@@ -352,6 +365,7 @@ void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
   if (a.links.empty()) return;
   spdlog::info("attrib: attached {} probe(s) in {}", a.links.size(), binary.path);
   attached_[binary.id] = std::move(a);
+  ++attaches_;
 }
 
 void AttribProbe::release(const BinaryId& id) {
@@ -359,6 +373,7 @@ void AttribProbe::release(const BinaryId& id) {
   if (it == attached_.end()) return;
   spdlog::info("attrib: released {} (no process maps it)", it->second.path);
   attached_.erase(it);
+  ++releases_;
 }
 
 bool AttribProbe::attached_to(const std::string& path) const {
@@ -456,6 +471,12 @@ void AttribProbe::collect(core::MetricSet& out) {
   out.add(core::metric::kUsdtAttachedBinaries, core::MetricType::Gauge,
           "Executables and libraries whose tailcause USDT probes are attached", {},
           static_cast<double>(attached_.size()));
+  for (const auto& [change, n] :
+       {std::pair{"attach", attaches_}, std::pair{"release", releases_}}) {
+    out.add(core::metric::kUsdtBinaryChanges, core::MetricType::Counter,
+            "Binaries whose tailcause USDT probes were attached or released (process churn)",
+            {{"change", change}}, static_cast<double>(n));
+  }
 }
 
 std::vector<const bpf_program*> AttribProbe::programs() const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -52,6 +53,11 @@ class AttribProbe final : public ProbeFamily {
   // Rescans running processes for binaries to attach or release now.
   void rescan();
   size_t attached_binaries() const { return attached_.size(); }
+  // How long a binary's probes stay attached after the last process mapping it is gone, so that
+  // short-lived processes started meanwhile run traced instead of flapping attach/release.
+  void set_release_grace(std::chrono::milliseconds grace) { release_grace_ = grace; }
+  uint64_t binary_attaches() const { return attaches_; }
+  uint64_t binary_releases() const { return releases_; }
   bool attached_to(const std::string& path) const;
   // Entries in the kernel's requests and processes maps, of one process or (0) of all; they
   // must drain when processes exit.
@@ -71,6 +77,7 @@ class AttribProbe final : public ProbeFamily {
   struct Attachment {
     std::string path;
     std::vector<LinkHandle> links;
+    std::optional<std::chrono::steady_clock::time_point> unmapped_since;  // no process maps it
   };
 
   static int on_event(void* self, void* data, size_t size);
@@ -104,6 +111,8 @@ class AttribProbe final : public ProbeFamily {
   uint64_t records_ = 0;
   uint64_t trace_salt_ = 0;  // per start: derived trace ids differ between daemon runs
   uint64_t malformed_ = 0;
+  uint64_t attaches_ = 0, releases_ = 0;  // binaries attached and released (churn)
+  std::chrono::milliseconds release_grace_ = std::chrono::seconds(30);
   std::chrono::steady_clock::time_point last_scan_{}, last_gc_{}, last_recipe_scan_{};
 };
 

@@ -242,8 +242,21 @@ TEST_F(AttribTest, BadInputIsCountedAndNothingLeaks) {
   EXPECT_EQ(value(m, "tailcause_events_lost", {{"source", "attrib"}}), 0);
 }
 
-// Discovery: a process that already runs is found at start; the binary is released after it
-// exits; a process started later is found through its exec.
+// (8) A tenant on a page the process has not touched yet, which a BPF program cannot fault in:
+// through the SDK (which touches its strings first) it is read right; fired past the SDK, the
+// request is labelled unknown and the unreadable string counted.
+TEST_F(AttribTest, StringsOnUntouchedPagesAreReadOrCounted) {
+  probe->start(ctx);
+  const std::string out = run_target({"cold-strings", "0xC01", "0xC02"});
+  ASSERT_NE(out.find("present_before=0"), std::string::npos) << out;
+  EXPECT_EQ(only_stage(0xC02).id.tenant, "attrib-cold");
+  EXPECT_EQ(only_stage(0xC01).id.tenant, core::kUnknownLabel);
+  EXPECT_GE(value(scrape(), "tailcause_sdk_errors", {{"kind", "unreadable_string"}}), 1);
+}
+
+// Discovery: a process that already runs is found at start; the binary stays attached for the
+// grace period after it exits, and is released after it; a process started later is found
+// through its exec. Attaches and releases are counted.
 TEST_F(AttribTest, DiscoversRunningAndNewProcessesAndReleasesExitedOnes) {
   config.attrib.binary.clear();
   const pid_t pid = spawn_target({"cpu", "0x801", "attrib-early", "10"});
@@ -259,9 +272,15 @@ TEST_F(AttribTest, DiscoversRunningAndNewProcessesAndReleasesExitedOnes) {
   probe->consume();
   only_stage(0x801);
   probe->rescan();
+  EXPECT_TRUE(probe->attached_to(kTarget)) << "released within the grace period (30 s)";
+  probe->set_release_grace(0ms);
+  probe->rescan();
   EXPECT_FALSE(probe->attached_to(kTarget));
   run_target({"cpu", "0x802", "attrib-late", "5"});  // waits until the exec-driven attach
   only_stage(0x802);
+  const auto m = scrape();
+  EXPECT_GE(value(m, "tailcause_usdt_binary_changes", {{"change", "attach"}}), 2);
+  EXPECT_GE(value(m, "tailcause_usdt_binary_changes", {{"change", "release"}}), 1);
 }
 
 // --binary attaches to one file from the start; --pid to one process, whose exit releases it.

@@ -25,6 +25,9 @@
 //                                               follows a stall of 20 ms or more (throttling)
 //   attrib_target bad                           out-of-order calls and bad strings
 //   attrib_target exit-mid-stage ID             exits while two threads are in stages
+//   attrib_target cold-strings RAW_ID SDK_ID    a request whose tenant lies on a page not yet
+//                                               touched, fired past the SDK (RAW_ID) and
+//                                               through it (SDK_ID); prints present_before=
 //   attrib_target flood N THREADS WAIT          N stages per thread as fast as possible
 #include <tailcause/sdk.h>
 
@@ -34,6 +37,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -346,6 +350,55 @@ void bad_mode() {
   tailcause_layer_end(3, 8);  // without begin
 }
 
+// A string on a page of this process that nothing has touched yet: a fresh private mapping of a
+// file holding it, written with write() and never through the mapping.
+const char* untouched_string(const char* text) {
+  char path[] = "/tmp/attrib-cold-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0 || write(fd, text, strlen(text) + 1) != static_cast<ssize_t>(strlen(text) + 1)) {
+    perror("attrib_target: temporary file");
+    exit(1);
+  }
+  void* p = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  unlink(path);
+  if (p == MAP_FAILED) {
+    perror("attrib_target: mmap");
+    exit(1);
+  }
+  return static_cast<const char*>(p);
+}
+
+// Whether the page holding `p` is mapped in this process (bit 63 of its /proc/self/pagemap entry).
+bool page_present(const void* p) {
+  const int fd = open("/proc/self/pagemap", O_RDONLY);
+  uint64_t entry = 0;
+  const off_t at = reinterpret_cast<uintptr_t>(p) / 4096 * sizeof entry;
+  const bool ok = fd >= 0 && pread(fd, &entry, sizeof entry, at) == sizeof entry;
+  if (fd >= 0) close(fd);
+  return ok && (entry >> 63) != 0;
+}
+
+void request_with_stage(uint64_t id) {
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_PROMPT, "prompt");
+  tailcause_stage_end(id, TAILCAUSE_STAGE_PROMPT);
+  tailcause_request_end(id, 0);
+}
+
+void cold_strings_mode(uint64_t raw_id, uint64_t sdk_id) {
+  const char* raw_tenant = untouched_string("attrib-cold");
+  const char* sdk_tenant = untouched_string("attrib-cold");
+  const char* no_trace_id = nullptr;
+  bool present = page_present(raw_tenant) || page_present(sdk_tenant);
+  // Past the SDK, as a caller with its own probe macros would: nothing touches the tenant.
+  STAP_PROBE4(tailcause, request_begin, raw_id, raw_tenant, "attrib-test", no_trace_id);
+  request_with_stage(raw_id);
+  present = present || page_present(sdk_tenant);
+  tailcause_request_begin(sdk_id, sdk_tenant, "attrib-test", nullptr);
+  request_with_stage(sdk_id);
+  printf("present_before=%d\n", present ? 1 : 0);
+}
+
 void exit_mid_stage_mode(uint64_t id) {
   tailcause_request_begin(id, "attrib-exit", "attrib-test", nullptr);
   std::atomic<bool> in_stage{false};
@@ -482,6 +535,8 @@ int main(int argc, char** argv) {
                  std::atoi(argv[6]), std::atoi(argv[7]) != 0);
   } else if (mode == "bad") {
     bad_mode();
+  } else if (mode == "cold-strings" && argc == 4) {
+    cold_strings_mode(arg_u64(argv, 2), arg_u64(argv, 3));
   } else if (mode == "exit-mid-stage" && argc == 3) {
     exit_mid_stage_mode(arg_u64(argv, 2));
   } else if (mode == "flood" && argc == 5) {

@@ -16,10 +16,15 @@
  *   stage_end      (request_id, stage)
  *   context_attach (request_id)                             this thread now works for request_id
  *   context_detach (request_id)
- *   cache_lookup   (request_id, cache, result, age_ns, key_hash)  result: enum
- * tailcause_cache_result token          (request_id, index)                      one output token
- * emitted layer_begin    (layer, batch_size) layer_end      (layer, batch_size) output_quality
- * (request_id, entropy_micro)              entropy of the output distribution x 1e6
+ *   cache_lookup   (request_id, cache, result, age_ns, key_hash)
+ *                                                          result: enum tailcause_cache_result
+ *   token          (request_id, index)                      one output token emitted
+ *   layer_begin    (layer, batch_size)
+ *   layer_end      (layer, batch_size)
+ *   output_quality (request_id, entropy_micro)              entropy of the output x 1e6
+ *
+ * String arguments are read (touched) by the caller before the probe fires, up to the limits
+ * below, so that the tracer finds their pages present.
  */
 #ifndef TAILCAUSE_SDK_H
 #define TAILCAUSE_SDK_H
@@ -83,11 +88,32 @@ TAILCAUSE_SEMAPHORE(output_quality);
 /* True while a tracer is attached to the probe. */
 #define TAILCAUSE_ENABLED(probe) __builtin_expect(tailcause_##probe##_semaphore != 0, 0)
 
+#define TAILCAUSE_TRACE_ID_CHARS 32
+
+/* Reads a string argument up to its NUL or one byte past the daemon's limit (as far as the
+ * daemon reads), so that its pages are present when the probe fires: the daemon's BPF program
+ * cannot fault a page in, and a literal on a page the process has not touched yet would read as
+ * nothing (the request labelled "unknown"). Only called while a tracer is attached. */
+static inline void tailcause_touch_string(const char *s, unsigned long max)
+{
+	const volatile char *p = s;
+	unsigned long i;
+
+	if (!p)
+		return;
+	for (i = 0; i <= max + 1 && p[i]; i++)
+		;
+}
+
 static inline void tailcause_request_begin(uint64_t request_id, const char *tenant,
 					   const char *agent, const char *trace_id)
 {
-	if (TAILCAUSE_ENABLED(request_begin))
+	if (TAILCAUSE_ENABLED(request_begin)) {
+		tailcause_touch_string(tenant, TAILCAUSE_MAX_TENANT);
+		tailcause_touch_string(agent, TAILCAUSE_MAX_NAME);
+		tailcause_touch_string(trace_id, TAILCAUSE_TRACE_ID_CHARS);
 		STAP_PROBE4(tailcause, request_begin, request_id, tenant, agent, trace_id);
+	}
 }
 
 static inline void tailcause_request_end(uint64_t request_id, int64_t status)
@@ -98,8 +124,10 @@ static inline void tailcause_request_end(uint64_t request_id, int64_t status)
 
 static inline void tailcause_stage_begin(uint64_t request_id, int64_t stage, const char *name)
 {
-	if (TAILCAUSE_ENABLED(stage_begin))
+	if (TAILCAUSE_ENABLED(stage_begin)) {
+		tailcause_touch_string(name, TAILCAUSE_MAX_NAME);
 		STAP_PROBE3(tailcause, stage_begin, request_id, stage, name);
+	}
 }
 
 static inline void tailcause_stage_end(uint64_t request_id, int64_t stage)
@@ -123,8 +151,10 @@ static inline void tailcause_context_detach(uint64_t request_id)
 static inline void tailcause_cache_lookup(uint64_t request_id, const char *cache, int64_t result,
 					  uint64_t age_ns, uint64_t key_hash)
 {
-	if (TAILCAUSE_ENABLED(cache_lookup))
+	if (TAILCAUSE_ENABLED(cache_lookup)) {
+		tailcause_touch_string(cache, TAILCAUSE_MAX_NAME);
 		STAP_PROBE5(tailcause, cache_lookup, request_id, cache, result, age_ns, key_hash);
+	}
 }
 
 static inline void tailcause_token(uint64_t request_id, uint64_t index)
