@@ -36,8 +36,15 @@ std::optional<ThrottleEvidence> EvidenceBoard::throttle_between(const std::strin
   auto to = std::lower_bound(s.begin(), s.end(), end_ns,
                              [](const ThrottleSample& x, uint64_t t) { return x.time_ns < t; });
   if (to == s.end()) to = std::prev(s.end());
-  if (to <= from) return std::nullopt;
   ThrottleEvidence e;
+  if (to <= from) {
+    // cpu.stat is read once a second, so a stage shorter than that often ends before the next
+    // reading: the interval read just before it began is the closest evidence there is.
+    if (from == s.begin()) return std::nullopt;
+    to = from;
+    from = std::prev(from);
+    e.before_stage = true;
+  }
   e.periods = to->periods >= from->periods ? to->periods - from->periods : 0;
   e.throttled = to->throttled >= from->throttled ? to->throttled - from->throttled : 0;
   e.quota_cpus = to->quota_cpus;

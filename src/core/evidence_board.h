@@ -19,6 +19,8 @@ struct ThrottleEvidence {
   uint64_t periods = 0;              // enforcement periods with runnable tasks in the interval
   uint64_t throttled = 0;            // of those, throttled
   std::optional<double> quota_cpus;  // quota / period, when limited
+  bool before_stage = false;         // no reading fell inside the stage: the interval read
+                                     // just before it began
 };
 
 struct PreemptionEvidence {

@@ -51,6 +51,7 @@ std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hi
       s += format_count(*hints.throttled_periods);
       if (hints.periods) s += " of " + format_count(*hints.periods);
       s += " periods";
+      if (hints.throttled_before_stage) s += " just before";
       if (hints.quota_cpus) s += fmt::format(" (quota {:.3g} CPU)", *hints.quota_cpus);
       return s;
     }

@@ -41,6 +41,7 @@ struct EvidenceHints {
   std::optional<uint64_t> periods;               // ... of this many periods with work
   std::optional<std::string> cgroup;             // ... of this cgroup
   std::optional<double> quota_cpus;              // ... limited to this many CPUs
+  bool throttled_before_stage = false;           // ... read just before the stage began
   std::optional<std::string> preempting_cgroup;  // runqueue: who held the CPU
   std::optional<std::string> peer;               // network: the remote end (else the
                                                  // record's own network_peer)

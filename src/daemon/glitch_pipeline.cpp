@@ -162,6 +162,7 @@ void GlitchPipeline::install_hints_locked() {
       h.throttled_periods = t->throttled;
       h.periods = t->periods;
       h.quota_cpus = t->quota_cpus;
+      h.throttled_before_stage = t->before_stage;
     }
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
       h.preempting_cgroup =

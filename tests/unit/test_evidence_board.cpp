@@ -33,7 +33,19 @@ TEST(EvidenceBoard, ThrottlingBetweenBracketingSamples) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->periods, 10u);
   EXPECT_EQ(e->throttled, 8u);
+  EXPECT_FALSE(e->before_stage);
   EXPECT_FALSE(b.throttle_between("/unknown", 0, s));
+}
+
+TEST(EvidenceBoard, StageBetweenReadingsGetsTheIntervalJustBefore) {
+  EvidenceBoard b;
+  for (uint64_t t = 0; t <= 6; t++) b.add_throttle_sample("/a", t * s, t * 10, t * 7, 0.1);
+  // A 400 ms stage that ends before the next reading: no reading inside it.
+  auto e = b.throttle_between("/a", 6 * s + s / 10, 6 * s + s / 2);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->before_stage);
+  EXPECT_EQ(e->periods, 10u);  // the 5 s .. 6 s reading
+  EXPECT_EQ(e->throttled, 7u);
 }
 
 TEST(EvidenceBoard, OneSampleIsNoEvidence) {

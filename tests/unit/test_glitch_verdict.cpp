@@ -80,6 +80,12 @@ TEST(VerdictFaults, CpuThrottling) {
   EXPECT_EQ(explain(r, &p, hints).evidence,
             "generation 1.42 s, 63% cpu_throttled: cgroup /agents/t-782 throttled in 41 of 50 "
             "periods (quota 0.1 CPU)");
+
+  // No cpu.stat reading inside the stage: the interval read just before it, and it says so.
+  hints.throttled_before_stage = true;
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "generation 1.42 s, 63% cpu_throttled: cgroup /agents/t-782 throttled in 41 of 50 "
+            "periods just before (quota 0.1 CPU)");
 }
 
 TEST(VerdictFaults, PageCacheMissesInRetrieval) {
