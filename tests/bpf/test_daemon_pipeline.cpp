@@ -15,26 +15,12 @@
 #include "daemon/daemon.h"
 #include "export/journal.h"
 #include "support.h"
+#include "../unit/free_port.h"
 
 namespace tailcause::testing {
 namespace {
 
 const std::string kTarget = std::string(TAILCAUSE_BUILD_DIR) + "/testprogs/attrib_target";
-
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("no free port");
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 TEST(DaemonPipeline, SlowStageOfARealAgentIsJournaled) {
   REQUIRE_ROOT();
@@ -45,7 +31,7 @@ TEST(DaemonPipeline, SlowStageOfARealAgentIsJournaled) {
   options.config_path = dir + "/config.yaml";
   options.binary = kTarget;  // only this test's target: other SDK programs may run meanwhile
   std::ofstream(options.config_path)
-      << "listen: 127.0.0.1:" << unused_port()
+      << "listen: 127.0.0.1:" << free_port()
       << "\nprobes:\n  sched: {enabled: false}\n  throttle: {enabled: false}\n"
          "  tcp: {enabled: false}\n  memory: {enabled: false}\n  block: {enabled: false}\n"
          "glitch: {stage_slo_ms: 50}\nbreaker: {socket: '', state_file: ''}\njournal: {path: "

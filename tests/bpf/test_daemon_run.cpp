@@ -15,24 +15,10 @@
 
 #include "daemon/daemon.h"
 #include "support.h"
+#include "../unit/free_port.h"
 
 namespace tailcause::testing {
 namespace {
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("no free port");
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // sched and tcp only (quick to load), no sinks outside the test's directory.
 std::string yaml(int port, bool tcp, const std::string& sched_extra = "") {

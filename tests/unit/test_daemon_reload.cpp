@@ -15,26 +15,14 @@
 #include "daemon/daemon.h"
 #include "probes/cgroup_names.h"
 #include "temp_dir.h"
+#include "free_port.h"
 
 namespace tailcause::daemon {
 namespace {
 
-constexpr uint64_t ms = 1'000'000;
+using testing::free_port;
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("no free port");
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+constexpr uint64_t ms = 1'000'000;
 
 // No probes, no sinks outside the test's directory.
 std::string yaml(int port, const std::string& extra = "") {
