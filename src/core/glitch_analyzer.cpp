@@ -146,7 +146,9 @@ void GlitchAnalyzer::on_request(const RequestRecord& r, AnalyzerOutput& out) {
   auto g = detector_.observe(r);
   if (g) {
     // A slow request is explained by its slowest glitching stage, when it has one.
-    auto worst = std::max_element(stage_glitches.begin(), stage_glitches.end(), slower);
+    auto worst = std::max_element(
+        stage_glitches.begin(), stage_glitches.end(),
+        [](const Glitch& a, const Glitch& b) { return a.check.wall_ns < b.check.wall_ns; });
     if (worst != stage_glitches.end()) {
       g->verdict.culprits = worst->verdict.culprits;
       g->verdict.evidence += ": " + worst->verdict.evidence;

@@ -1,5 +1,7 @@
 #include "core/glitch_detector.h"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 namespace tailcause::core {
@@ -38,6 +40,24 @@ GlitchDetector::Series* GlitchDetector::series_for(const std::string& tenant,
   return &series_.emplace(std::move(key), std::move(fresh)).first->second;
 }
 
+std::string threshold_text(const GlitchCheck& c) {
+  std::string slo = "over_slo " + format_duration(c.slo_ns);
+  std::string p99;
+  if (c.p99_ns) {
+    const auto p = static_cast<double>(*c.p99_ns);
+    p99 = fmt::format("over_p99 {} ({:g}x P99 {})",
+                      format_duration(static_cast<uint64_t>(c.p99_factor * p)), c.p99_factor,
+                      format_duration(*c.p99_ns));
+  }
+  switch (c.reason) {
+    case GlitchReason::over_slo: return slo;
+    case GlitchReason::over_p99: return p99;
+    case GlitchReason::both: return slo + ", " + p99;
+    case GlitchReason::none: break;
+  }
+  return "";
+}
+
 GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns, uint64_t now_ns) {
   GlitchCheck c;
   c.wall_ns = wall_ns;
@@ -57,6 +77,7 @@ GlitchCheck GlitchDetector::check(Series* s, uint64_t wall_ns, uint64_t slo_ns, 
     }
     if (s->p99_valid) {
       c.p99_ns = s->p99_ns;
+      c.p99_factor = config_.p99_factor;
       over_p99 = static_cast<double>(wall_ns) > config_.p99_factor * static_cast<double>(s->p99_ns);
     }
   }

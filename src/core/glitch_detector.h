@@ -38,8 +38,13 @@ struct GlitchCheck {
   uint64_t wall_ns = 0;
   uint64_t slo_ns = 0;
   std::optional<uint64_t> p99_ns;  // the window's P99 before this sample, when trusted
+  double p99_factor = 0;           // the P99 rule's limit is p99_factor x p99_ns
   bool glitch() const { return reason != GlitchReason::none; }
 };
+
+// The threshold(s) a glitch crossed, each with its value: "over_slo 200 ms",
+// "over_p99 21.4 ms (2x P99 10.7 ms)", or both joined by ", ".
+std::string threshold_text(const GlitchCheck& c);
 
 struct Glitch {
   std::string tenant, agent, stage, trace_id;

@@ -39,12 +39,12 @@ core::AnalyzerSettings analyzer_settings(const core::Config& config, const Pipel
   return s;
 }
 
-// "over_slo 200 ms: cpu_throttled 63%, runqueue 20%": the short form of a verdict.
+// "over_slo 200 ms: cpu_throttled 63%, runqueue 20%": the short form of a verdict, with the
+// threshold crossed and its value.
 std::string verdict_line(const core::Glitch& g) {
   // The detectors' glitches (cache breakdown, entropy spike) have no SLO check: their cause.
   if (!g.check.glitch()) return g.cause;
-  std::string s = core::glitch_reason_name(g.check.reason);
-  if (g.check.slo_ns) s += " " + core::format_duration(g.check.slo_ns);
+  std::string s = core::threshold_text(g.check);
   std::string culprits;
   for (const auto& c : g.verdict.culprits) {
     culprits += fmt::format("{}{} {:.0f}%", culprits.empty() ? "" : ", ",

@@ -106,6 +106,27 @@ TEST(GlitchAnalyzer, SlowRequestIsExplainedByItsSlowestGlitchingStage) {
   EXPECT_EQ(a.pending_requests(), 0u) << "the request's state is freed when it ends";
 }
 
+// Regression: the slowest of several glitching stages explains the request, in either order
+// (max_element was given a greater-than comparator and picked the fastest).
+TEST(GlitchAnalyzer, SlowRequestWithTwoGlitchingStagesBlamesTheSlowerOne) {
+  for (bool slow_first : {false, true}) {
+    GlitchAnalyzer a(AnalyzerSettings{});
+    uint64_t t = 1'000 * ms;
+    const uint64_t req = slow_first ? 8 : 9;
+    // Both over the 200 ms stage SLO: retrieval 250 ms on CPU, generation 1 s mostly throttled.
+    auto fast = stage("ta", req, "retrieval", t, 250 * ms);
+    auto slow = stage("ta", req, "generation", t + 250 * ms, 300 * ms, 700 * ms);
+    ASSERT_EQ(feed(a, slow_first ? slow : fast).glitches.size(), 1u);
+    ASSERT_EQ(feed(a, slow_first ? fast : slow).glitches.size(), 1u);
+    auto out = feed(a, request("ta", req, t, t + 1'250 * ms));
+    ASSERT_EQ(out.glitches.size(), 1u);
+    EXPECT_EQ(out.glitches[0].cause, "cpu_throttled");
+    EXPECT_NE(out.glitches[0].verdict.evidence.find(": generation 1 s, 70% cpu_throttled"),
+              std::string::npos)
+        << out.glitches[0].verdict.evidence;
+  }
+}
+
 TEST(GlitchAnalyzer, TracesGroupStagesUnderTheirRequest) {
   AnalyzerSettings s;
   s.collect_traces = true;

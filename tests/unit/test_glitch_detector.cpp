@@ -68,6 +68,11 @@ TEST(GlitchP99, FarAboveRecentP99IsAGlitchOnceTheWindowIsFull) {
   EXPECT_GT(*g->check.p99_ns, 11 * ms);
   EXPECT_LT(*g->check.p99_ns, 13 * ms);
   EXPECT_EQ(g->verdict.culprits.at(0).component, Component::network);
+  // The text names the P99 rule's limit, never the SLO the stage did not cross.
+  const std::string text = threshold_text(g->check);
+  EXPECT_EQ(text.rfind("over_p99 ", 0), 0u) << text;
+  EXPECT_NE(text.find("(2x P99 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("200 ms"), std::string::npos) << text;
   // 20 ms is under 2 x P99.
   EXPECT_FALSE(d.observe(stage("a", "tool", t += ms, 20 * ms)));
   // Another tenant's stage of the same name has its own (empty) window.
@@ -76,6 +81,22 @@ TEST(GlitchP99, FarAboveRecentP99IsAGlitchOnceTheWindowIsFull) {
   auto both = d.observe(stage("a", "tool", t += ms, 300 * ms));
   ASSERT_TRUE(both);
   EXPECT_EQ(both->check.reason, GlitchReason::both);
+  EXPECT_EQ(threshold_text(both->check).rfind("over_slo 200 ms, over_p99 ", 0), 0u)
+      << threshold_text(both->check);
+}
+
+TEST(GlitchThreshold, TextGivesEachCrossedLimitWithItsValue) {
+  GlitchCheck c;
+  c.slo_ns = 200 * ms;
+  c.wall_ns = 43 * ms;
+  c.p99_ns = 10 * ms;
+  c.p99_factor = 2;
+  c.reason = GlitchReason::over_p99;
+  EXPECT_EQ(threshold_text(c), "over_p99 20 ms (2x P99 10 ms)");
+  c.reason = GlitchReason::over_slo;
+  EXPECT_EQ(threshold_text(c), "over_slo 200 ms");
+  c.reason = GlitchReason::both;
+  EXPECT_EQ(threshold_text(c), "over_slo 200 ms, over_p99 20 ms (2x P99 10 ms)");
 }
 
 TEST(GlitchP99, SamplesLeaveTheWindowSoTheP99RuleWaitsAgain) {
