@@ -52,13 +52,13 @@ std::optional<ThrottleEvidence> EvidenceBoard::throttle_between(const std::strin
 }
 
 void EvidenceBoard::add_preemptions(const std::string& victim, const std::string& by,
-                                    uint64_t now_ns, uint64_t count) {
+                                    uint64_t now_ns, uint64_t count, uint64_t wait_ns) {
   if (count == 0) return;
   if (!room_for(victim)) {
     refused_++;
     return;
   }
-  preemptions_[victim].push_back({now_ns, by, count});
+  preemptions_[victim].push_back({now_ns, by, count, wait_ns});
 }
 
 std::optional<PreemptionEvidence> EvidenceBoard::top_preemptor(const std::string& victim,
@@ -68,17 +68,26 @@ std::optional<PreemptionEvidence> EvidenceBoard::top_preemptor(const std::string
   if (it == preemptions_.end()) return std::nullopt;
   const uint64_t from = start_ns > slack_ns ? start_ns - slack_ns : 0;
   const uint64_t to = end_ns + slack_ns;
-  std::map<std::string, uint64_t> by;
-  uint64_t total = 0;
+  std::map<std::string, PreemptionEvidence> by;
+  PreemptionEvidence all;
   for (const auto& p : it->second) {
     if (p.time_ns < from || p.time_ns > to) continue;
-    by[p.by] += p.count;
-    total += p.count;
+    PreemptionEvidence& e = by[p.by];
+    e.preemptions += p.count;
+    e.wait_ns += p.wait_ns;
+    all.preemptions += p.count;
+    all.wait_ns += p.wait_ns;
   }
   if (by.empty()) return std::nullopt;
-  auto top = std::max_element(by.begin(), by.end(),
-                              [](const auto& a, const auto& b) { return a.second < b.second; });
-  return PreemptionEvidence{top->first, top->second, total};
+  auto top = std::max_element(by.begin(), by.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.second.wait_ns, a.second.preemptions) <
+           std::pair(b.second.wait_ns, b.second.preemptions);
+  });
+  PreemptionEvidence e = top->second;
+  e.by_cgroup = top->first;
+  e.total = all.preemptions;
+  e.total_wait_ns = all.wait_ns;
+  return e;
 }
 
 void EvidenceBoard::expire(uint64_t now_ns) {

@@ -25,8 +25,10 @@ struct ThrottleEvidence {
 
 struct PreemptionEvidence {
   std::string by_cgroup;
-  uint64_t preemptions = 0;  // by that cgroup in the interval
-  uint64_t total = 0;        // by anyone
+  uint64_t wait_ns = 0;        // run-queue wait that followed that cgroup's preemptions
+  uint64_t total_wait_ns = 0;  // ... anyone's
+  uint64_t preemptions = 0;    // by that cgroup in the interval
+  uint64_t total = 0;          // by anyone
 };
 
 class EvidenceBoard {
@@ -41,11 +43,13 @@ class EvidenceBoard {
   std::optional<ThrottleEvidence> throttle_between(const std::string& cgroup, uint64_t start_ns,
                                                    uint64_t end_ns) const;
 
-  // Preemptions of `victim`'s tasks by `by`'s since the previous call (a delta).
+  // Preemptions of `victim`'s tasks by `by`'s since the previous call, and the run-queue wait
+  // that followed them (deltas).
   void add_preemptions(const std::string& victim, const std::string& by, uint64_t now_ns,
-                       uint64_t count);
-  // Who preempted `victim` most in [start - slack, end + slack] (deltas are stamped when read,
-  // up to a tick after they happened).
+                       uint64_t count, uint64_t wait_ns);
+  // Whose preemptions cost `victim` the most run-queue time in [start - slack, end + slack]
+  // (ranked by time, not count: a few long waits behind a hog outweigh many short ones; deltas
+  // are stamped when read, up to a tick after they happened).
   std::optional<PreemptionEvidence> top_preemptor(const std::string& victim, uint64_t start_ns,
                                                   uint64_t end_ns,
                                                   uint64_t slack_ns = 1'100'000'000) const;
@@ -63,7 +67,7 @@ class EvidenceBoard {
   struct PreemptionSample {
     uint64_t time_ns;
     std::string by;
-    uint64_t count;
+    uint64_t count, wait_ns;
   };
   bool room_for(const std::string& cgroup) const;
 

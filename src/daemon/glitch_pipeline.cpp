@@ -165,9 +165,10 @@ void GlitchPipeline::install_hints_locked() {
       h.throttled_before_stage = t->before_stage;
     }
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
-      h.preempting_cgroup =
-          fmt::format("cgroup {} ({} of {} preemptions)", p->by_cgroup,
-                      core::format_count(p->preemptions), core::format_count(p->total));
+      h.preempting_cgroup = fmt::format(
+          "cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)", p->by_cgroup,
+          p->total_wait_ns ? 100.0 * p->wait_ns / p->total_wait_ns : 0.0,
+          core::format_count(p->preemptions), core::format_count(p->total));
     }
     return h;
   });

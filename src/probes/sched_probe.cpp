@@ -258,18 +258,27 @@ void SchedProbe::stop() {
 void SchedProbe::post_preemption_evidence(NodeSignals& signals) {
   const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
   const uint64_t now = monotonic_ns();
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> totals;
+  std::map<std::pair<uint64_t, uint64_t>, PostedPair> totals;
   for (const auto& key : map_keys<sched_pair_key>(fd, SCHED_MAX_PAIRS)) {
-    uint64_t n = 0;
-    for (const auto& v : percpu_values<sched_pair_stats>(fd, &key)) n += v.preemptions;
+    PostedPair n;
+    for (const auto& v : percpu_values<sched_pair_stats>(fd, &key)) {
+      n.preemptions += v.preemptions;
+      n.wait_ns += v.wait_ns;
+    }
     totals[{key.cgroup, key.by_cgroup}] = n;
   }
   for (const auto& [pair, n] : totals) {
     auto before = posted_preemptions_.find(pair);
     // The first read only sets the baseline: what came before attaching is not evidence.
-    if (before == posted_preemptions_.end() || n <= before->second) continue;
+    if (before == posted_preemptions_.end() || n.preemptions <= before->second.preemptions)
+      continue;
     const auto victim = cgroup_name(pair.first), by = cgroup_name(pair.second);
-    if (victim && by) signals.evidence.add_preemptions(*victim, *by, now, n - before->second);
+    const uint64_t wait =
+        n.wait_ns >= before->second.wait_ns ? n.wait_ns - before->second.wait_ns : 0;
+    if (victim && by) {
+      signals.evidence.add_preemptions(*victim, *by, now,
+                                       n.preemptions - before->second.preemptions, wait);
+    }
   }
   posted_preemptions_ = std::move(totals);
 }

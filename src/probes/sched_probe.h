@@ -77,7 +77,10 @@ class SchedProbe final : public ProbeFamily {
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> unresolved_since_;
   std::chrono::steady_clock::time_point last_gc_{};
   std::chrono::steady_clock::time_point last_evidence_{};
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> posted_preemptions_;  // (victim, by) totals
+  struct PostedPair {
+    uint64_t preemptions = 0, wait_ns = 0;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, PostedPair> posted_preemptions_;  // (victim, by)
 };
 
 std::unique_ptr<ProbeFamily> make_sched_probe();

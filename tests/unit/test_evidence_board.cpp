@@ -8,7 +8,8 @@ using tailcause::core::EvidenceBoard;
 
 namespace {
 constexpr uint64_t s = 1'000'000'000;
-}
+constexpr uint64_t ms = 1'000'000;
+}  // namespace
 
 TEST(EvidenceBoard, ThrottlingBetweenBracketingSamples) {
   EvidenceBoard b;
@@ -56,23 +57,39 @@ TEST(EvidenceBoard, OneSampleIsNoEvidence) {
 
 TEST(EvidenceBoard, TopPreemptorAroundTheStage) {
   EvidenceBoard b;
-  b.add_preemptions("/agents/a", "/hog", 2 * s, 40);
-  b.add_preemptions("/agents/a", "/agents/b", 2 * s, 5);
-  b.add_preemptions("/agents/a", "/hog", 3 * s, 30);
-  b.add_preemptions("/agents/a", "/agents/b", 9 * s, 500);  // long after the stage
+  b.add_preemptions("/agents/a", "/hog", 2 * s, 40, 400 * ms);
+  b.add_preemptions("/agents/a", "/agents/b", 2 * s, 5, 5 * ms);
+  b.add_preemptions("/agents/a", "/hog", 3 * s, 30, 300 * ms);
+  b.add_preemptions("/agents/a", "/agents/b", 9 * s, 500, 900 * ms);  // long after the stage
   auto p = b.top_preemptor("/agents/a", 2 * s, 3 * s);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->by_cgroup, "/hog");
   EXPECT_EQ(p->preemptions, 70u);
   EXPECT_EQ(p->total, 75u);
+  EXPECT_EQ(p->wait_ns, 700 * ms);
+  EXPECT_EQ(p->total_wait_ns, 705 * ms);
   EXPECT_FALSE(b.top_preemptor("/agents/b", 2 * s, 3 * s));
   EXPECT_FALSE(b.top_preemptor("/agents/a", 20 * s, 21 * s));
+}
+
+// A hog at a higher CPU weight preempts rarely but each time for long; the many short
+// preemptions by the root cgroup's housekeeping must not outrank it.
+TEST(EvidenceBoard, TopPreemptorIsRankedByWaitNotCount) {
+  EvidenceBoard b;
+  b.add_preemptions("/agents/a", "/", 2 * s, 21, 2 * ms);
+  b.add_preemptions("/agents/a", "/hog", 2 * s, 18, 198 * ms);
+  auto p = b.top_preemptor("/agents/a", 2 * s, 2 * s);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->by_cgroup, "/hog");
+  EXPECT_EQ(p->preemptions, 18u);
+  EXPECT_EQ(p->total, 39u);
+  EXPECT_EQ(p->wait_ns * 100 / p->total_wait_ns, 99u);
 }
 
 TEST(EvidenceBoard, BoundedAndExpiring) {
   EvidenceBoard b(10 * s, 2);
   b.add_throttle_sample("/a", s, 1, 0, std::nullopt);
-  b.add_preemptions("/b", "/x", s, 1);
+  b.add_preemptions("/b", "/x", s, 1, ms);
   b.add_throttle_sample("/c", s, 1, 0, std::nullopt);  // a third cgroup: refused
   EXPECT_EQ(b.cgroups(), 2u);
   EXPECT_EQ(b.refused(), 1u);
