@@ -155,6 +155,10 @@ struct attrib_span {
 	__u32 flags;	  /* ATTRIB_SPAN_* */
 	char stage_name[ATTRIB_NAME_SIZE];
 	struct attrib_peer peer; /* the peer with the most network wait (family 0: none) */
+	/* Run-queue waits of the span that its CFS run queue's throttle clock says were (partly)
+	 * throttled: the kernel's own evidence, for stages too short for a cpu.stat reading. */
+	__u32 throttled_waits;
+	__u32 pad;
 };
 
 struct attrib_record_header {

@@ -273,6 +273,8 @@ static __always_inline void end_off_cpu(struct attrib_task *c, struct task_struc
 
 		c->span.component_ns[ATTRIB_CPU_THROTTLED] += throttled;
 		c->span.component_ns[ATTRIB_RUNQUEUE] += wait - throttled;
+		if (throttled)
+			c->span.throttled_waits++;
 		/* One stall, named by what most of it was. */
 		if (wait >= anomaly_min_ns)
 			note_anomaly(c,

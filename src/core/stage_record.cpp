@@ -109,6 +109,7 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
       wall > measured ? wall - measured : 0;
   r.page_cache_misses = raw.span.page_cache_misses;
   r.major_faults = raw.span.major_faults;
+  r.throttled_waits = raw.span.throttled_waits;
   r.bytes_read = raw.span.bytes_read;
   std::array<uint8_t, 16> addr;
   std::memcpy(addr.data(), raw.span.peer.addr, addr.size());

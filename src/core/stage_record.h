@@ -58,6 +58,7 @@ struct StageRecord {
   std::array<uint64_t, kComponents> component_ns{};  // unattributed included
   uint64_t page_cache_misses = 0;
   uint64_t major_faults = 0;
+  uint32_t throttled_waits = 0;  // run-queue waits the kernel's throttle clock saw throttled
   uint64_t bytes_read = 0;
   bool invalid_name = false;  // a free stage name that was not UTF-8 (replaced)
   // The remote end of the connected socket the stage waited on longest in socket system calls

@@ -45,13 +45,21 @@ namespace {
 std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hints) {
   switch (c) {
     case Component::cpu_throttled: {
-      if (!hints.throttled_periods) break;
-      // "cgroup /agents/t-782 throttled in 41 of 50 periods (quota 0.1 CPU)"
-      std::string s = hints.cgroup ? "cgroup " + *hints.cgroup + " throttled in " : "throttled in ";
-      s += format_count(*hints.throttled_periods);
-      if (hints.periods) s += " of " + format_count(*hints.periods);
-      s += " periods";
-      if (hints.throttled_before_stage) s += " just before";
+      const bool periods_inside = hints.throttled_periods && !hints.throttled_before_stage;
+      if (!periods_inside && !r.throttled_waits && !hints.throttled_periods) break;
+      std::string s = hints.cgroup ? "cgroup " + *hints.cgroup + " throttled " : "throttled ";
+      if (periods_inside || !r.throttled_waits) {
+        // "cgroup /agents/t-782 throttled in 41 of 50 periods (quota 0.1 CPU)": cpu.stat read
+        // during the stage (or, failing all else, just before it).
+        s += "in " + format_count(*hints.throttled_periods);
+        if (hints.periods) s += " of " + format_count(*hints.periods);
+        s += " periods";
+        if (hints.throttled_before_stage) s += " just before";
+      } else {
+        // A stage between two cpu.stat readings: its run queue's own throttle clock.
+        s += format_count(r.throttled_waits) +
+             (r.throttled_waits == 1 ? " time in the stage" : " times in the stage");
+      }
       if (hints.quota_cpus) s += fmt::format(" (quota {:.3g} CPU)", *hints.quota_cpus);
       return s;
     }

@@ -157,18 +157,20 @@ void GlitchPipeline::install_hints_locked() {
     const std::string cgroup = set_->cgroup_name(r.cgroup_id);
     if (cgroup.empty()) return h;
     const auto& board = set_->signals().evidence;
-    if (auto t = board.throttle_between(cgroup, r.start_ns, r.end_ns); t && t->throttled) {
-      h.cgroup = cgroup;
-      h.throttled_periods = t->throttled;
-      h.periods = t->periods;
+    h.cgroup = cgroup;
+    if (auto t = board.throttle_between(cgroup, r.start_ns, r.end_ns)) {
       h.quota_cpus = t->quota_cpus;
-      h.throttled_before_stage = t->before_stage;
+      if (t->throttled) {
+        h.throttled_periods = t->throttled;
+        h.periods = t->periods;
+        h.throttled_before_stage = t->before_stage;
+      }
     }
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
-      h.preempting_cgroup = fmt::format(
-          "cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)", p->by_cgroup,
-          p->total_wait_ns ? 100.0 * p->wait_ns / p->total_wait_ns : 0.0,
-          core::format_count(p->preemptions), core::format_count(p->total));
+      h.preempting_cgroup =
+          fmt::format("cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)",
+                      p->by_cgroup, p->total_wait_ns ? 100.0 * p->wait_ns / p->total_wait_ns : 0.0,
+                      core::format_count(p->preemptions), core::format_count(p->total));
     }
     return h;
   });

@@ -17,10 +17,14 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
   EXPECT_EQ(throttled.largest(), Component::cpu_throttled) << describe(throttled);
   EXPECT_GT(part(throttled, Component::on_cpu), 120'000'000u) << describe(throttled);
   EXPECT_GT(part(throttled, Component::cpu_throttled), 500'000'000u) << describe(throttled);
+  // The run queue's throttle clock is evidence of its own: 150 ms of work at 10 ms a 100 ms
+  // period waits out the quota about 14 times; a stage outside any quota never.
+  EXPECT_GE(throttled.throttled_waits, 3u) << describe(throttled);
 
   const StageRecord free = only_stage(0x102);
   EXPECT_NE(free.largest(), Component::cpu_throttled) << describe(free);
   EXPECT_LT(part(free, Component::cpu_throttled), free.wall_ns() / 10) << describe(free);
+  EXPECT_EQ(free.throttled_waits, 0u) << describe(free);
 
   const auto m = scrape();
   EXPECT_GT(

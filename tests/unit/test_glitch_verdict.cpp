@@ -86,6 +86,25 @@ TEST(VerdictFaults, CpuThrottling) {
   EXPECT_EQ(explain(r, &p, hints).evidence,
             "generation 1.42 s, 63% cpu_throttled: cgroup /agents/t-782 throttled in 41 of 50 "
             "periods just before (quota 0.1 CPU)");
+
+  // ... unless the kernel's throttle clock saw the stage's own waits throttled: that is
+  // evidence from inside the stage, however short.
+  r.throttled_waits = 3;
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "generation 1.42 s, 63% cpu_throttled: cgroup /agents/t-782 throttled 3 times in the "
+            "stage (quota 0.1 CPU)");
+  // With no cpu.stat interval at all, the throttle clock alone.
+  EvidenceHints only_cgroup;
+  only_cgroup.cgroup = "/agents/t-782";
+  r.throttled_waits = 1;
+  EXPECT_EQ(explain(r, &p, only_cgroup).evidence,
+            "generation 1.42 s, 63% cpu_throttled: cgroup /agents/t-782 throttled 1 time in the "
+            "stage");
+  // A cpu.stat interval inside the stage stays the better evidence.
+  hints.throttled_before_stage = false;
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "generation 1.42 s, 63% cpu_throttled: cgroup /agents/t-782 throttled in 41 of 50 "
+            "periods (quota 0.1 CPU)");
 }
 
 TEST(VerdictFaults, PageCacheMissesInRetrieval) {
