@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_ARGS)
 
-.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench fuzz vmlinux format clean
+.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench fuzz fuzz-merge vmlinux format clean
 
 all: build
 
@@ -60,6 +60,16 @@ fuzz: deps
 	  n=$$(basename $$f .cpp); \
 	  echo "fuzz: $${n#fuzz_} for $(FUZZ_SECONDS) s"; \
 	  tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz/$$n $${n#fuzz_} $(FUZZ_SECONDS) . $(FUZZ_BUILD)/fuzz; \
+	done
+
+# After `make fuzz`: adds to the checked-in corpus (tests/fuzz/corpus/NAME) only those inputs
+# found meanwhile that reach code it does not (libFuzzer's -merge=1), to commit with the change.
+fuzz-merge:
+	@set -e; for f in tests/fuzz/fuzz_*.cpp; do \
+	  n=$$(basename $$f .cpp); c=$${n#fuzz_}; \
+	  test -d $(FUZZ_BUILD)/fuzz/corpus/$$c || continue; \
+	  $(FUZZ_BUILD)/fuzz/$$n -merge=1 -max_len=65536 tests/fuzz/corpus/$$c \
+	    $(FUZZ_BUILD)/fuzz/corpus/$$c 2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new files' || true; \
 	done
 
 vmlinux:
