@@ -70,6 +70,103 @@ int BPF_PROG(page_cache_add_raw, struct folio *folio)
 	return on_page_cache_add(folio);
 }
 
+/* ---- Memory cgroup limit reclaim ---------------------------------------------------------- */
+
+/* Key: memory cgroup id (see task_memcg_id). Value: per-CPU reclaim totals; read by
+ * MemcgPressure::harvest(). Full: dropped and counted. Not preallocated: few cgroups reclaim. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, TAILCAUSE_MEMCG_MAX);
+	__type(key, __u64);
+	__type(value, struct memcg_reclaim);
+} memcg_reclaim SEC(".maps");
+
+/* Key: tid. Value: when its reclaim pass began (passes do not nest). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} reclaim_started SEC(".maps");
+
+static const struct memcg_reclaim zero_reclaim;
+
+/* The memory cgroup of `t` (v1 or v2: the memory controller's css, which on v2 is the nearest
+ * ancestor with the controller enabled, where the limit lives), as its directory's kernfs id in
+ * the memory hierarchy. 0 without the memory controller. */
+static __always_inline __u64 task_memcg_id(struct task_struct *t)
+{
+	struct css_set *cgroups = BPF_CORE_READ(t, cgroups);
+	struct cgroup_subsys_state *css = NULL;
+	int id;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
+		return 0;
+	id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	bpf_probe_read_kernel(&css, sizeof(css),
+			      (void *)cgroups + bpf_core_field_offset(struct css_set, subsys) +
+				      id * sizeof(void *));
+	if (!css)
+		return 0;
+	return BPF_CORE_READ(css, cgroup, kn, id);
+}
+
+static __always_inline int on_memcg_reclaim_begin(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns();
+
+	bpf_map_update_elem(&reclaim_started, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int on_memcg_reclaim_end(unsigned long nr_reclaimed)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *start = bpf_map_lookup_elem(&reclaim_started, &tid);
+	__u64 now = bpf_ktime_get_ns(), took;
+	__u64 memcg;
+	struct memcg_reclaim *v;
+
+	if (!start)
+		return 0; /* began before we attached */
+	took = now > *start ? now - *start : 0;
+	bpf_map_delete_elem(&reclaim_started, &tid);
+	memcg = task_memcg_id((struct task_struct *)bpf_get_current_task());
+	v = lookup_or_insert(&memcg_reclaim, &memcg, &zero_reclaim, &memory_events_lost, 0);
+	if (!v)
+		return 0;
+	v->reclaim_ns += took;
+	v->reclaimed_pages += nr_reclaimed;
+	v->reclaims += 1;
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(memcg_reclaim_begin_btf)
+{
+	return on_memcg_reclaim_begin();
+}
+
+SEC("raw_tp/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(memcg_reclaim_begin_raw)
+{
+	return on_memcg_reclaim_begin();
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(memcg_reclaim_end_btf, unsigned long nr_reclaimed)
+{
+	return on_memcg_reclaim_end(nr_reclaimed);
+}
+
+SEC("raw_tp/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(memcg_reclaim_end_raw, unsigned long nr_reclaimed)
+{
+	return on_memcg_reclaim_end(nr_reclaimed);
+}
+
 /* Attached to a per-CPU PERF_COUNT_SW_PAGE_FAULTS_MAJ event with sample_period 1: runs once
  * per major fault, in the faulting task. */
 SEC("perf_event")

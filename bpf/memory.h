@@ -27,4 +27,15 @@ struct memory_value {
 	char comm[TAILCAUSE_COMM_LEN]; /* the process's (group leader's) name */
 };
 
+/* Memory cgroups whose limit reclaim is timed (memcg_reclaim); more are dropped and counted. */
+#define TAILCAUSE_MEMCG_MAX 4096
+
+/* Per-CPU totals of the reclaim one memory cgroup's tasks did because a limit was reached (the
+ * kernel's mm_vmscan_memcg_reclaim_begin/end, in the charging task). */
+struct memcg_reclaim {
+	__u64 reclaim_ns;	/* time spent reclaiming */
+	__u64 reclaimed_pages;	/* pages the reclaim freed */
+	__u64 reclaims;		/* reclaim passes */
+};
+
 #endif

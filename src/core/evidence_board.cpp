@@ -8,7 +8,8 @@ EvidenceBoard::EvidenceBoard(uint64_t keep_ns, size_t max_cgroups)
     : keep_ns_(keep_ns), max_cgroups_(max_cgroups) {}
 
 bool EvidenceBoard::room_for(const std::string& cgroup) const {
-  return throttle_.count(cgroup) || preemptions_.count(cgroup) || cgroups() < max_cgroups_;
+  return throttle_.count(cgroup) || preemptions_.count(cgroup) || memory_.count(cgroup) ||
+         cgroups() < max_cgroups_;
 }
 
 void EvidenceBoard::add_throttle_sample(const std::string& cgroup, uint64_t now_ns,
@@ -21,33 +22,82 @@ void EvidenceBoard::add_throttle_sample(const std::string& cgroup, uint64_t now_
   throttle_[cgroup].push_back({now_ns, nr_periods, nr_throttled, quota_cpus});
 }
 
+namespace {
+
+// The samples bracketing [start, end]: the last one at or before start (else the first) and the
+// first one at or after end (else the newest). A stage that no reading falls inside (readings
+// come once a second) gets the interval read just before it began: the closest evidence there
+// is, flagged `before`. Empty `from == to` when there are not two samples to compare.
+template <typename Sample>
+struct Bracket {
+  const Sample* from = nullptr;
+  const Sample* to = nullptr;
+  bool before = false;
+};
+
+template <typename Sample>
+Bracket<Sample> bracket(const std::deque<Sample>& s, uint64_t start_ns, uint64_t end_ns) {
+  if (s.size() < 2) return {};
+  auto after_start = std::upper_bound(s.begin(), s.end(), start_ns,
+                                      [](uint64_t t, const Sample& x) { return t < x.time_ns; });
+  auto from = after_start == s.begin() ? s.begin() : std::prev(after_start);
+  auto to = std::lower_bound(s.begin(), s.end(), end_ns,
+                             [](const Sample& x, uint64_t t) { return x.time_ns < t; });
+  if (to == s.end()) to = std::prev(s.end());
+  bool before = false;
+  if (to <= from) {
+    if (from == s.begin()) return {};
+    to = from;
+    from = std::prev(from);
+    before = true;
+  }
+  return {&*from, &*to, before};
+}
+
+uint64_t delta(uint64_t to, uint64_t from) { return to >= from ? to - from : 0; }
+
+}  // namespace
+
 std::optional<ThrottleEvidence> EvidenceBoard::throttle_between(const std::string& cgroup,
                                                                 uint64_t start_ns,
                                                                 uint64_t end_ns) const {
   auto it = throttle_.find(cgroup);
-  if (it == throttle_.end() || it->second.size() < 2) return std::nullopt;
-  const auto& s = it->second;
-  // Samples are in time order: the last one at or before start (else the first) ...
-  auto after_start =
-      std::upper_bound(s.begin(), s.end(), start_ns,
-                       [](uint64_t t, const ThrottleSample& x) { return t < x.time_ns; });
-  auto from = after_start == s.begin() ? s.begin() : std::prev(after_start);
-  // ... and the first one at or after end (else the newest).
-  auto to = std::lower_bound(s.begin(), s.end(), end_ns,
-                             [](const ThrottleSample& x, uint64_t t) { return x.time_ns < t; });
-  if (to == s.end()) to = std::prev(s.end());
+  if (it == throttle_.end()) return std::nullopt;
+  const auto b = bracket(it->second, start_ns, end_ns);
+  if (!b.from) return std::nullopt;
   ThrottleEvidence e;
-  if (to <= from) {
-    // cpu.stat is read once a second, so a stage shorter than that often ends before the next
-    // reading: the interval read just before it began is the closest evidence there is.
-    if (from == s.begin()) return std::nullopt;
-    to = from;
-    from = std::prev(from);
-    e.before_stage = true;
+  e.periods = delta(b.to->periods, b.from->periods);
+  e.throttled = delta(b.to->throttled, b.from->throttled);
+  e.quota_cpus = b.to->quota_cpus;
+  e.before_stage = b.before;
+  return e;
+}
+
+void EvidenceBoard::add_memory_sample(const std::string& cgroup, uint64_t now_ns,
+                                      uint64_t reclaimed_bytes, uint64_t reclaim_ns,
+                                      uint64_t usage_bytes, std::optional<uint64_t> limit_bytes) {
+  if (!room_for(cgroup)) {
+    refused_++;
+    return;
   }
-  e.periods = to->periods >= from->periods ? to->periods - from->periods : 0;
-  e.throttled = to->throttled >= from->throttled ? to->throttled - from->throttled : 0;
-  e.quota_cpus = to->quota_cpus;
+  memory_[cgroup].push_back({now_ns, reclaimed_bytes, reclaim_ns, usage_bytes, limit_bytes});
+}
+
+std::optional<MemoryEvidence> EvidenceBoard::memory_between(const std::string& cgroup,
+                                                            uint64_t start_ns,
+                                                            uint64_t end_ns) const {
+  auto it = memory_.find(cgroup);
+  if (it == memory_.end()) return std::nullopt;
+  const auto b = bracket(it->second, start_ns, end_ns);
+  if (!b.from) return std::nullopt;
+  MemoryEvidence e;
+  e.reclaimed_bytes = delta(b.to->reclaimed_bytes, b.from->reclaimed_bytes);
+  if (e.reclaimed_bytes == 0) return std::nullopt;
+  e.reclaim_ns = delta(b.to->reclaim_ns, b.from->reclaim_ns);
+  e.seconds = static_cast<double>(b.to->time_ns - b.from->time_ns) * 1e-9;
+  e.usage_bytes = b.to->usage_bytes;
+  e.limit_bytes = b.to->limit_bytes;
+  e.before_stage = b.before;
   return e;
 }
 
@@ -103,11 +153,15 @@ void EvidenceBoard::expire(uint64_t now_ns) {
   };
   trim(throttle_);
   trim(preemptions_);
+  trim(memory_);
 }
 
 size_t EvidenceBoard::cgroups() const {
   size_t n = throttle_.size();
   for (const auto& [name, _] : preemptions_) n += throttle_.count(name) ? 0 : 1;
+  for (const auto& [name, _] : memory_) {
+    n += throttle_.count(name) || preemptions_.count(name) ? 0 : 1;
+  }
   return n;
 }
 

@@ -23,6 +23,18 @@ struct ThrottleEvidence {
                                      // just before it began
 };
 
+// Reclaim forced by a memory cgroup's limit (the kernel's memcg reclaim, timed by BPF) over an
+// interval, and where the cgroup stood against its limit at the end of it.
+struct MemoryEvidence {
+  uint64_t reclaimed_bytes = 0;
+  uint64_t reclaim_ns = 0;              // time the cgroup's tasks spent reclaiming
+  double seconds = 0;                   // the interval the figures cover
+  uint64_t usage_bytes = 0;             // charged to the cgroup at the end of the interval
+  std::optional<uint64_t> limit_bytes;  // its limit, when it has one
+  bool before_stage = false;            // as in ThrottleEvidence
+  double reclaim_bytes_per_s() const { return seconds > 0 ? reclaimed_bytes / seconds : 0; }
+};
+
 struct PreemptionEvidence {
   std::string by_cgroup;
   uint64_t wait_ns = 0;        // run-queue wait that followed that cgroup's preemptions
@@ -42,6 +54,16 @@ class EvidenceBoard {
   // first at or after end, or the newest when none is yet). nullopt without two samples.
   std::optional<ThrottleEvidence> throttle_between(const std::string& cgroup, uint64_t start_ns,
                                                    uint64_t end_ns) const;
+
+  // A memory cgroup's cumulative reclaim counters and its usage and limit, read now.
+  void add_memory_sample(const std::string& cgroup, uint64_t now_ns, uint64_t reclaimed_bytes,
+                         uint64_t reclaim_ns, uint64_t usage_bytes,
+                         std::optional<uint64_t> limit_bytes);
+  // Reclaim over [start, end], bracketed as throttle_between does; nullopt without two samples
+  // or when nothing was reclaimed.
+  std::optional<MemoryEvidence> memory_between(const std::string& cgroup, uint64_t start_ns,
+                                               uint64_t end_ns) const;
+  bool has_memory_samples() const { return !memory_.empty(); }
 
   // Preemptions of `victim`'s tasks by `by`'s since the previous call, and the run-queue wait
   // that followed them (deltas).
@@ -64,6 +86,10 @@ class EvidenceBoard {
     uint64_t time_ns, periods, throttled;
     std::optional<double> quota_cpus;
   };
+  struct MemorySample {
+    uint64_t time_ns, reclaimed_bytes, reclaim_ns, usage_bytes;
+    std::optional<uint64_t> limit_bytes;
+  };
   struct PreemptionSample {
     uint64_t time_ns;
     std::string by;
@@ -75,6 +101,7 @@ class EvidenceBoard {
   size_t max_cgroups_;
   std::map<std::string, std::deque<ThrottleSample>> throttle_;
   std::map<std::string, std::deque<PreemptionSample>> preemptions_;
+  std::map<std::string, std::deque<MemorySample>> memory_;
   uint64_t refused_ = 0;
 };
 

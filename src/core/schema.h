@@ -83,6 +83,8 @@ inline constexpr const char kTcpRetransmits[] = "tailcause_tcp_retransmits";
 inline constexpr const char kPageCacheMisses[] = "tailcause_page_cache_misses";
 inline constexpr const char kMajorFaults[] = "tailcause_major_faults";
 inline constexpr const char kProcessPageCacheMisses[] = "tailcause_process_page_cache_misses";
+inline constexpr const char kMemcgReclaimSeconds[] = "tailcause_memcg_reclaim_seconds";
+inline constexpr const char kMemcgReclaimedBytes[] = "tailcause_memcg_reclaimed_bytes";
 inline constexpr const char kProcessMajorFaults[] = "tailcause_process_major_faults";
 // block family
 inline constexpr const char kBlockIoLatencySeconds[] = "tailcause_block_io_latency_seconds";
@@ -167,6 +169,8 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kPageCacheMisses, MetricType::Counter, "memory"},
     {metric::kMajorFaults, MetricType::Counter, "memory"},
     {metric::kProcessPageCacheMisses, MetricType::Counter, "memory"},
+    {metric::kMemcgReclaimSeconds, MetricType::Counter, "memory"},
+    {metric::kMemcgReclaimedBytes, MetricType::Counter, "memory"},
     {metric::kProcessMajorFaults, MetricType::Counter, "memory"},
     {metric::kBlockIoLatencySeconds, MetricType::Histogram, "block"},
     {metric::kBlockIoBytes, MetricType::Counter, "block"},

@@ -29,6 +29,28 @@ std::string format_duration(uint64_t ns) {
   return three(v / 1e3, "us");
 }
 
+std::string format_bytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t unit = 0;
+  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    unit++;
+  }
+  return fmt::format("{:.3g} {}", bytes, kUnits[unit]);
+}
+
+std::string describe_memory_pressure(const std::string& cgroup, const MemoryEvidence& e) {
+  std::string s = "memory cgroup " + cgroup;
+  if (e.limit_bytes && *e.limit_bytes > 0) {
+    const double used = static_cast<double>(e.usage_bytes) / static_cast<double>(*e.limit_bytes);
+    s += used >= 0.9 ? " at its " : fmt::format(" at {:.0f}% of its ", used * 100);
+    s += format_bytes(static_cast<double>(*e.limit_bytes)) + " limit,";
+  }
+  s += " reclaiming " + format_bytes(e.reclaim_bytes_per_s()) + "/s";
+  if (e.before_stage) s += " just before";
+  return s;
+}
+
 std::string format_count(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;
@@ -66,9 +88,12 @@ std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hi
     case Component::runqueue:
       if (hints.preempting_cgroup) return "preempted by " + *hints.preempting_cgroup;
       break;
-    case Component::block_io:
-      if (r.page_cache_misses > 0) return format_count(r.page_cache_misses) + " page-cache misses";
-      break;
+    case Component::block_io: {
+      std::string s;
+      if (r.page_cache_misses > 0) s = format_count(r.page_cache_misses) + " page-cache misses";
+      if (hints.memory_pressure) s += (s.empty() ? "" : "; ") + *hints.memory_pressure;
+      return s;
+    }
     case Component::network:
       if (hints.peer) return "peer " + *hints.peer;
       if (r.network_peer) return "peer " + *r.network_peer;  // measured by the kernel

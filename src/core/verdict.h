@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/evidence_board.h"
 #include "core/stage_record.h"
 
 namespace tailcause::core {
@@ -46,6 +47,7 @@ struct EvidenceHints {
   std::optional<std::string> peer;               // network: the remote end (else the
                                                  // record's own network_peer)
   std::optional<std::string> lock_name;          // lock: what was contended
+  std::optional<std::string> memory_pressure;    // block_io: its memory cgroup reclaiming
 };
 
 struct Culprit {
@@ -73,6 +75,11 @@ Verdict explain(const StageRecord& r, const ComponentProfile* normal,
 
 // "1.42 s", "480 ms", "35 us": three significant digits.
 std::string format_duration(uint64_t ns);
+// "2 MiB", "14.2 MiB", "512 KiB", "900 B".
+std::string format_bytes(double bytes);
+// "memory cgroup /agents/ta at its 2 MiB limit, reclaiming 14 MiB/s" (at its limit: usage at
+// 90% of it or more; "at 60% of its 2 MiB limit" below; no limit: just the reclaim).
+std::string describe_memory_pressure(const std::string& cgroup, const MemoryEvidence& e);
 // 1240 -> "1,240".
 std::string format_count(uint64_t n);
 

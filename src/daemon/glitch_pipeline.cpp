@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "bpf/attrib.h"
 #include "core/breaker_protocol.h"
+#include "core/proc_cgroup.h"
 #include "core/schema.h"
 #include "core/verdict.h"
 #include "export/breaker_socket.h"
@@ -37,6 +39,22 @@ core::AnalyzerSettings analyzer_settings(const core::Config& config, const Pipel
   s.summary_window_ns = o.summary_window_ns;
   s.collect_traces = o.otlp && !config.otlp.endpoint.empty();
   return s;
+}
+
+// The stage's process's memory cgroup, or the nearest ancestor (where a v2 limit lives), that
+// was reclaiming around the stage. Read from /proc only for glitches, once some cgroup reclaimed.
+std::optional<std::string> memory_pressure(const core::EvidenceBoard& board,
+                                           const core::StageRecord& r) {
+  std::ifstream in(fmt::format("/proc/{}/cgroup", r.id.pid));
+  std::string text(4096, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  for (auto path = core::memory_cgroup_of(text); path; path = core::parent_cgroup(*path)) {
+    if (auto m = board.memory_between(*path, r.start_ns, r.end_ns)) {
+      return core::describe_memory_pressure(*path, *m);
+    }
+  }
+  return std::nullopt;
 }
 
 // "over_slo 200 ms: cpu_throttled 63%, runqueue 20%": the short form of a verdict, with the
@@ -166,6 +184,7 @@ void GlitchPipeline::install_hints_locked() {
         h.throttled_before_stage = t->before_stage;
       }
     }
+    if (board.has_memory_samples()) h.memory_pressure = memory_pressure(board, r);
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
       h.preempting_cgroup =
           fmt::format("cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)",

@@ -1,6 +1,7 @@
 #include "probes/memory_probe.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <linux/types.h>
@@ -19,6 +20,7 @@
 
 #include "core/schema.h"
 #include "probes/bpf_loader.h"
+#include "probes/features.h"
 #include "probes/syscall_classes.h"
 #include "bpf/memory.h"
 #include "memory.skel.h"
@@ -33,6 +35,7 @@ constexpr const char* kFamily = "memory";
 constexpr char kPairSeparator = '\x1f';  // cannot occur in a cgroup path
 constexpr auto kHarvestInterval = std::chrono::seconds(5);
 constexpr auto kGcInterval = std::chrono::seconds(10);
+constexpr auto kMemcgInterval = std::chrono::seconds(1);
 constexpr auto kUnresolvedGrace = std::chrono::seconds(60);  // CgroupNames rescans every 1 s
 // Preallocated per-CPU values of process_memory may use at most this much kernel memory.
 constexpr size_t kMapBudgetBytes = 16u << 20;
@@ -107,6 +110,23 @@ std::vector<LinkHandle> attach_major_faults(bpf_program* prog) {
   return {};
 }
 
+// Memory cgroup limit reclaim is timed where the kernel has the tracepoints (CONFIG_MEMCG) and
+// a memory hierarchy is mounted; elsewhere the rest of the family works without it.
+std::optional<CgroupLayout> memcg_reclaim_layout(const Features& features,
+                                                 const CgroupLayout& tenants) {
+  const auto btf = start_btf(features);
+  if (!btf || btf__find_by_name_kind(btf.get(), "btf_trace_mm_vmscan_memcg_reclaim_begin",
+                                     BTF_KIND_TYPEDEF) < 0) {
+    spdlog::warn(
+        "memory: memory cgroup reclaim not timed: the kernel has no memcg reclaim "
+        "tracepoints");
+    return std::nullopt;
+  }
+  auto layout = memory_cgroup_layout(tenants);
+  if (!layout) spdlog::warn("memory: memory cgroup reclaim not timed: no memory controller");
+  return layout;
+}
+
 }  // namespace
 
 TAILCAUSE_SKELETON_DESTROY(memory_bpf)
@@ -160,6 +180,13 @@ void MemoryProbe::start(const ProbeContext& ctx) {
     );
   }
   bpf_program__set_autoload(skel->progs.major_fault, ctx.features.perf_event);
+  const auto memcg_layout = memcg_reclaim_layout(ctx.features, ctx.cgroups.layout());
+  if (!memcg_layout) {
+    for (bpf_program* p : {skel->progs.memcg_reclaim_begin_btf, skel->progs.memcg_reclaim_begin_raw,
+                           skel->progs.memcg_reclaim_end_btf, skel->progs.memcg_reclaim_end_raw}) {
+      bpf_program__set_autoload(p, false);
+    }
+  }
   check(memory_bpf__load(skel.get()), kFamily, "load BPF programs");
   check(memory_bpf__attach(skel.get()), kFamily,
         std::string("attach filemap/mm_filemap_add_to_page_cache (") +
@@ -170,6 +197,10 @@ void MemoryProbe::start(const ProbeContext& ctx) {
   } else {
     spdlog::warn("memory: major faults not counted: software perf events unavailable");
   }
+  if (memcg_layout) {
+    memcg_ = std::make_unique<MemcgPressure>(*memcg_layout, bpf_map__fd(skel->maps.memcg_reclaim),
+                                             ctx.config.top_k);
+  }
   skel_ = std::move(skel);
   fault_links_ = std::move(fault_links);
   spdlog::info(
@@ -179,12 +210,18 @@ void MemoryProbe::start(const ProbeContext& ctx) {
 }
 
 void MemoryProbe::stop() {
+  memcg_.reset();
   fault_links_.clear();
   skel_.reset();
 }
 
-void MemoryProbe::tick(const ProbeContext&) {
+void MemoryProbe::tick(const ProbeContext& ctx) {
   if (skel_ && Clock::now() - last_harvest_ >= kHarvestInterval) harvest();
+  // Reclaim is evidence for glitches that just ended: read it as often as cpu.stat.
+  if (memcg_ && Clock::now() - last_memcg_ >= kMemcgInterval) {
+    last_memcg_ = Clock::now();
+    memcg_->harvest(ctx.signals.evidence, monotonic_ns());
+  }
 }
 
 uint64_t MemoryProbe::folded_label_values() const {
@@ -272,6 +309,7 @@ void MemoryProbe::collect(core::MetricSet& out) {
   if (!skel_) return;
   harvest();
   if (Clock::now() - last_gc_ >= kGcInterval) forget_removed_cgroups();
+  if (memcg_) memcg_->collect(out);
 
   std::map<std::string, MemoryCounts> by_cgroup, by_process;
   std::map<std::string, std::pair<std::string, std::string>> labels;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "probes/handles.h"
+#include "probes/memcg_pressure.h"
 #include "probes/probe_family.h"
 
 struct memory_bpf;
@@ -64,7 +65,8 @@ class MemoryProbe final : public ProbeFamily {
 
   Handle<memory_bpf> skel_;
   CgroupNames* cgroups_ = nullptr;
-  std::vector<LinkHandle> fault_links_;  // each owns its perf event fd
+  std::vector<LinkHandle> fault_links_;   // each owns its perf event fd
+  std::unique_ptr<MemcgPressure> memcg_;  // null where limit reclaim is not timed
   uint32_t max_processes_ = 0;
   std::unique_ptr<Series> series_;
   // Per kernel entry, the counts already added to totals_ (deltas make deletions safe).
@@ -75,6 +77,7 @@ class MemoryProbe final : public ProbeFamily {
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> unresolved_since_;
   std::chrono::steady_clock::time_point last_harvest_{};
   std::chrono::steady_clock::time_point last_gc_{};
+  std::chrono::steady_clock::time_point last_memcg_{};
 };
 
 std::unique_ptr<ProbeFamily> make_memory_probe();

@@ -86,6 +86,27 @@ TEST(EvidenceBoard, TopPreemptorIsRankedByWaitNotCount) {
   EXPECT_EQ(p->wait_ns * 100 / p->total_wait_ns, 99u);
 }
 
+TEST(EvidenceBoard, MemoryReclaimAroundTheStage) {
+  EvidenceBoard b;
+  const uint64_t limit = 2 << 20;
+  b.add_memory_sample("/t", 1 * s, 0, 0, 1 << 20, limit);
+  b.add_memory_sample("/t", 2 * s, 0, 0, 1 << 20, limit);  // nothing reclaimed yet
+  EXPECT_FALSE(b.memory_between("/t", 1 * s + 10 * ms, 1 * s + 20 * ms));
+  b.add_memory_sample("/t", 3 * s, 14 << 20, 80 * ms, limit - 4096, limit);
+  auto m = b.memory_between("/t", 2 * s + 10 * ms, 2 * s + 30 * ms);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->reclaimed_bytes, 14u << 20);
+  EXPECT_EQ(m->reclaim_ns, 80 * ms);
+  EXPECT_DOUBLE_EQ(m->seconds, 1.0);
+  EXPECT_EQ(m->limit_bytes, limit);
+  EXPECT_FALSE(m->before_stage);
+  // A stage after the newest reading: the interval just before, said so.
+  auto late = b.memory_between("/t", 3 * s + 10 * ms, 3 * s + 20 * ms);
+  ASSERT_TRUE(late);
+  EXPECT_TRUE(late->before_stage);
+  EXPECT_FALSE(b.memory_between("/other", 2 * s, 3 * s));
+}
+
 TEST(EvidenceBoard, BoundedAndExpiring) {
   EvidenceBoard b(10 * s, 2);
   b.add_throttle_sample("/a", s, 1, 0, std::nullopt);

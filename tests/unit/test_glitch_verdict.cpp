@@ -120,6 +120,37 @@ TEST(VerdictFaults, PageCacheMissesInRetrieval) {
   EXPECT_EQ(v.evidence, "retrieval 480 ms, 71% block_io: 1,240 page-cache misses");
 }
 
+// The example: page-cache misses forced by the tenant's own memory cgroup limit.
+TEST(VerdictFaults, PageCacheMissesUnderAMemoryCgroupLimit) {
+  ComponentProfile p = normal_profile("retrieval", 100);
+  auto r = record("retrieval", {{Component::on_cpu, 90 * ms},
+                                {Component::block_io, 340 * ms},
+                                {Component::runqueue, 20 * ms},
+                                {Component::network, 30 * ms}});
+  r.page_cache_misses = 1840;
+  MemoryEvidence m;
+  m.reclaimed_bytes = 14ull << 20;
+  m.seconds = 1;
+  m.usage_bytes = (2ull << 20) - 4096;
+  m.limit_bytes = 2ull << 20;
+  EvidenceHints hints;
+  hints.memory_pressure = describe_memory_pressure("/agents/ta", m);
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "retrieval 480 ms, 71% block_io: 1,840 page-cache misses; memory cgroup /agents/ta at "
+            "its 2 MiB limit, reclaiming 14 MiB/s");
+  // Far from its limit, and without one.
+  m.usage_bytes = 600ull << 10;
+  EXPECT_EQ(describe_memory_pressure("/t", m),
+            "memory cgroup /t at 29% of its 2 MiB limit, reclaiming 14 MiB/s");
+  m.limit_bytes.reset();
+  m.seconds = 2;
+  m.before_stage = true;
+  EXPECT_EQ(describe_memory_pressure("/t", m), "memory cgroup /t reclaiming 7 MiB/s just before");
+  // Memory pressure explains block I/O only.
+  auto cpu = record("retrieval", {{Component::on_cpu, 900 * ms}, {Component::block_io, 5 * ms}});
+  EXPECT_EQ(explain(cpu, &p, hints).evidence.find("memory cgroup"), std::string::npos);
+}
+
 TEST(VerdictFaults, SlowNetworkPeerInTool) {
   ComponentProfile p = normal_profile("tool", 100);
   auto r = record("tool", {{Component::network, 1'995 * ms}, {Component::on_cpu, 105 * ms}});
