@@ -23,6 +23,7 @@
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
 #include "probes/syscall_classes.h"
+#include "probes/usdt_args.h"
 #include "attrib.skel.h"
 
 namespace tailcause::probes {
@@ -106,8 +107,7 @@ void AttribProbe::start(const ProbeContext& ctx) {
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel_->obj) {
     if (multi_ && std::strcmp(bpf_program__section_name(prog), "usdt") == 0) {
-      bpf_program__set_expected_attach_type(prog,
-                                            static_cast<bpf_attach_type>(kAttachUprobeMulti));
+      bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
     }
   }
   check(attrib_bpf__load(skel_.get()), kFamily, "load BPF programs");
@@ -383,9 +383,8 @@ void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
       attach_usdt(binary.path, *binary.sites, programs, pid, multi_, *spec_ids_, problems);
   for (const auto& p : problems) spdlog::warn("attrib: cannot attach {}: {}", binary.path, p);
   if (links.count() == 0) return;
-  spdlog::info("attrib: attached {} probe(s) in {} ({} sites, {} {})", programs.size(),
-               binary.path, links.sites, links.count(),
-               multi_ ? "uprobe_multi links" : "perf-event uprobes");
+  spdlog::info("attrib: attached {} probe(s) in {} ({} sites, {} {})", programs.size(), binary.path,
+               links.sites, links.count(), multi_ ? "uprobe_multi links" : "perf-event uprobes");
   attached_[binary.id] = Attachment{binary.path, std::move(links), std::nullopt};
   ++attaches_;
 }
@@ -400,10 +399,9 @@ void AttribProbe::release(const BinaryId& id) {
 }
 
 void AttribProbe::reap(UsdtLinks links) {
-  reaper_.reap(std::move(links.multi), std::move(links.perf),
-               [ids = spec_ids_.get(), spec_ids = std::move(links.spec_ids)] {
-                 ids->release(spec_ids);
-               });
+  reaper_.reap(
+      std::move(links.multi), std::move(links.perf),
+      [ids = spec_ids_.get(), spec_ids = std::move(links.spec_ids)] { ids->release(spec_ids); });
 }
 
 size_t AttribProbe::usdt_links() const {

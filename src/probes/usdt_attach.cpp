@@ -134,8 +134,8 @@ UsdtLinks attach_usdt(const std::string& path, const UsdtSites& sites,
         LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = ref_ctrs[i], .bpf_cookie = cookies[i]);
         LinkHandle l(bpf_program__attach_uprobe_opts(prog, pid, path.c_str(), offsets[i], &opts));
         if (!l) {
-          problems.push_back(fmt::format("{}: uprobe at {:#x}: {}", probe, offsets[i],
-                                         strerror(errno)));
+          problems.push_back(
+              fmt::format("{}: uprobe at {:#x}: {}", probe, offsets[i], strerror(errno)));
           continue;
         }
         out.perf.push_back(std::move(l));

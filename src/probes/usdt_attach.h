@@ -69,10 +69,10 @@ class UsdtSpecIds {
 
 // What one binary's attachment holds: close the links, then release the spec ids.
 struct UsdtLinks {
-  std::vector<Fd> multi;          // uprobe_multi links, one per program
-  std::vector<LinkHandle> perf;   // perf-event uprobes, one per site
+  std::vector<Fd> multi;         // uprobe_multi links, one per program
+  std::vector<LinkHandle> perf;  // perf-event uprobes, one per site
   std::vector<uint32_t> spec_ids;
-  size_t sites = 0;               // probe sites covered
+  size_t sites = 0;  // probe sites covered
   size_t count() const { return multi.size() + perf.size(); }
 };
 

@@ -35,7 +35,7 @@ struct MappedBinary {
   std::string path;              // a path to the same file from the daemon's mount namespace
   std::set<std::string> probes;  // tailcause probe names it carries
   std::shared_ptr<const UsdtSites> sites;  // the tailcause probe sites, where they are
-  std::set<pid_t> pids;          // processes mapping it (in this scan)
+  std::set<pid_t> pids;                    // processes mapping it (in this scan)
 };
 
 // The tailcause probe names in an ELF file's .note.stapsdt; empty when it has none, is not

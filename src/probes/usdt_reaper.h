@@ -47,7 +47,7 @@ class LinkReaper {
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
   std::deque<Item> queue_;
-  size_t busy_ = 0;  // items taken by a worker, not yet finished
+  size_t busy_ = 0;     // items taken by a worker, not yet finished
   size_t waiting_ = 0;  // workers waiting for work
   bool stopping_ = false;
   std::vector<std::thread> threads_;

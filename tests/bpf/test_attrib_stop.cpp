@@ -19,8 +19,8 @@ TEST_F(AttribTest, StopDetachesEveryUprobe) {
     ASSERT_TRUE(probe->attached_to(kTarget));
     const KernelUprobes held = held_uprobes();
     // One uprobe per probe call site in attrib_target (perf events: plus the family's own).
-    const size_t uprobes = held.multi_sites - before.multi_sites + held.perf_events -
-                           before.perf_events;
+    const size_t uprobes =
+        held.multi_sites - before.multi_sites + held.perf_events - before.perf_events;
     EXPECT_GE(uprobes, 30u);
     const auto t0 = std::chrono::steady_clock::now();
     probe->stop();

@@ -48,8 +48,14 @@ TEST(UsdtArgs, RegisterDereferenceAndConstant) {
 }
 
 TEST(UsdtArgs, NarrowRegistersShareTheirFullRegistersSlot) {
-  for (auto [name, off] : {std::pair{"eax", 80}, {"al", 80}, {"r8d", 72}, {"r15b", 0},
-                           {"sil", 104}, {"rsp", 152}, {"rip", 128}, {"r11w", 48}}) {
+  for (auto [name, off] : {std::pair{"eax", 80},
+                           {"al", 80},
+                           {"r8d", 72},
+                           {"r15b", 0},
+                           {"sil", 104},
+                           {"rsp", 152},
+                           {"rip", 128},
+                           {"r11w", 48}}) {
     EXPECT_EQ(pt_regs_offset(name, UsdtArch::X86_64), off) << name;
   }
   EXPECT_EQ(pt_regs_offset("xmm0", UsdtArch::X86_64), -1);
