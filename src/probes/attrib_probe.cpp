@@ -23,6 +23,7 @@
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
 #include "probes/syscall_classes.h"
+#include "probes/usdt_args.h"
 #include "attrib.skel.h"
 
 namespace tailcause::probes {
@@ -101,7 +102,20 @@ void AttribProbe::start(const ProbeContext& ctx) {
   // Optional source: major faults need software perf events.
   bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
   fill_syscall_classes(skel_->rodata->syscall_class);
+  // uprobe_multi links take programs loaded for them (and then only them).
+  multi_ = ctx.features.uprobe_multi;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (multi_ && std::strcmp(bpf_program__section_name(prog), "usdt") == 0) {
+      bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+    }
+  }
   check(attrib_bpf__load(skel_.get()), kFamily, "load BPF programs");
+  const bpf_map* specs = bpf_object__find_map_by_name(skel_->obj, "__bpf_usdt_specs");
+  if (!specs || bpf_map__value_size(specs) != sizeof(UsdtSpec)) {
+    throw ProbeError("attrib: libbpf's USDT argument spec map is not the layout this build knows");
+  }
+  spec_ids_ = std::make_unique<UsdtSpecIds>(bpf_map__fd(specs), bpf_map__max_entries(specs));
   cgroups_ = &ctx.cgroups;
   attach_core_programs(ctx);
   load_recipes(cfg);
@@ -109,7 +123,9 @@ void AttribProbe::start(const ProbeContext& ctx) {
                                nullptr));
   if (!ring_) check(errno ? -errno : -ENOMEM, kFamily, "open ring buffer");
   if (!only_binary_.empty()) {
-    MappedBinary b{{}, only_binary_, tailcause_probes_in(only_binary_), {}};
+    auto sites = std::make_shared<UsdtSites>(read_usdt_sites(only_binary_, kUsdtProvider));
+    MappedBinary b{{}, only_binary_, {}, sites, {}};
+    for (const auto& site : sites->sites) b.probes.insert(site.name);
     if (b.probes.empty()) {
       throw ProbeError("attrib: " + only_binary_ + " carries no tailcause USDT probes");
     }
@@ -211,10 +227,14 @@ void AttribProbe::attach_major_faults() {
 }
 
 void AttribProbe::stop() {
-  // Links before the object that holds their programs, the ring before its map.
+  // Links before the object that holds their programs, the ring before its map. The USDT
+  // links close in parallel: their waits for grace periods overlap.
   recipes_.detach_all();
+  for (auto& [id, a] : attached_) reap(std::move(a.links));
   attached_.clear();
   links_.clear();
+  reaper_.drain();
+  spec_ids_.reset();
   ring_.reset();
   skel_.reset();
   pending_execs_.clear();
@@ -348,23 +368,24 @@ void AttribProbe::sync_attachments(const std::map<BinaryId, MappedBinary>& found
 
 // Attaches every tailcause probe the binary carries. pid -1: all processes that map it
 // (the kernel keeps each process's semaphore up to date, also in processes started later).
+// One syscall per probe with uprobe_multi: short, though the caller holds the probe set's lock.
 void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
-  Attachment a{binary.path, {}, std::nullopt};
+  if (!binary.sites) return;
+  std::vector<UsdtProgram> programs;
   for (const auto& probe : binary.probes) {
     bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, probe.c_str());
     if (!prog || bpf_program__type(prog) != BPF_PROG_TYPE_KPROBE) continue;      // unknown probe
     if (!layers_ && (probe == "layer_begin" || probe == "layer_end")) continue;  // opt-in
-    LinkHandle l(bpf_program__attach_usdt(prog, pid, binary.path.c_str(), kUsdtProvider,
-                                          probe.c_str(), nullptr));
-    if (!l) {
-      spdlog::warn("attrib: cannot attach {}:{}: {}", binary.path, probe, strerror(errno));
-      continue;
-    }
-    a.links.push_back(std::move(l));
+    programs.push_back({probe, prog});
   }
-  if (a.links.empty()) return;
-  spdlog::info("attrib: attached {} probe(s) in {}", a.links.size(), binary.path);
-  attached_[binary.id] = std::move(a);
+  std::vector<std::string> problems;
+  UsdtLinks links =
+      attach_usdt(binary.path, *binary.sites, programs, pid, multi_, *spec_ids_, problems);
+  for (const auto& p : problems) spdlog::warn("attrib: cannot attach {}: {}", binary.path, p);
+  if (links.count() == 0) return;
+  spdlog::info("attrib: attached {} probe(s) in {} ({} sites, {} {})", programs.size(), binary.path,
+               links.sites, links.count(), multi_ ? "uprobe_multi links" : "perf-event uprobes");
+  attached_[binary.id] = Attachment{binary.path, std::move(links), std::nullopt};
   ++attaches_;
 }
 
@@ -372,8 +393,21 @@ void AttribProbe::release(const BinaryId& id) {
   auto it = attached_.find(id);
   if (it == attached_.end()) return;
   spdlog::info("attrib: released {} (no process maps it)", it->second.path);
+  reap(std::move(it->second.links));
   attached_.erase(it);
   ++releases_;
+}
+
+void AttribProbe::reap(UsdtLinks links) {
+  reaper_.reap(
+      std::move(links.multi), std::move(links.perf),
+      [ids = spec_ids_.get(), spec_ids = std::move(links.spec_ids)] { ids->release(spec_ids); });
+}
+
+size_t AttribProbe::usdt_links() const {
+  size_t n = 0;
+  for (const auto& [id, a] : attached_) n += a.links.count();
+  return n;
 }
 
 bool AttribProbe::attached_to(const std::string& path) const {

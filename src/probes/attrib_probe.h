@@ -20,7 +20,9 @@
 #include "probes/handles.h"
 #include "probes/probe_family.h"
 #include "probes/recipe_attach.h"
+#include "probes/usdt_attach.h"
 #include "probes/usdt_discovery.h"
+#include "probes/usdt_reaper.h"
 
 struct attrib_bpf;
 
@@ -59,6 +61,14 @@ class AttribProbe final : public ProbeFamily {
   uint64_t binary_attaches() const { return attaches_; }
   uint64_t binary_releases() const { return releases_; }
   bool attached_to(const std::string& path) const;
+  // USDT links held now (one per program and binary with uprobe_multi, else one per site), and
+  // whether they are uprobe_multi links.
+  size_t usdt_links() const;
+  bool uprobe_multi() const { return multi_; }
+  // Argument specs in use (shared by sites with the same argument string).
+  size_t usdt_spec_ids() const { return spec_ids_ ? spec_ids_->in_use() : 0; }
+  // Waits until the links of released binaries are closed (they close on other threads).
+  void wait_for_releases() { reaper_.drain(); }
   // Entries in the kernel's requests and processes maps, of one process or (0) of all; they
   // must drain when processes exit.
   size_t live_requests(uint32_t pid = 0) const;
@@ -76,7 +86,7 @@ class AttribProbe final : public ProbeFamily {
  private:
   struct Attachment {
     std::string path;
-    std::vector<LinkHandle> links;
+    UsdtLinks links;
     std::optional<std::chrono::steady_clock::time_point> unmapped_since;  // no process maps it
   };
 
@@ -85,6 +95,8 @@ class AttribProbe final : public ProbeFamily {
   void drain();
   void attach_all_probes(const MappedBinary& binary, pid_t pid);
   void release(const BinaryId& id);
+  // Closes the links on the reaper's threads, then frees their argument specs.
+  void reap(UsdtLinks links);
   void sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid);
   void attach_core_programs(const ProbeContext& ctx);
   void attach_major_faults();
@@ -98,6 +110,9 @@ class AttribProbe final : public ProbeFamily {
   RingHandle ring_;
   std::vector<LinkHandle> links_;  // tracepoints and perf events (each owns its perf fd)
   std::map<BinaryId, Attachment> attached_;
+  bool multi_ = false;  // USDT probes attach with uprobe_multi links
+  LinkReaper reaper_;
+  std::unique_ptr<UsdtSpecIds> spec_ids_;  // of __bpf_usdt_specs; outlived by the reaper's work
   UsdtDiscovery discovery_;
   RecipeAttacher recipes_;
   std::vector<std::string> recipe_file_errors_;

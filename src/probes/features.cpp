@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "probes/handles.h"
+#include "probes/usdt_attach.h"
 
 namespace tailcause::probes {
 namespace {
@@ -114,6 +115,27 @@ Feature probe_perf_event() {
   return f;
 }
 
+// Loads a uprobe_multi program and links it to offset 0 of our own executable: a real link
+// (no executable mapping covers that offset, so nothing is placed), closed again.
+Feature probe_uprobe_multi() {
+  Feature f{"uprobe_multi", false, ""};
+  LIBBPF_OPTS(bpf_prog_load_opts, opts,
+              .expected_attach_type = static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  const Fd prog(bpf_prog_load(BPF_PROG_TYPE_KPROBE, "probe", "GPL", kReturnZero, 2, &opts));
+  if (!prog) {
+    f.detail = "load: " + err_text(errno) + "; USDT probes attach one uprobe per site";
+    return f;
+  }
+  const int fd = create_uprobe_multi_link(prog.get(), "/proc/self/exe", {0}, {}, {}, 0);
+  if (fd < 0) {
+    f.detail = "attach: " + err_text(fd) + "; USDT probes attach one uprobe per site";
+    return f;
+  }
+  close(fd);
+  f.available = true;
+  return f;
+}
+
 }  // namespace
 
 Features probe_features(const std::string& btf_path) {
@@ -190,6 +212,10 @@ Features probe_features(const std::string& btf_path) {
   if (!fe.available) fe.detail += "; optional";
   out.fentry = fe.available;
   out.list.push_back(fe);
+
+  Feature um = probe_uprobe_multi();
+  out.uprobe_multi = um.available;
+  out.list.push_back(um);
 
   return out;
 }

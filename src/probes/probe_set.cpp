@@ -132,12 +132,25 @@ void ProbeSet::apply(const core::Config& config) {
 }
 
 void ProbeSet::stop_all() {
-  std::lock_guard lock(mu_);
-  for (auto& r : families_) {
-    if (r.family) r.family->stop();
-    r.family.reset();
-    r.status.attached = false;
+  // The families are taken out under the lock and stopped outside it, all at once: closing
+  // links waits in the kernel (uprobes: grace periods), which must neither stall scrapes nor
+  // add up family after family at shutdown.
+  std::vector<std::unique_ptr<ProbeFamily>> stopping;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& r : families_) {
+      if (r.family) stopping.push_back(std::move(r.family));
+      r.status.attached = false;
+    }
   }
+  std::vector<std::thread> stoppers;
+  for (auto& f : stopping) {
+    stoppers.emplace_back([&f] {
+      f->stop();
+      f.reset();
+    });
+  }
+  for (auto& t : stoppers) t.join();
 }
 
 void ProbeSet::rebuild_epoll() {

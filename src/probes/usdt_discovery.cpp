@@ -1,55 +1,17 @@
 #include "probes/usdt_discovery.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
 
-#include "probes/handles.h"
-
 namespace tailcause::probes {
 namespace {
-
-constexpr uint32_t kNtStapsdt = 3;  // note type of SystemTap SDT notes
-
-struct ElfFile {
-  Fd fd;  // declared first: outlives the Elf that maps it
-  Elf* elf = nullptr;
-  explicit ElfFile(const std::string& path) : fd(open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (!fd) return;
-    elf_version(EV_CURRENT);
-    elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
-  }
-  ElfFile(const ElfFile&) = delete;
-  ElfFile& operator=(const ElfFile&) = delete;
-  ~ElfFile() {
-    if (elf) elf_end(elf);
-  }
-};
-
-// Adds the probe names of one SDT note's descriptor: three addresses (pc, base, semaphore),
-// then provider, name and argument strings, each NUL-terminated.
-void read_note(const char* desc, size_t size, size_t address_size, std::set<std::string>& out) {
-  size_t pos = 3 * address_size;
-  if (pos >= size) return;
-  const char* provider = desc + pos;
-  const size_t provider_len = strnlen(provider, size - pos);
-  pos += provider_len + 1;
-  if (pos >= size) return;
-  const char* name = desc + pos;
-  const size_t name_len = strnlen(name, size - pos);
-  if (pos + name_len >= size) return;  // not terminated
-  if (std::string_view(provider, provider_len) == kUsdtProvider) out.emplace(name, name_len);
-}
 
 int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -72,29 +34,7 @@ std::vector<pid_t> all_pids() {
 
 std::set<std::string> tailcause_probes_in(const std::string& path) {
   std::set<std::string> probes;
-  ElfFile f(path);
-  if (!f.elf || elf_kind(f.elf) != ELF_K_ELF) return probes;
-  size_t shstrndx = 0;
-  if (elf_getshdrstrndx(f.elf, &shstrndx) != 0) return probes;
-  const size_t address_size = gelf_getclass(f.elf) == ELFCLASS32 ? 4 : 8;
-  for (Elf_Scn* scn = elf_nextscn(f.elf, nullptr); scn; scn = elf_nextscn(f.elf, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
-    const char* name = elf_strptr(f.elf, shstrndx, sh.sh_name);
-    if (!name || std::strcmp(name, ".note.stapsdt") != 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data || !data->d_buf) continue;
-    const char* buf = static_cast<const char*>(data->d_buf);
-    GElf_Nhdr nh;
-    size_t name_off = 0, desc_off = 0;
-    for (size_t off = 0; (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0;) {
-      if (nh.n_type != kNtStapsdt || nh.n_namesz != 8 ||
-          std::memcmp(buf + name_off, "stapsdt", 8) != 0) {
-        continue;
-      }
-      read_note(buf + desc_off, nh.n_descsz, address_size, probes);
-    }
-  }
+  for (const auto& site : read_usdt_sites(path, kUsdtProvider).sites) probes.insert(site.name);
   return probes;
 }
 
@@ -131,9 +71,14 @@ const UsdtDiscovery::Cached* UsdtDiscovery::examine(pid_t pid, const MapsEntry& 
     }
     return &it->second;
   }
-  Cached c{mtime_ns(st), path, tailcause_probes_in(path)};
+  auto sites = std::make_shared<UsdtSites>(read_usdt_sites(path, kUsdtProvider));
+  for (const auto& p : sites->problems) spdlog::warn("attrib: {}: {}", path, p);
+  sites->problems.clear();
+  Cached c{mtime_ns(st), path, {}, {}};
+  for (const auto& site : sites->sites) c.probes.insert(site.name);
   if (!c.probes.empty()) {
     spdlog::debug("attrib: {} carries {} tailcause probe(s)", path, c.probes.size());
+    c.sites = std::move(sites);
   }
   return &(cache_[entry.id] = std::move(c));
 }
@@ -150,7 +95,7 @@ void UsdtDiscovery::scan_into(pid_t pid, std::map<BinaryId, MappedBinary>& found
     const Cached* c = examine(pid, *entry);
     if (!c || c->probes.empty()) continue;
     MappedBinary& b = found[entry->id];
-    if (b.path.empty()) b = MappedBinary{entry->id, c->path, c->probes, {}};
+    if (b.path.empty()) b = MappedBinary{entry->id, c->path, c->probes, c->sites, {}};
     b.pids.insert(pid);
   }
 }

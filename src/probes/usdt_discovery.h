@@ -8,10 +8,13 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "probes/usdt_notes.h"
 
 namespace tailcause::probes {
 
@@ -31,7 +34,8 @@ struct MappedBinary {
   BinaryId id;
   std::string path;              // a path to the same file from the daemon's mount namespace
   std::set<std::string> probes;  // tailcause probe names it carries
-  std::set<pid_t> pids;          // processes mapping it (in this scan)
+  std::shared_ptr<const UsdtSites> sites;  // the tailcause probe sites, where they are
+  std::set<pid_t> pids;                    // processes mapping it (in this scan)
 };
 
 // The tailcause probe names in an ELF file's .note.stapsdt; empty when it has none, is not
@@ -57,6 +61,7 @@ class UsdtDiscovery {
     int64_t mtime_ns = 0;
     std::string path;
     std::set<std::string> probes;
+    std::shared_ptr<const UsdtSites> sites;  // null when it has no tailcause probes
   };
   // Probe names of the file behind a maps entry of `pid`, parsing it at most once per version.
   const Cached* examine(pid_t pid, const MapsEntry& entry);

@@ -1,45 +1,43 @@
-// Stopping the attribution family with many uprobes attached: every perf event it opened is
-// gone when stop() returns. Prints the stop time (the kernel tears uprobe perf events down one
-// at a time under its event_mutex, each waiting for a tracepoint grace period).
-#include <dirent.h>
-
+// Stopping the attribution family with many uprobes attached: every uprobe it placed is gone
+// when stop() returns, on both attach paths. Prints the stop times and their ratio: the kernel
+// tears perf-event uprobes down one at a time under its event_mutex, each waiting for a
+// tracepoint grace period, while uprobe_multi links close in parallel, sharing grace periods.
 #include "attrib_fixture.h"
+#include "held_uprobes.h"
 
 namespace tailcause::testing {
-namespace {
-
-// Perf event descriptors this process holds (/proc/self/fd/N -> anon_inode:[perf_event]).
-size_t perf_event_fds() {
-  size_t n = 0;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return 0;
-  while (const dirent* e = readdir(dir)) {
-    char target[64];
-    const std::string link = std::string("/proc/self/fd/") + e->d_name;
-    const ssize_t len = readlink(link.c_str(), target, sizeof target - 1);
-    if (len > 0 && std::string(target, len) == "anon_inode:[perf_event]") ++n;
-  }
-  closedir(dir);
-  return n;
-}
-
-}  // namespace
 
 TEST_F(AttribTest, StopDetachesEveryUprobe) {
-  const size_t before = perf_event_fds();
-  probe->start(ctx);
-  ASSERT_TRUE(probe->attached_to(kTarget));
-  const size_t opened = perf_event_fds() - before;
-  // One uprobe per probe call site in attrib_target, plus the family's own perf events.
-  EXPECT_GE(opened, 30u);
-  const auto t0 = std::chrono::steady_clock::now();
-  probe->stop();
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "[ figure   ] stop with " << opened << " perf events (uprobes) open: " << ms
-            << " ms\n";
-  EXPECT_EQ(perf_event_fds(), before);
-  EXPECT_FALSE(probe->attached_to(kTarget));
+  std::map<bool, double> stop_ms;
+  for (const bool multi : {true, false}) {
+    if (multi && !ctx.features.uprobe_multi) continue;
+    probes::Features f = ctx.features;
+    f.uprobe_multi = multi;
+    probes::ProbeContext c{f, config, names, signals};
+    const KernelUprobes before = held_uprobes();
+    probe->start(c);
+    ASSERT_TRUE(probe->attached_to(kTarget));
+    const KernelUprobes held = held_uprobes();
+    // One uprobe per probe call site in attrib_target (perf events: plus the family's own).
+    const size_t uprobes =
+        held.multi_sites - before.multi_sites + held.perf_events - before.perf_events;
+    EXPECT_GE(uprobes, 30u);
+    const auto t0 = std::chrono::steady_clock::now();
+    probe->stop();
+    stop_ms[multi] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "[ figure   ] stop with " << uprobes << " uprobes ("
+              << (multi ? "uprobe_multi links" : "perf events") << "): " << stop_ms[multi]
+              << " ms\n";
+    const KernelUprobes after = held_uprobes();
+    EXPECT_EQ(after.perf_events, before.perf_events);
+    EXPECT_EQ(after.multi_links, before.multi_links);
+    EXPECT_FALSE(probe->attached_to(kTarget));
+  }
+  if (stop_ms.size() == 2 && stop_ms[true] > 0) {
+    std::cout << "[ figure   ] stop: perf-event uprobes take " << stop_ms[false] / stop_ms[true]
+              << "x the time of uprobe_multi links\n";
+  }
 }
 
 }  // namespace tailcause::testing
