@@ -24,8 +24,8 @@ import tempfile
 import threading
 import time
 
-from harness import (Daemon, cleanup, die, log, on_signal, proc_status, scrape, spawn,
-                     stop_process)
+from harness import (Daemon, cleanup, die, log, memory_breakdown, on_signal, proc_status, scrape,
+                     spawn, stop_process)
 
 STAGES = ("prompt", "embedding", "retrieval", "generation", "tool", "response")
 FLOOD_TENANT = "attrib-flood"  # attrib_target's flood mode labels its stages with it
@@ -180,7 +180,7 @@ def throughput_phase(args, build, workdir):
                     run = AgentRun(run_agent(agent, args, workdir, f"{r}-{cond}"))
                     untraced.append(run)
                 else:
-                    daemon, ready = start_attached_daemon(os.path.join(build, "tailcause"),
+                    daemon, ready = start_attached_daemon(args.daemon,
                                                           target)
                     attach_s.append(ready)
                     before = Counters(daemon, args.tenants)
@@ -238,6 +238,13 @@ def mb(n):
     return f"{n / 1048576:.1f} MB"
 
 
+def breakdown_line(parts):
+    return (f"Rss {mb(parts['Rss'])} (BPF maps mapped {mb(parts['bpf_maps'])}, heap and other "
+            f"anonymous {mb(parts['heap_anon'])}, executable {mb(parts['binary'])}, libraries "
+            f"{mb(parts['libraries'])}); Pss {mb(parts['Pss'])}, Private_Dirty "
+            f"{mb(parts['Private_Dirty'])}, Anonymous {mb(parts['Anonymous'])}")
+
+
 class RssSampler:
     """The daemon's peak VmRSS while it runs, sampled every 20 ms on a thread."""
 
@@ -263,7 +270,7 @@ def flood_phase(args, build):
     log(f"\n== stage records/s: attrib_target flood {args.flood_stages} stages x "
         f"{args.flood_threads} threads, {args.flood_runs} runs ==")
     held = MappedExecutable(target)
-    daemon, _ = start_attached_daemon(os.path.join(build, "tailcause"), target)
+    daemon, _ = start_attached_daemon(args.daemon, target)
     runs = []
     try:
         # Idle: attached, a few ticks and scrapes in, nothing traced yet.
@@ -271,7 +278,9 @@ def flood_phase(args, build):
             metrics(daemon)
             time.sleep(0.2)
         idle_rss = proc_status(daemon.proc.pid)["VmRSS"]
-        log(f"daemon resident memory idle (attached, before the floods): VmRSS {mb(idle_rss)}")
+        idle_parts = memory_breakdown(daemon.proc.pid)
+        log(f"daemon resident memory idle (attached, before the floods): VmRSS {mb(idle_rss)}; "
+            + breakdown_line(idle_parts))
         for i in range(args.flood_runs):
             before = Counters(daemon, {FLOOD_TENANT})
             sampler = RssSampler(daemon.proc.pid)
@@ -281,6 +290,7 @@ def flood_phase(args, build):
                                      capture_output=True, text=True, timeout=120)
             finally:
                 peak_rss = sampler.stop()
+                after_parts = memory_breakdown(daemon.proc.pid)
             m = re.search(r"elapsed_ns=(\d+)", out.stdout)
             if out.returncode != 0 or not m:
                 die(f"attrib_target flood failed (rc {out.returncode}):\n"
@@ -301,13 +311,15 @@ def flood_phase(args, build):
             cpu = after.cpu - before.cpu
             runs.append(dict(elapsed=elapsed, emitted=emitted, consumed=consumed, lost=lost,
                              rate=consumed / elapsed, cpu=cpu, drained=drained,
-                             idle_rss=idle_rss, peak_rss=peak_rss))
+                             idle_rss=idle_rss, peak_rss=peak_rss, idle_parts=idle_parts,
+                             after_parts=after_parts))
             log(f"run {i + 1}: {emitted} stages emitted in {elapsed:.3f} s "
                 f"({emitted / elapsed / 1e6:.2f} M/s), {consumed:.0f} consumed "
                 f"({consumed / elapsed / 1e6:.2f} M/s over the emitting window), {lost:.0f} lost, "
                 f"all in {drained:.2f} s after the flood ended; daemon CPU {cpu:.2f} s "
                 f"({cpu * 1e9 / max(consumed, 1):.0f} ns per record); VmRSS at most "
                 f"{mb(peak_rss)} during it")
+            log(f"  right after it: {breakdown_line(after_parts)}")
     finally:
         daemon.stop()
         held.close()
@@ -339,12 +351,14 @@ def throughput_summary(t):
 
 def flood_summary(flood):
     clean = [r for r in flood if r["lost"] == 0 and r["consumed"] >= r["emitted"]]
-    best = statistics.median(r["rate"] for r in clean) if clean else 0.0
+    best = max(r["rate"] for r in clean) if clean else 0.0
+    median = statistics.median(r["rate"] for r in clean) if clean else 0.0
     lost = sum(r["lost"] for r in flood)
     per_cpu = sum(r["consumed"] for r in flood) / max(sum(r["cpu"] for r in flood), 1e-9)
     log(f"stage records per second consumed without loss (target >= 1M/s): "
-        + (f"{best / 1e6:.2f} M/s (median of {len(clean)} of {len(flood)} runs with every record "
-           f"consumed)" if clean else "none of the runs was without loss")
+        + (f"{best / 1e6:.2f} M/s at most, median {median / 1e6:.2f} M/s ({len(clean)} of "
+           f"{len(flood)} runs with every record consumed)" if clean
+           else "none of the runs was without loss")
         + f"; lost {lost:.0f} of {sum(r['emitted'] for r in flood)} emitted in all; the "
         f"emitters' rate bounds the figure from below")
     log(f"  the daemon's own CPU: {per_cpu / 1e6:.2f} M records per CPU-second "
@@ -352,6 +366,8 @@ def flood_summary(flood):
     if flood:
         log(f"daemon resident memory (target <= 30 MB): VmRSS idle {mb(flood[0]['idle_rss'])}, "
             f"at most {mb(max(r['peak_rss'] for r in flood))} under the floods")
+        log(f"  idle: {breakdown_line(flood[0]['idle_parts'])}")
+        log(f"  after the last flood: {breakdown_line(flood[-1]['after_parts'])}")
 
 
 def main():
@@ -369,10 +385,16 @@ def main():
     p.add_argument("--flood-runs", type=int, default=3, help="flood runs (3)")
     p.add_argument("--flood-only", action="store_true",
                    help="skip the agent throughput phase (records/s and resident memory only)")
+    p.add_argument("--daemon", help="the daemon binary to measure (BUILD_DIR/tailcause), e.g. "
+                   "another build's, to compare")
     args = p.parse_args()
     args.tenants = args.tenants.split(",")
     build = args.build_dir
-    for path in ("tailcause", "examples/rag-agent", "testprogs/attrib_target"):
+    args.daemon = os.path.realpath(args.daemon or os.path.join(build, "tailcause"))
+    if not os.access(args.daemon, os.X_OK):
+        die(f"{args.daemon} not found or not executable")
+    needed = ["testprogs/attrib_target"] + ([] if args.flood_only else ["examples/rag-agent"])
+    for path in needed:
         if not os.access(os.path.join(build, path), os.X_OK):
             die(f"{build}/{path} not found; build it first (targets tailcause rag-agent "
                 "attrib_target)")

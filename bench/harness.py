@@ -252,6 +252,41 @@ def proc_status(pid):
     return fields
 
 
+def memory_breakdown(pid):
+    """Where a process's resident memory is, from /proc/PID/smaps (bytes): the totals Rss, Pss,
+    Private_Dirty and Anonymous, and Rss split into the BPF maps it has mapped (ring buffers,
+    skeleton globals), heap and other anonymous memory (thread stacks, malloc arenas), its
+    executable and the shared libraries."""
+    parts = dict(Rss=0, Pss=0, Private_Dirty=0, Anonymous=0, bpf_maps=0, heap_anon=0,
+                 binary=0, libraries=0)
+    exe = os.path.realpath(f"/proc/{pid}/exe")
+    name = ""
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if not head:
+                continue
+            if not head[0].endswith(":"):  # a mapping: address range, perms, offset, dev, inode, name
+                name = " ".join(head[5:]) if len(head) > 5 else ""
+                continue
+            key, kb = head[0][:-1], head[1] if len(head) > 1 else "0"
+            if key not in ("Rss", "Pss", "Private_Dirty", "Anonymous"):
+                continue
+            value = int(kb) * 1024
+            parts[key] += value
+            if key != "Rss":
+                continue
+            if name == "anon_inode:bpf-map":
+                parts["bpf_maps"] += value
+            elif name == exe:
+                parts["binary"] += value
+            elif name.startswith("/"):
+                parts["libraries"] += value
+            else:
+                parts["heap_anon"] += value
+    return parts
+
+
 def bpf_map_bytes(pid):
     """Kernel memory charged to the daemon's BPF maps (fdinfo memlock), which RSS does not show."""
     total = 0

@@ -11,9 +11,9 @@
 #define ATTRIB_MAX_REQUESTS  16384 /* requests between request_begin and request_end */
 #define ATTRIB_MAX_PROCESSES 4096  /* processes with live requests (cleanup at exit) */
 #define ATTRIB_MAX_LAYERS    1024  /* distinct {layer, batch size} pairs */
-/* Records in flight to user space. The daemon maps the ring's data pages twice (records that
- * wrap read contiguously) and the kernel maps them all at once, so it costs twice its size in
- * resident memory: kept small, and the reader is woken early instead (next line). */
+/* Records in flight to user space. The kernel maps all of the ring's pages into the daemon at
+ * once (src/probes/ring_reader.cpp maps them once), so it costs its size in resident memory:
+ * kept small, and the reader is woken early instead (next line). */
 #define ATTRIB_RINGBUF_BYTES (4 << 20)
 /* The reader is woken once the backlog passes this share of the ring (1/8: 512 KiB), and
  * drains it while the rest absorbs what arrives meanwhile. */

@@ -22,6 +22,7 @@
 #include "core/trace_ids.h"
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
+#include "probes/ring_reader.h"
 #include "probes/syscall_classes.h"
 #include "probes/usdt_args.h"
 #include "attrib.skel.h"
@@ -119,9 +120,8 @@ void AttribProbe::start(const ProbeContext& ctx) {
   cgroups_ = &ctx.cgroups;
   attach_core_programs(ctx);
   load_recipes(cfg);
-  ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.attrib_events), &AttribProbe::on_event, this,
-                               nullptr));
-  if (!ring_) check(errno ? -errno : -ENOMEM, kFamily, "open ring buffer");
+  ring_ = std::make_unique<RingReader>(bpf_map__fd(skel_->maps.attrib_events),
+                                       [this](std::span<const std::byte> r) { on_record(r); });
   if (!only_binary_.empty()) {
     auto sites = std::make_shared<UsdtSites>(read_usdt_sites(only_binary_, kUsdtProvider));
     MappedBinary b{{}, only_binary_, {}, sites, {}};
@@ -241,12 +241,7 @@ void AttribProbe::stop() {
   pending_exits_.clear();
 }
 
-int AttribProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_.get()) : -1; }
-
-int AttribProbe::on_event(void* self, void* data, size_t size) {
-  static_cast<AttribProbe*>(self)->on_record({static_cast<const std::byte*>(data), size});
-  return 0;
-}
+int AttribProbe::event_fd() const { return ring_ ? ring_->event_fd() : -1; }
 
 void AttribProbe::on_record(std::span<const std::byte> bytes) {
   ++records_;
@@ -287,7 +282,7 @@ void AttribProbe::on_record(std::span<const std::byte> bytes) {
 }
 
 void AttribProbe::drain() {
-  if (ring_) ring_buffer__consume(ring_.get());
+  if (ring_) ring_->consume();
 }
 
 void AttribProbe::consume() {

@@ -90,7 +90,6 @@ class AttribProbe final : public ProbeFamily {
     std::optional<std::chrono::steady_clock::time_point> unmapped_since;  // no process maps it
   };
 
-  static int on_event(void* self, void* data, size_t size);
   void on_record(std::span<const std::byte> bytes);
   void drain();
   void attach_all_probes(const MappedBinary& binary, pid_t pid);

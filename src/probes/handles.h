@@ -1,5 +1,5 @@
 // Unique handles for what the probe families hold from libbpf and the kernel: skeletons, links,
-// ring buffers, parsed BTF and plain descriptors. Each frees its object exactly once, so a
+// ring buffer readers, parsed BTF and plain descriptors. Each frees its object exactly once, so a
 // start that fails halfway, or a stop, leaks nothing whatever the order of the members.
 #pragma once
 
@@ -22,10 +22,6 @@ struct Destroy<bpf_link> {
   void operator()(bpf_link* l) const { bpf_link__destroy(l); }
 };
 template <>
-struct Destroy<ring_buffer> {
-  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
-};
-template <>
 struct Destroy<btf> {
   void operator()(btf* b) const { btf__free(b); }
 };
@@ -34,7 +30,10 @@ template <typename T>
 using Handle = std::unique_ptr<T, Destroy<T>>;
 
 using LinkHandle = Handle<bpf_link>;
-using RingHandle = Handle<ring_buffer>;
+// Our own reader of a BPF ring buffer (probes/ring_reader.h), not libbpf's ring_buffer, which
+// maps the data twice.
+class RingReader;
+using RingHandle = std::unique_ptr<RingReader>;
 
 // A skeleton's handle, declared where the skeleton is only forward-declared (the family's
 // header); its .cpp, which includes the .skel.h, defines the destroy with

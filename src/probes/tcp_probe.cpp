@@ -16,6 +16,7 @@
 #include "core/schema.h"
 #include "core/service_pair.h"
 #include "probes/bpf_loader.h"
+#include "probes/ring_reader.h"
 #include "bpf/hist.h"
 #include "bpf/tcp.h"
 #include "tcp.skel.h"
@@ -106,9 +107,8 @@ void TcpProbe::start(const ProbeContext& ctx) {
   check(
       tcp_bpf__attach(skel.get()), kFamily,
       std::string("attach tcp tracepoints (") + (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
-  RingHandle ring(
-      ring_buffer__new(bpf_map__fd(skel->maps.tcp_events), &TcpProbe::on_record, this, nullptr));
-  if (!ring) check(errno ? -errno : -EINVAL, kFamily, "open ring buffer");
+  auto ring = std::make_unique<RingReader>(bpf_map__fd(skel->maps.tcp_events),
+                                           [this](std::span<const std::byte> r) { on_record(r); });
   skel_ = std::move(skel);
   ring_ = std::move(ring);
   spdlog::info("tcp: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
@@ -119,22 +119,19 @@ void TcpProbe::stop() {
   skel_.reset();
 }
 
-int TcpProbe::event_fd() const { return ring_ ? ring_buffer__epoll_fd(ring_.get()) : -1; }
+int TcpProbe::event_fd() const { return ring_ ? ring_->event_fd() : -1; }
 
 void TcpProbe::consume() {
-  if (!ring_) return;
-  const int n = ring_buffer__consume(ring_.get());
-  if (n < 0) spdlog::debug("tcp: ring buffer consume: {}", strerror(-n));
+  if (ring_) ring_->consume();
 }
 
 void TcpProbe::tick(const ProbeContext&) { consume(); }
 
-int TcpProbe::on_record(void* self, void* data, size_t size) {
-  if (size < sizeof(tailcause_tcp_event)) return 0;
+void TcpProbe::on_record(std::span<const std::byte> bytes) {
+  if (bytes.size() < sizeof(tailcause_tcp_event)) return;
   tailcause_tcp_event e;
-  std::memcpy(&e, data, sizeof e);
-  static_cast<TcpProbe*>(self)->handle(e);
-  return 0;
+  std::memcpy(&e, bytes.data(), sizeof e);
+  handle(e);
 }
 
 void TcpProbe::handle(const tailcause_tcp_event& e) {

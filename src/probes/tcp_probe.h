@@ -6,13 +6,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "probes/handles.h"
 #include "probes/probe_family.h"
 
 struct tcp_bpf;
-struct ring_buffer;
 struct tailcause_tcp_event;
 
 namespace tailcause::probes {
@@ -40,7 +40,7 @@ class TcpProbe final : public ProbeFamily {
  private:
   struct Pairs;  // label budget and per-pair totals, reset on each start()
 
-  static int on_record(void* self, void* data, size_t size);
+  void on_record(std::span<const std::byte> bytes);
   void handle(const tailcause_tcp_event& e);
 
   Handle<tcp_bpf> skel_;
