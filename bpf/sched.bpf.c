@@ -150,6 +150,7 @@ static __always_inline struct sched_task_state *task_state(struct task_struct *t
  * clears. */
 static __always_inline void on_wakeup(struct task_struct *p, bool btf)
 {
+	__u64 now = bpf_ktime_get_ns(); /* first: the lookups below take time too */
 	__u32 tid = task_tid(p, btf);
 	struct sched_task_state *st;
 
@@ -158,7 +159,7 @@ static __always_inline void on_wakeup(struct task_struct *p, bool btf)
 	st = task_state(p, tid, btf, true);
 	/* Keep an earlier start: a task preempted while going to sleep is already waiting. */
 	if (st && !st->runnable_ts)
-		st->runnable_ts = bpf_ktime_get_ns();
+		st->runnable_ts = now;
 }
 
 /* `next` runs now: account its wait per cgroup and, if it had been preempted, per pair. */
@@ -194,8 +195,8 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 				      struct task_struct *next, unsigned int prev_state, bool btf)
 {
+	__u64 now = bpf_ktime_get_ns(); /* first, as in on_wakeup() */
 	__u32 prev_tid = task_tid(prev, btf), next_tid = task_tid(next, btf);
-	__u64 now = bpf_ktime_get_ns();
 	__u64 next_cgroup = 0;
 	struct sched_task_state *st;
 

@@ -117,6 +117,8 @@ class SchedTest : public ::testing::Test {
     EXPECT_GT(count(m, kLatency, {{"cgroup", s.name()}}), 0u);
   }
 
+  void expect_runq_latency_like_peer(const probes::ProbeContext& with);
+
   // Run-queue latency per cgroup name, and node-wide under "".
   std::map<std::string, RunqDistribution> runq_latency(const core::MetricSet& m) {
     std::map<std::string, RunqDistribution> out;
@@ -252,13 +254,13 @@ TEST_F(SchedTest, ThrottlingSignalRaisesRunqueueLengthSampleRate) {
 // run-queue clock used to miss), then two bouncing it on one CPU (wake-ups onto a busy CPU).
 // Per cgroup (the same threads in both measures) and node-wide (the daemon read just before and
 // after the load, bpftrace counting from the first wake-up to the last exit of the load).
-TEST_F(SchedTest, RunqueueLatencyAgreesWithKtimePeer) {
+void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) {
   constexpr int kRoundTrips = 15000;
   TestCgroup idle("sched-peer-two-cpus"), busy("sched-peer-one-cpu");
   const int other_cpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
   int go[2][2], ab[2][2], ba[2][2];
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(!pipe(go[i]) && !pipe(ab[i]) && !pipe(ba[i]));
-  probe->start(ctx);
+  probe->start(with);
   auto pair = [&](TestCgroup& g, int i, int cpu_a, int cpu_b) {
     return std::pair{
         spawn_child(&g, cpu_a,
@@ -324,6 +326,14 @@ TEST_F(SchedTest, RunqueueLatencyAgreesWithKtimePeer) {
       EXPECT_LE(ours, 100 * k.peer.shorter.share_upto(bin) + 5) << k.what << ", bin " << bin;
     }
   }
+}
+
+TEST_F(SchedTest, RunqueueLatencyAgreesWithKtimePeer) { expect_runq_latency_like_peer(ctx); }
+
+TEST_F(SchedTest, RawTracepointRunqueueLatencyAgreesWithKtimePeer) {
+  probes::Features raw = host_features();
+  raw.tp_btf = false;
+  expect_runq_latency_like_peer(probes::ProbeContext{raw, config, names, signals});
 }
 
 // Kernels without BTF tracepoints (or task storage) get raw_tp and a tid hash.
