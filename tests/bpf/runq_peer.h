@@ -39,7 +39,7 @@ struct RunqDistribution {
 // What the peer measured for one group of threads: the distribution, and the same waits
 // `kSlackNs` shorter and longer. Two tracers on the same tracepoints delay each other's
 // timestamps by their programs' run time, which is not the same at the wake-up and at the
-// switch: measured here, the means differ by up to 250 ns (raw tracepoints), enough to move
+// switch: measured here, the means differ by up to 300 ns, enough to move
 // waits that cluster near a bucket boundary across it.
 struct RunqPeerGroup {
   static constexpr uint64_t kSlackNs = 500;

@@ -260,7 +260,6 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
   const int other_cpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
   int go[2][2], ab[2][2], ba[2][2];
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(!pipe(go[i]) && !pipe(ab[i]) && !pipe(ba[i]));
-  probe->start(with);
   auto pair = [&](TestCgroup& g, int i, int cpu_a, int cpu_b) {
     return std::pair{
         spawn_child(&g, cpu_a,
@@ -270,6 +269,12 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
   const auto [a, b] = pair(idle, 0, 0, other_cpu);
   const auto [c, d] = pair(busy, 1, 0, 0);
   for (pid_t p : {a, b, c, d}) wait_asleep(p);
+  // A tracepoint runs its programs in the order they were attached, so the second tracer's
+  // clock reads wait for the first one's programs, whose cost differs between the switch and
+  // the wake-up. The daemon goes first: its programs delay the peer by about 100-300 ns, while
+  // bpftrace's (one hash map written from every CPU) delayed the daemon by 700 ns on
+  // cross-CPU wake-ups.
+  probe->start(with);
   BpftraceRunqPeer peer({{a, b}, {c, d}}, a, d);
   names.all();  // every cgroup named before the first reading
   const auto before = runq_latency(scrape());
