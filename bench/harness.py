@@ -21,7 +21,7 @@ BPFTRACE_PROGRAM = (
     "$ns = @qtime[args->next_pid]; if ($ns) { @usecs = hist((nsecs - $ns) / 1000); } "
     "delete(@qtime[args->next_pid]); }")
 BPFTRACE_PROBES = 3
-FAMILIES = ("sched", "throttle", "tcp", "memory", "block")
+FAMILIES = ("sched", "throttle", "tcp", "memory", "block", "attrib")
 TRACEFS = "/sys/kernel/tracing"
 
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"

@@ -212,7 +212,7 @@ def attach_steps(text, started_wall):
     return steps
 
 
-def program_time_phase(args):
+def program_time_phase(args, workdir):
     """The kernel's own count of each tracer's BPF program time (kernel.bpf_stats_enabled) over
     one load run, per context switch of the node. It names the program that costs; it leaves
     out the tracepoint plumbing around the programs (larger for bpftrace's perf-event
@@ -220,7 +220,11 @@ def program_time_phase(args):
     log("\n== 5. BPF program time per context switch (kernel.bpf_stats_enabled, one load run)")
     enable_bpf_stats()
     totals = {}
-    for tracer in (lambda: Daemon(args.binary), Bpftrace):
+    tracers = (("tailcause", lambda: Daemon(args.binary)),
+               ("tailcause[sched]",
+                lambda: Daemon(args.binary, only_families_config(["sched"], workdir))),
+               ("bpftrace", Bpftrace))
+    for label, tracer in tracers:
         t = tracer()
         t.wait_ready()
         time.sleep(args.settle)
@@ -234,8 +238,8 @@ def program_time_phase(args):
                 rows.append((ns / switches, runs / switches, ns / runs, prog))
         names = {prog: program_name(prog) for prog in after}
         t.stop()
-        totals[t.name] = sum(r[0] for r in rows)
-        log(f"{t.name}: {totals[t.name]:.0f} ns of BPF program time per context switch "
+        totals[label] = sum(r[0] for r in rows)
+        log(f"{label}: {totals[label]:.0f} ns of BPF program time per context switch "
             f"({switches} switches on the node)")
         for per_switch, runs, per_run, prog in sorted(rows, reverse=True):
             log(f"  {names[prog]:<30} {per_switch:>6.0f} ns/switch  "
@@ -270,6 +274,7 @@ def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, 
     if prog:
         log(f"BPF program time per context switch (bpf_stats): tailcause "
             f"{prog['tailcause']:.0f} ns, bpftrace {prog['bpftrace']:.0f} ns")
+    sched_against_bpftrace(figures, prog)
     log(f"tracer's own CPU during the load: tailcause {it['own']}, bpftrace {bt['own']} "
         f"of one CPU")
     log(f"resident memory after scrapes under load: VmRSS {mib(mem['VmRSS'])}, VmHWM "
@@ -279,6 +284,26 @@ def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, 
         f"(target <= 0.5 s)")
     log(f"scrape: {statistics.median(scrape_times) * 1e3:.2f} ms median of {len(scrape_times)}, "
         f"{size} bytes, {series} series")
+
+
+def ratio(ours, theirs, floor):
+    """ours/theirs, or n/a when the peer's figure is within the noise (at most `floor`)."""
+    return f"{ours / theirs:.2f}" if theirs > floor else "n/a"
+
+
+def sched_against_bpftrace(figures, prog):
+    """The sched family alone against the bpftrace one-liner: both time run-queue waits from
+    wake-up to switch-in with ktime, so this is the like-for-like cost (target <= 0.5)."""
+    st, bt = figures.get("tailcause[sched]"), figures["bpftrace"]
+    if not st:
+        return
+    parts = [f"loss {ratio(st['loss'], bt['loss'], 0.5)}",
+             f"paired loss {ratio(st['paired'], bt['paired'], 0.5)}",
+             f"wall ns/switch {ratio(st['ns_switch'], bt['ns_switch'], 1)}",
+             f"load CPU ns/switch {ratio(st['cpu_switch'], bt['cpu_switch'], 1)}"]
+    if prog and "tailcause[sched]" in prog:
+        parts.append(f"BPF program time {ratio(prog['tailcause[sched]'], prog['bpftrace'], 1)}")
+    log("sched family alone / bpftrace (target <= 0.5): " + ", ".join(parts))
 
 
 def check_environment(args):
@@ -331,7 +356,7 @@ def main():
         figures = report_throughput(conds, per_op)
         mem, scrape_times, size, series = memory_and_scrape_phase(args, workdir)
         startup_phase(args, startups)
-        prog_time = program_time_phase(args) if not args.no_prog_time else {}
+        prog_time = program_time_phase(args, workdir) if not args.no_prog_time else {}
         summary(conds, figures, per_op, mem, startups, scrape_times, size, series, prog_time)
     log(f"(benchmark took {time.monotonic() - began:.0f} s)")
 

@@ -1,13 +1,16 @@
 /* Scheduler probe family: run-queue latency, off-CPU time by state, who preempted whom (all per
  * cgroup), and the sampled run-queue length per CPU.
  *
- * Hot path: sched_switch only. Time is accounted when a task is switched back in: the wait since
- * it became runnable is run-queue time, the time before that (since it was switched out asleep)
- * is io or sleep time. When it became runnable: for a task switched out while still runnable
- * (preempted), our own timestamp; for a woken task, the kernel's own bookkeeping
- * (task->sched_info, CONFIG_SCHED_INFO: when it was queued, plus queued time before a
- * migration), which spares a program on every wakeup. Kernels without sched_info get
- * sched_wakeup handlers instead (use_sched_info = false).
+ * Time is accounted when a task is switched back in: the wait since it became runnable is
+ * run-queue time, the time before that (since it was switched out asleep) is io or sleep time.
+ * It became runnable when it was woken (sched_wakeup, sched_wakeup_new) or when it was switched
+ * out while still runnable (preempted). Every one of these events is timed with
+ * bpf_ktime_get_ns(), as runqlat and bpftrace do. The kernel's own bookkeeping is cheaper
+ * (task->sched_info, on the run-queue clock, would spare the wakeup program) but blind exactly
+ * where a tail is made: after a wakeup onto an idle CPU, and after a wakeup that preempts, the
+ * scheduler skips the clock update of the switch that follows (rq_clock_skip_update()), so
+ * the whole wait from wakeup to switch-in, microseconds to tens of microseconds in a VM, reads as
+ * zero. A ktime read costs tens of nanoseconds and the wakeup program one task-storage lookup.
  * Per switch: one per-task state lookup per task, one per-CPU hash lookup per cgroup update,
  * no ring buffer. */
 #include "common.bpf.h"
@@ -15,10 +18,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set by the loader when the kernel has task->sched_info and cfs_rq->rq (see sched_now()). */
-const volatile bool use_sched_info = false;
-/* Set by the loader to time every event with ktime (precise, dearer; never with sched_info). */
-const volatile bool use_ktime = false;
 /* Set by the loader: the perf sampler fires at the dense rate and records one sample in
  * `runqlen_stride` while the node is in sparse mode. */
 const volatile __u32 runqlen_stride = 1;
@@ -27,11 +26,10 @@ volatile __u32 runqlen_dense = 0;
 
 /* What the scheduler last did to a task, until it runs again. */
 struct sched_task_state {
-	__u64 off_ts;	     /* switched out asleep at (0: not asleep) */
-	__u64 off_run_delay; /* its sched_info.run_delay then */
-	__u64 runnable_ts;   /* became runnable at: preemption, or wakeup without sched_info */
-	__u64 preempted_by;  /* cgroup id of the task that preempted it (0: not preempted) */
-	__u32 off_state;     /* SCHED_OFFCPU_IO or SCHED_OFFCPU_SLEEP, meaningful with off_ts */
+	__u64 off_ts;	    /* switched out asleep at (0: not asleep) */
+	__u64 runnable_ts;  /* became runnable at: wakeup or preemption (0: not runnable) */
+	__u64 preempted_by; /* cgroup id of the task that preempted it (0: not preempted) */
+	__u32 off_state;    /* SCHED_OFFCPU_IO or SCHED_OFFCPU_SLEEP, meaningful with off_ts */
 	__u32 pad;
 };
 
@@ -130,35 +128,6 @@ static __always_inline __u64 task_cgroup(struct task_struct *t, bool btf)
 	return btf ? task_cgroup_id_direct(t) : task_cgroup_id(t);
 }
 
-/* Timestamps: the clock of the run queue `t` is on, which the scheduler updates under that run
- * queue's lock at every wakeup and switch. It is the clock sched_info uses, and costs a few loads
- * where bpf_ktime_get_ns() costs ~50 ns on some VMs. Like the kernel's own run_delay it has one
- * blind spot: after a wakeup that preempts, the scheduler skips the clock update of the switch
- * that follows (rq_clock_skip_update()), so the time from such a wakeup to the preemption point
- * (usually microseconds, at most until the next clock update, i.e. one tick) is not counted.
- * use_ktime (and kernels without group scheduling: no cfs_rq->rq) time every event with ktime
- * instead, and then wakeups come from wakeup handlers, not sched_info. */
-static __always_inline __u64 sched_now(struct task_struct *t, bool btf)
-{
-	if (!use_ktime && bpf_core_field_exists(struct cfs_rq, rq))
-		return btf ? t->se.cfs_rq->rq->clock : BPF_CORE_READ(t, se.cfs_rq, rq, clock);
-	return bpf_ktime_get_ns();
-}
-
-static __always_inline __u64 run_delay(struct task_struct *t, bool btf)
-{
-	if (!bpf_core_field_exists(struct sched_info, run_delay))
-		return 0;
-	return btf ? t->sched_info.run_delay : BPF_CORE_READ(t, sched_info.run_delay);
-}
-
-static __always_inline __u64 last_queued(struct task_struct *t, bool btf)
-{
-	if (!bpf_core_field_exists(struct sched_info, last_queued))
-		return 0;
-	return btf ? t->sched_info.last_queued : BPF_CORE_READ(t, sched_info.last_queued);
-}
-
 static __always_inline struct sched_task_state *task_state(struct task_struct *t, __u32 tid,
 							   bool btf, bool create)
 {
@@ -176,9 +145,12 @@ static __always_inline struct sched_task_state *task_state(struct task_struct *t
 	return bpf_map_lookup_elem(&sched_task_hash, &tid);
 }
 
-/* Only loaded without sched_info: remember when a task became runnable. */
+/* Remember when a task became runnable. A task woken while still running (between setting its
+ * sleep state and switching out) gets a start too, which its switch-out then replaces or
+ * clears. */
 static __always_inline void on_wakeup(struct task_struct *p, bool btf)
 {
+	__u64 now = bpf_ktime_get_ns(); /* first: the lookups below take time too */
 	__u32 tid = task_tid(p, btf);
 	struct sched_task_state *st;
 
@@ -187,27 +159,7 @@ static __always_inline void on_wakeup(struct task_struct *p, bool btf)
 	st = task_state(p, tid, btf, true);
 	/* Keep an earlier start: a task preempted while going to sleep is already waiting. */
 	if (st && !st->runnable_ts)
-		st->runnable_ts = sched_now(p, btf);
-}
-
-/* When `next` (switched in at `now`) became runnable; 0 if unknown. */
-static __always_inline __u64 runnable_since(struct task_struct *next, struct sched_task_state *st,
-					    __u64 now, bool btf)
-{
-	__u64 queued, wait;
-
-	if (st && st->runnable_ts)
-		return st->runnable_ts;
-	if (!use_sched_info)
-		return 0;
-	/* Queued since last_queued, plus what it was queued elsewhere before a migration. */
-	queued = last_queued(next, btf);
-	if (!queued && !(st && st->off_ts))
-		return 0; /* never seen switching out, nothing queued: unknown */
-	wait = queued && now > queued ? now - queued : 0;
-	if (st && st->off_ts)
-		wait += run_delay(next, btf) - st->off_run_delay;
-	return now > wait ? now - wait : 0;
+		st->runnable_ts = now;
 }
 
 /* `next` runs now: account its wait per cgroup and, if it had been preempted, per pair. */
@@ -243,20 +195,18 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 				      struct task_struct *next, unsigned int prev_state, bool btf)
 {
+	__u64 now = bpf_ktime_get_ns(); /* first, as in on_wakeup() */
 	__u32 prev_tid = task_tid(prev, btf), next_tid = task_tid(next, btf);
-	__u64 now = sched_now(next, btf);
 	__u64 next_cgroup = 0;
 	struct sched_task_state *st;
 
 	/* tid 0 is a CPU's idle task: it neither waits nor preempts anybody. */
 	if (next_tid) {
-		__u64 since;
-
 		st = task_state(next, next_tid, btf, false);
-		since = runnable_since(next, st, now, btf);
-		if (since) {
+		/* No start seen (it became runnable before we attached): not counted. */
+		if (st && st->runnable_ts) {
 			next_cgroup = task_cgroup(next, btf);
-			on_switch_in(st, since, next_cgroup, now);
+			on_switch_in(st, st->runnable_ts, next_cgroup, now);
 		}
 		if (st) {
 			st->runnable_ts = 0; /* preempted_by counts only with runnable_ts */
@@ -277,8 +227,6 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 		st->preempted_by = next_tid ? next_cgroup : 0;
 	} else {
 		st->off_ts = now;
-		if (use_sched_info)
-			st->off_run_delay = run_delay(prev, btf);
 		st->off_state = (prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_NOLOAD)
 					? SCHED_OFFCPU_IO
 					: SCHED_OFFCPU_SLEEP;

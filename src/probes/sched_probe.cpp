@@ -106,18 +106,14 @@ bool struct_has_members(const btf* b, const char* type,
 
 // What the BPF side can rely on in this kernel, beyond what Features says.
 struct KernelFacts {
-  bool rq_clock = false;        // cfs_rq->rq: run-queue clock and run queue of a task
-  bool sched_info = false;      // task->sched_info (CONFIG_SCHED_INFO), on that same clock
+  bool task_rq = false;         // cfs_rq->rq: the run queue of a task
   bool runqueues_ksym = false;  // per-CPU `runqueues` the verifier can resolve
 };
 
 KernelFacts kernel_facts(const Features& features) {
   KernelFacts k;
   const auto parsed = start_btf(features);
-  if (const btf* b = parsed.get()) {
-    k.rq_clock = struct_has_members(b, "cfs_rq", {"rq"});
-    k.sched_info = k.rq_clock && struct_has_members(b, "sched_info", {"run_delay", "last_queued"});
-  }
+  if (const btf* b = parsed.get()) k.task_rq = struct_has_members(b, "cfs_rq", {"rq"});
   k.runqueues_ksym = features.runqueues_ksym;
   return k;
 }
@@ -170,24 +166,13 @@ void SchedProbe::start(const ProbeContext& ctx) {
   select_tracepoint_flavour(skel->obj, flavour);
   bpf_map__set_autocreate(use_btf ? skel->maps.sched_task_hash : skel->maps.sched_task_store,
                           false);
-  // Wakeup times from task->sched_info spare a program on every wakeup (see sched.bpf.c).
   const KernelFacts kernel = kernel_facts(ctx.features);
-  const bool ktime = options_.precise_clock || !kernel.rq_clock;
-  const bool sched_info = options_.wakeups_from_sched_info && !ktime && kernel.sched_info;
-  skel->rodata->use_ktime = ktime;
-  skel->rodata->use_sched_info = sched_info;
-  if (sched_info) {
-    for (bpf_program* p : {skel->progs.handle_wakeup_btf, skel->progs.handle_wakeup_raw,
-                           skel->progs.handle_wakeup_new_btf, skel->progs.handle_wakeup_new_raw}) {
-      bpf_program__set_autoload(p, false);
-    }
-  }
 
   // Run-queue length: the per-CPU `runqueues` when the verifier can resolve it, else the
   // run queue reached from the current task; both need software perf events.
   const bool by_ksym = kernel.runqueues_ksym;
   const bool runqlen =
-      ctx.features.perf_event && sc.runqlen_dense_hz > 0 && (by_ksym || kernel.rq_clock);
+      ctx.features.perf_event && sc.runqlen_dense_hz > 0 && (by_ksym || kernel.task_rq);
   bpf_program__set_autoload(skel->progs.sample_runqlen_ksym, runqlen && by_ksym);
   bpf_program__set_autoload(skel->progs.sample_runqlen_task, runqlen && !by_ksym);
   if (!runqlen && !warned_no_runqlen_) {
@@ -208,10 +193,7 @@ void SchedProbe::start(const ProbeContext& ctx) {
   }
   skel_ = std::move(skel);
   sampler_ = std::move(sampler);
-  spdlog::info("sched: attached ({}, {}{})", use_btf ? "tp_btf, task storage" : "raw_tp, tid hash",
-               sched_info ? "wakeups from sched_info"
-               : ktime    ? "wakeup handlers, ktime"
-                          : "wakeup handlers",
+  spdlog::info("sched: attached ({}{})", use_btf ? "tp_btf, task storage" : "raw_tp, tid hash",
                sampler_.links.empty()
                    ? ""
                    : fmt::format(", run-queue length of {} CPUs via {} at {}/{} Hz",

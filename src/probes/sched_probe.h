@@ -24,13 +24,6 @@ TAILCAUSE_SKELETON_HANDLE(sched_bpf);
 class SchedProbe final : public ProbeFamily {
  public:
   struct Options {
-    // Take wakeup times from the kernel's task->sched_info when it has one, instead of running
-    // a program on every wakeup. false: always use the sched_wakeup handlers (tests, debugging).
-    bool wakeups_from_sched_info = true;
-    // Time every event with ktime, including the wakeup-to-preemption time the run-queue clock
-    // misses (see sched.bpf.c), at the cost of a program on every wakeup and a clock read on
-    // every event. Implies wakeup handlers.
-    bool precise_clock = false;
     // How often collect() looks for removed cgroups to delete from the bounded maps.
     std::chrono::seconds forget_removed_every{10};
   };

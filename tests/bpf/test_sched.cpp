@@ -1,14 +1,18 @@
 // Root tests of the sched family: real programs, real cgroups, real CPU contention.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "probes/sched_probe.h"
+#include "runq_peer.h"
 #include "support.h"
 
 namespace tailcause::testing {
@@ -33,6 +37,39 @@ void favour_parent(const TestCgroup& child) {
   const std::string parent = child.dir().substr(0, child.dir().rfind('/'));
   const bool v1 = host_layout().version == probes::CgroupLayout::Version::V1;
   std::ofstream(parent + (v1 ? "/cpu.shares" : "/cpu.weight")) << (v1 ? "262144" : "10000");
+}
+
+// One side of a ping-pong over two pipes: `round_trips` times, read a byte from `in` and write
+// one to `out`, or (`serve_first`) the other way round after a byte on `go`.
+void ping_pong(int in, int out, int round_trips, bool serve_first, int go) {
+  char c = 0;
+  if (serve_first && read(go, &c, 1) != 1) _exit(1);
+  for (int i = 0; i < round_trips; ++i) {
+    if (serve_first && write(out, &c, 1) != 1) _exit(1);
+    if (read(in, &c, 1) != 1) _exit(1);
+    if (!serve_first && write(out, &c, 1) != 1) _exit(1);
+  }
+}
+
+// Waits until `pid` sleeps (state S), e.g. blocked on a pipe.
+void wait_asleep(pid_t pid) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'S') return;
+    std::this_thread::sleep_for(10ms);
+  }
+  FAIL() << "child " << pid << " never went to sleep";
+}
+
+// Waits until `pid` has exited, leaving it to be reaped by its TestCgroup.
+void wait_exited(pid_t pid) {
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, pid, &info, WEXITED | WNOWAIT), 0);
+  ASSERT_EQ(info.si_code, CLD_EXITED) << "child " << pid << " failed";
+  ASSERT_EQ(info.si_status, 0) << "child " << pid << " failed";
 }
 
 class SchedTest : public ::testing::Test {
@@ -78,6 +115,19 @@ class SchedTest : public ::testing::Test {
     EXPECT_GT(value(m, kOffcpu, {{"cgroup", a.name()}, {"state", "runqueue"}}), 0.1);
     EXPECT_GT(value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "sleep"}}), 0.2);
     EXPECT_GT(count(m, kLatency, {{"cgroup", s.name()}}), 0u);
+  }
+
+  void expect_runq_latency_like_peer(const probes::ProbeContext& with);
+
+  // Run-queue latency per cgroup name, and node-wide under "".
+  std::map<std::string, RunqDistribution> runq_latency(const core::MetricSet& m) {
+    std::map<std::string, RunqDistribution> out;
+    for (const auto& s : samples_of(m, kLatency)) {
+      const auto d = RunqDistribution::from_daemon(s.histogram);
+      out[s.labels.at(0).second] += d;
+      out[""] += d;
+    }
+    return out;
   }
 
   core::Config config;
@@ -198,24 +248,104 @@ TEST_F(SchedTest, ThrottlingSignalRaisesRunqueueLengthSampleRate) {
   EXPECT_LT(runqlen_samples(scrape()) - back0, dense / 3);
 }
 
+// The run-queue latency the daemon reports is the one an independent ktime measure (bpftrace,
+// wake-up or preemption to switch-in in nsecs) sees on the same waits: two processes bouncing a
+// byte between two CPUs (every wake-up lands on an idle CPU when the node is quiet, the case the
+// run-queue clock used to miss), then two bouncing it on one CPU (wake-ups onto a busy CPU).
+// Per cgroup (the same threads in both measures) and node-wide (the daemon read just before and
+// after the load, bpftrace counting from the first wake-up to the last exit of the load).
+void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) {
+  constexpr int kRoundTrips = 15000;
+  TestCgroup idle("sched-peer-two-cpus"), busy("sched-peer-one-cpu");
+  const int other_cpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
+  int go[2][2], ab[2][2], ba[2][2];
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(!pipe(go[i]) && !pipe(ab[i]) && !pipe(ba[i]));
+  auto pair = [&](TestCgroup& g, int i, int cpu_a, int cpu_b) {
+    return std::pair{
+        spawn_child(&g, cpu_a,
+                    [&, i] { ping_pong(ba[i][0], ab[i][1], kRoundTrips, true, go[i][0]); }),
+        spawn_child(&g, cpu_b, [&, i] { ping_pong(ab[i][0], ba[i][1], kRoundTrips, false, -1); })};
+  };
+  const auto [a, b] = pair(idle, 0, 0, other_cpu);
+  const auto [c, d] = pair(busy, 1, 0, 0);
+  for (pid_t p : {a, b, c, d}) wait_asleep(p);
+  // A tracepoint runs its programs in the order they were attached, so the second tracer's
+  // clock reads wait for the first one's programs, whose cost differs between the switch and
+  // the wake-up. The daemon goes first: its programs delay the peer by about 100-300 ns, while
+  // bpftrace's (one hash map written from every CPU) delayed the daemon by 700 ns on
+  // cross-CPU wake-ups.
+  probe->start(with);
+  BpftraceRunqPeer peer({{a, b}, {c, d}}, a, d);
+  names.all();  // every cgroup named before the first reading
+  const auto before = runq_latency(scrape());
+  ASSERT_EQ(write(go[0][1], "g", 1), 1);
+  wait_exited(a);
+  wait_exited(b);
+  ASSERT_EQ(write(go[1][1], "g", 1), 1);
+  wait_exited(c);
+  wait_exited(d);
+  const auto after = runq_latency(scrape());
+  auto theirs = peer.stop();
+  std::cout << "bpftrace missed " << peer.misses() << " events\n";
+  for (auto& fd : {go, ab, ba}) {
+    for (int i = 0; i < 2; ++i) close(fd[i][0]), close(fd[i][1]);
+  }
+
+  RunqPeerGroup node_peer;
+  for (const auto& [group, g] : theirs) {
+    node_peer.exact += g.exact;
+    node_peer.shorter += g.shorter;
+    node_peer.longer += g.longer;
+  }
+  auto delta = [&](const std::string& name) {
+    const auto b4 = before.find(name);
+    const auto now = after.find(name);
+    if (now == after.end()) return RunqDistribution{};
+    return b4 == before.end() ? now->second : now->second.minus(b4->second);
+  };
+  const struct {
+    std::string what;
+    RunqDistribution ours;
+    RunqPeerGroup peer;
+  } cases[] = {{idle.name(), delta(idle.name()), theirs[1]},
+               {busy.name(), delta(busy.name()), theirs[2]},
+               {"node-wide", delta(""), node_peer}};
+  for (const auto& k : cases) {
+    const RunqDistribution& peer = k.peer.exact;
+    const double mean_ratio = k.ours.mean_ns() / peer.mean_ns();
+    const double count_ratio = static_cast<double>(k.ours.count) / peer.count;
+    const double gap = RunqDistribution::max_share_gap(k.ours, peer);
+    std::cout << k.what << ": daemon " << k.ours.count << " waits, mean " << k.ours.mean_ns()
+              << " ns; peer " << peer.count << " waits, mean " << peer.mean_ns()
+              << " ns; mean ratio " << mean_ratio << ", count ratio " << count_ratio
+              << ", largest per-bucket share gap " << gap << " points\n"
+              << k.ours.table(peer);
+    EXPECT_GT(peer.count, static_cast<uint64_t>(kRoundTrips)) << k.what;
+    EXPECT_NEAR(count_ratio, 1.0, 0.05) << k.what;
+    EXPECT_NEAR(mean_ratio, 1.0, 0.15) << k.what;
+    // Bucket by bucket: the share of waits below each boundary is the peer's, up to the
+    // peer's waits moved by RunqPeerGroup::kSlackNs either way, and 5 points.
+    for (int bin = RunqDistribution::kFirstBin; bin < RunqDistribution::kLastBin; ++bin) {
+      const double ours = 100 * k.ours.share_upto(bin);
+      EXPECT_GE(ours, 100 * k.peer.longer.share_upto(bin) - 5) << k.what << ", bin " << bin;
+      EXPECT_LE(ours, 100 * k.peer.shorter.share_upto(bin) + 5) << k.what << ", bin " << bin;
+    }
+  }
+}
+
+TEST_F(SchedTest, RunqueueLatencyAgreesWithKtimePeer) { expect_runq_latency_like_peer(ctx); }
+
+TEST_F(SchedTest, RawTracepointRunqueueLatencyAgreesWithKtimePeer) {
+  probes::Features raw = host_features();
+  raw.tp_btf = false;
+  expect_runq_latency_like_peer(probes::ProbeContext{raw, config, names, signals});
+}
+
 // Kernels without BTF tracepoints (or task storage) get raw_tp and a tid hash.
 TEST_F(SchedTest, RawTracepointFallbackMeasuresContentionAndSleep) {
   probes::Features raw = host_features();
   raw.tp_btf = false;
   expect_contention_and_sleep(probes::ProbeContext{raw, config, names, signals});
-}
-
-// Kernels without task->sched_info get a program on every wakeup.
-TEST_F(SchedTest, WakeupHandlerFallbackMeasuresContentionAndSleep) {
-  probe = std::make_unique<probes::SchedProbe>(
-      probes::SchedProbe::Options{.wakeups_from_sched_info = false});
-  expect_contention_and_sleep(ctx);
-}
-
-// Timing every event with ktime (precise_clock).
-TEST_F(SchedTest, PreciseClockMeasuresContentionAndSleep) {
-  probe = std::make_unique<probes::SchedProbe>(probes::SchedProbe::Options{.precise_clock = true});
-  expect_contention_and_sleep(ctx);
 }
 
 // Beyond top_k, cgroups and preemption pairs fold into "__other__" (pairs on both labels).
