@@ -76,7 +76,7 @@ int list_glitches(const GlitchesOptions& o) {
   std::vector<exporter::IncidentRow> incidents;
   try {
     exporter::Journal journal(path, exporter::JournalLimits{});
-    if (!o.incidents || !o.json) incidents = journal.query_incidents(filter);
+    if (o.incidents || !o.json) incidents = journal.query_incidents(filter);
     if (!o.incidents) rows = journal.query(filter);
   } catch (const std::exception& e) {  // JournalError, or invalid_argument from the filter
     fmt::print(stderr, "tailcause glitches: {}\n", e.what());

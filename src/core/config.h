@@ -81,6 +81,7 @@ struct IncidentSettings {
   uint32_t min_samples = 200;  // a (tenant, stage)'s baseline is judged after this many stages
   uint32_t horizon = 5000;     // stages the baseline remembers (1/e weight after this many)
   uint32_t window = 15;        // recent stages whose median is tested
+  double min_excess_ms = 1.0;  // a slowed stage also runs this much over the baseline median
   uint32_t quiet_s = 5;        // an incident ends this long after its stages recovered
   bool operator==(const IncidentSettings&) const = default;
 };

@@ -39,6 +39,10 @@ void incident_section(Reader& r, const YAML::Node& n, const std::string& k, Inci
                        const std::string& kk) { i.horizon = at_least(v, kk, 100, 10000000); }},
        {"window",
         [&](const YAML::Node& v, const std::string& kk) { i.window = at_least(v, kk, 3, 1001); }},
+       {"min_excess_ms",
+        [&](const YAML::Node& v, const std::string& kk) {
+          i.min_excess_ms = r.number(v, kk, 0.0, 60000.0);
+        }},
        {"quiet_s",
         [&](const YAML::Node& v, const std::string& kk) { i.quiet_s = r.positive(v, kk, 3600); }}});
 }

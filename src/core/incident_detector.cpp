@@ -25,6 +25,7 @@ IncidentConfig incident_config(const Config& config) {
   c.min_samples = i.min_samples;
   c.horizon = i.horizon;
   c.window = i.window;
+  c.min_excess_ns = static_cast<uint64_t>(i.min_excess_ms * 1e6);
   c.quiet_ns = static_cast<uint64_t>(i.quiet_s) * 1'000'000'000;
   c.top_k = config.top_k;
   return c;
@@ -66,7 +67,7 @@ IncidentDetector::IncidentDetector(IncidentConfig config)
 double IncidentDetector::window_median(const Series& s) const {
   std::vector<double> r;
   r.reserve(s.recent.size());
-  for (const auto& x : s.recent) r.push_back(x.ratio);
+  for (const auto& x : s.recent) r.push_back(x.test_ratio);
   auto mid = r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2);
   std::nth_element(r.begin(), mid, r.end());
   return *mid;
@@ -100,7 +101,7 @@ void IncidentDetector::update_cause(Incident& inc) const {
 
 void IncidentDetector::count_slowed(Active& a, Series& s, const std::string& stage,
                                     Sample& sample) {
-  if (sample.counted || sample.ratio < config_.factor) return;
+  if (sample.counted || sample.test_ratio < config_.factor) return;
   sample.counted = true;
   Incident& inc = a.incident;
   inc.slowed++;
@@ -171,7 +172,12 @@ void IncidentDetector::observe(const StageRecord& r) {
   sample.wall_ns = r.wall_ns();
   sample.component_ns = r.component_ns;
   const bool warm = s.baseline.count() >= config_.min_samples && s.median_ns > 0;
-  if (warm) sample.ratio = static_cast<double>(sample.wall_ns) / static_cast<double>(s.median_ns);
+  if (warm) {
+    const double median = static_cast<double>(s.median_ns);
+    const double floor = static_cast<double>(config_.min_excess_ns) / (config_.factor - 1.0);
+    sample.ratio = static_cast<double>(sample.wall_ns) / median;
+    sample.test_ratio = static_cast<double>(sample.wall_ns) / std::max(median, floor);
+  }
   s.recent.push_back(sample);
 
   auto act = active_.find(tenant);

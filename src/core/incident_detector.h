@@ -36,7 +36,10 @@ struct IncidentConfig {
   double factor = 2.0;         // a shift: the window's median at this many x the baseline median
   uint64_t min_samples = 200;  // baseline samples before a (tenant, stage) is judged (warm-up)
   uint64_t horizon = 5000;     // baseline memory in samples (a sample's weight: 1/e after this)
-  size_t window = 15;          // recent stages whose median is tested
+  // A stage counts as slowed only when it also ran this much longer than the baseline median:
+  // a 0.4 ms stage doubled by one scheduler hiccup is not a slowdown anyone acts on.
+  uint64_t min_excess_ns = 1'000'000;
+  size_t window = 15;                 // recent stages whose median is tested
   uint64_t quiet_ns = 5'000'000'000;  // an incident ends this long after its stages recovered
   size_t max_series = 4096;           // (tenant, stage) pairs judged; beyond, none
   size_t max_history = 256;           // ended incidents kept for summaries
@@ -108,7 +111,10 @@ class IncidentDetector {
  private:
   struct Sample {
     uint64_t start_ns = 0, end_ns = 0, wall_ns = 0;
-    double ratio = 0;      // wall over the baseline median when it arrived; 0 during warm-up
+    double ratio = 0;  // wall over the baseline median when it arrived; 0 during warm-up
+    // What the test judges: wall over max(median, min_excess / (factor - 1)), so that a
+    // slowed stage is both factor x the median and min_excess over it.
+    double test_ratio = 0;
     bool counted = false;  // already part of an incident
     std::array<uint64_t, kComponents> component_ns{};
   };

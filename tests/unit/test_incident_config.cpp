@@ -31,6 +31,7 @@ glitch:
     min_samples: 50
     horizon: 1000
     window: 9
+    min_excess_ms: 2.5
     quiet_s: 12
 )",
                           "f.yaml");
@@ -40,6 +41,7 @@ glitch:
   EXPECT_EQ(i.min_samples, 50u);
   EXPECT_EQ(i.horizon, 1000u);
   EXPECT_EQ(i.window, 9u);
+  EXPECT_DOUBLE_EQ(i.min_excess_ms, 2.5);
   EXPECT_EQ(i.quiet_s, 12u);
   const IncidentConfig d = incident_config(c);
   EXPECT_FALSE(d.enabled);
@@ -48,6 +50,7 @@ glitch:
   EXPECT_EQ(d.horizon, 1000u);
   EXPECT_EQ(d.window, 9u);
   EXPECT_EQ(d.quiet_ns, 12'000'000'000u);
+  EXPECT_EQ(d.min_excess_ns, 2'500'000u);
   EXPECT_EQ(d.top_k, 7u);
 }
 
@@ -61,6 +64,7 @@ TEST(IncidentConfig, DefaultsMatchTheDetectors) {
   EXPECT_EQ(d.horizon, plain.horizon);
   EXPECT_EQ(d.window, plain.window);
   EXPECT_EQ(d.quiet_ns, plain.quiet_ns);
+  EXPECT_EQ(d.min_excess_ns, plain.min_excess_ns);
 }
 
 TEST(IncidentConfig, BadValuesNameFileLineAndKey) {
@@ -77,6 +81,8 @@ TEST(IncidentConfig, BadValuesNameFileLineAndKey) {
          "f.yaml:3: glitch.incident.min_samples: expected 20 to 1000000, got 5");
   starts(error_of("glitch:\n  incident:\n    horizon: 10\n"),
          "f.yaml:3: glitch.incident.horizon: expected 100 to 10000000, got 10");
+  starts(error_of("glitch:\n  incident:\n    min_excess_ms: -1\n"),
+         "f.yaml:3: glitch.incident.min_excess_ms: expected a number from 0 to 60000");
   starts(error_of("glitch:\n  incident:\n    quiet_s: 0\n"), "f.yaml:3: glitch.incident.quiet_s:");
   starts(error_of("glitch:\n  incident:\n    enabled: maybe\n"),
          "f.yaml:3: glitch.incident.enabled: expected true or false");

@@ -373,3 +373,31 @@ TEST(IncidentDetector, BadSettingsAreRefused) {
 
 }  // namespace
 }  // namespace tailcause::core
+
+namespace tailcause::core {
+namespace {
+
+TEST(IncidentDetector, SubMillisecondStagesNeedTheMinimumExcess) {
+  // A 0.4 ms stage at 2.5x runs 0.6 ms longer: under the 1 ms default, no incident ...
+  IncidentDetector d(fast());
+  Stream s("tb", "tool", 400'000, 20);
+  feed(d, s, 1000);
+  feed(d, s, 500, 2.5, static_cast<size_t>(Component::runqueue));
+  EXPECT_EQ(d.opened(), 0u);
+  // ... at 10x (3.6 ms more) it is one.
+  feed(d, s, 300, 10.0);
+  EXPECT_EQ(d.opened(), 1u);
+  // Without the minimum, 2.5x is an incident like any other.
+  IncidentConfig c = fast();
+  c.min_excess_ns = 0;
+  IncidentDetector plain(c);
+  Stream t("tb", "tool", 400'000, 20);
+  feed(plain, t, 1000);
+  feed(plain, t, 500, 2.5, static_cast<size_t>(Component::runqueue));
+  EXPECT_EQ(plain.opened(), 1u);
+  ASSERT_EQ(plain.incidents().size(), 1u);
+  EXPECT_EQ(plain.incidents()[0].cause, "runqueue");
+}
+
+}  // namespace
+}  // namespace tailcause::core
