@@ -83,19 +83,20 @@ void IncidentDetector::learn(Series& s, const Sample& sample) {
 }
 
 void IncidentDetector::update_cause(Incident& inc) const {
+  const auto& excess = inc.leading().excess_ns;
   double grown = 0;
   size_t best = kComponents;
   for (size_t c = 0; c < kComponents; c++) {
-    if (inc.excess_ns[c] <= 0) continue;
-    grown += inc.excess_ns[c];
-    if (best == kComponents || inc.excess_ns[c] > inc.excess_ns[best]) best = c;
+    if (excess[c] <= 0) continue;
+    grown += excess[c];
+    if (best == kComponents || excess[c] > excess[best]) best = c;
   }
   if (best == kComponents) {
     inc.cause = "slow";
     inc.cause_share = 0;
   } else {
     inc.cause = component_name(static_cast<Component>(best));
-    inc.cause_share = inc.excess_ns[best] / grown;
+    inc.cause_share = excess[best] / grown;
   }
 }
 
@@ -114,6 +115,8 @@ void IncidentDetector::count_slowed(Active& a, Series& s, const std::string& sta
     if (st.stage != stage) continue;
     st.slowed++;
     st.peak_ratio = std::max(st.peak_ratio, sample.ratio);
+    for (size_t c = 0; c < kComponents; c++)
+      st.excess_ns[c] += static_cast<double>(sample.component_ns[c]) - s.mix[c];
   }
   for (size_t c = 0; c < kComponents; c++)
     inc.excess_ns[c] += static_cast<double>(sample.component_ns[c]) - s.mix[c];
@@ -136,7 +139,7 @@ void IncidentDetector::begin_shift(Series& s, const std::string& tenant, const s
   Incident& inc = a.incident;
   const bool known = std::any_of(inc.stages.begin(), inc.stages.end(),
                                  [&](const IncidentStage& st) { return st.stage == stage; });
-  if (!known) inc.stages.push_back(IncidentStage{stage, s.median_ns, 0, 0});
+  if (!known) inc.stages.push_back(IncidentStage{stage, s.median_ns, 0, 0, {}});
   s.shifted = true;
   a.shifted_series++;
   // The shift began before the test saw it: the window's slowed stages are part of it.

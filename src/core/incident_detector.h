@@ -56,6 +56,7 @@ struct IncidentStage {
   uint64_t baseline_ns = 0;  // its baseline median, frozen when the shift began
   uint64_t slowed = 0;       // its stages at factor x baseline or more during the incident
   double peak_ratio = 0;     // slowest of them over the baseline median
+  std::array<double, kComponents> excess_ns{};  // growth per component over its normal mix
 };
 
 struct Incident {
@@ -68,11 +69,13 @@ struct Incident {
   uint64_t slowed = 0;                // slowed stages, all stages together
   double peak_ratio = 0;              // over their own stage's baseline median
   double median_ratio = 0;            // the slowed stages' median ratio
-  // The component whose time grew most over the stages' normal mix (summed over the slowed
-  // stages), and its share of all growth; "slow" when nothing grew (no component data).
+  // The component whose time grew most over the leading stage's normal mix (summed over its
+  // slowed stages: other stages of the tenant may shift meanwhile for another reason, other
+  // processes' CPU load say), and its share of that stage's growth; "slow" when nothing grew
+  // (no component data).
   std::string cause = "slow";
   double cause_share = 0;
-  std::array<double, kComponents> excess_ns{};  // growth per component over the baseline mix
+  std::array<double, kComponents> excess_ns{};  // growth per component, all stages together
   // The labels tailcause_incidents_total counted it under when it opened.
   std::string first_stage, first_cause;
 

@@ -139,7 +139,7 @@ TEST(DiagnosisIncidents, HeadlineTextAndJson) {
   i.active = false;
   i.start_ns = 1'000 * ms;
   i.end_ns = 21'000 * ms;
-  i.stages = {core::IncidentStage{"retrieval", 3 * ms, 84, 12.5}};
+  i.stages = {core::IncidentStage{"retrieval", 3 * ms, 84, 12.5, {}}};
   i.slowed = 84;
   i.peak_ratio = 12.5;
   i.median_ratio = 4.8;
