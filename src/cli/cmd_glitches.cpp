@@ -1,6 +1,6 @@
 // `tailcause glitches`: lists the journal's glitches, newest first, each explained by its
-// verdict. Reads the journal a running daemon may be writing (SQLite WAL allows it); never
-// creates one.
+// verdict; with --incidents, its incidents (sustained slowdowns), newest first. Reads the journal a
+// running daemon may be writing (SQLite WAL allows it); never creates one.
 #include <fmt/format.h>
 #include <time.h>
 
@@ -10,6 +10,7 @@
 #include "core/duration.h"
 #include "daemon/startup.h"
 #include "export/glitch_listing.h"
+#include "export/incident_listing.h"
 #include "export/journal.h"
 
 namespace tailcause::cli {
@@ -72,17 +73,34 @@ int list_glitches(const GlitchesOptions& o) {
   }
 
   std::vector<exporter::GlitchRow> rows;
+  std::vector<exporter::IncidentRow> incidents;
   try {
     exporter::Journal journal(path, exporter::JournalLimits{});
-    rows = journal.query(filter);
+    if (o.incidents || !o.json) incidents = journal.query_incidents(filter);
+    if (!o.incidents) rows = journal.query(filter);
   } catch (const std::exception& e) {  // JournalError, or invalid_argument from the filter
     fmt::print(stderr, "tailcause glitches: {}\n", e.what());
     return 1;
+  }
+  if (o.incidents) {
+    if (o.json) {
+      fmt::print("{}\n", exporter::incident_rows_json(incidents).dump(2));
+    } else {
+      fmt::print("{}", exporter::render_incident_table(incidents, describe(o)));
+    }
+    return 0;
   }
   if (o.json) {
     fmt::print("{}\n", exporter::glitch_rows_json(rows).dump(2));
   } else {
     fmt::print("{}", exporter::render_glitch_table(rows, describe(o)));
+    // Sustained slowdowns are listed apart: say so when the range holds some.
+    if (!incidents.empty()) {
+      fmt::print(
+          "\n{} incident{} (sustained slowdown{}) in this range: tailcause glitches "
+          "--incidents\n",
+          incidents.size(), incidents.size() == 1 ? "" : "s", incidents.size() == 1 ? "" : "s");
+    }
   }
   return 0;
 }

@@ -24,6 +24,7 @@ struct GlitchesOptions {
   std::optional<std::string> tenant, stage;
   int limit = 100;
   bool json = false;
+  bool incidents = false;  // the incidents (sustained slowdowns) instead of the glitches
 };
 int list_glitches(const GlitchesOptions& options);
 

@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
       ->check(integer_within(1, tailcause::exporter::Journal::kMaxQueryLimit, "limit"))
       ->capture_default_str();
   glitches->add_flag("--json", glitches_options.json, "A JSON array on stdout");
+  glitches->add_flag("--incidents", glitches_options.incidents,
+                     "The incidents (sustained slowdowns over a stage's learned baseline) instead");
 
   try {
     app.parse(argc, argv);

@@ -73,6 +73,19 @@ struct CgroupConfig {
   bool operator==(const CgroupConfig&) const = default;
 };
 
+// Sustained slowdowns (glitch.incident:): a tenant's stage whose recent median reaches
+// `factor` x its baseline median, learned over `horizon` stages and frozen while it lasts.
+struct IncidentSettings {
+  bool enabled = true;
+  double factor = 2.0;
+  uint32_t min_samples = 200;  // a (tenant, stage)'s baseline is judged after this many stages
+  uint32_t horizon = 5000;     // stages the baseline remembers (1/e weight after this many)
+  uint32_t window = 15;        // recent stages whose median is tested
+  double min_excess_ms = 1.0;  // a slowed stage also runs this much over the baseline median
+  uint32_t quiet_s = 5;        // an incident ends this long after its stages recovered
+  bool operator==(const IncidentSettings&) const = default;
+};
+
 // When a request or stage is a glitch (glitch:).
 struct GlitchSettings {
   uint32_t request_slo_ms = 800;
@@ -80,6 +93,7 @@ struct GlitchSettings {
   std::map<std::string, uint32_t> stage_slos_ms;  // stage name -> SLO
   double p99_factor = 2.0;    // also a glitch when over this many times its recent P99 ...
   uint32_t min_samples = 50;  // ... once its window holds this many samples
+  IncidentSettings incident;
   bool operator==(const GlitchSettings&) const = default;
 };
 

@@ -17,6 +17,36 @@ Reader::Handler ms_handler(Reader& r, uint32_t& field) {
   };
 }
 
+// glitch.incident: the sustained-slowdown detector (core/incident_detector.h).
+void incident_section(Reader& r, const YAML::Node& n, const std::string& k, IncidentSettings& i) {
+  // At least `min`: a window of 2 has no median, a baseline of a few stages no normal.
+  auto at_least = [&r](const YAML::Node& v, const std::string& key, uint32_t min, uint32_t max) {
+    const uint32_t x = r.positive(v, key, max);
+    if (x < min) r.fail(v, key, fmt::format("expected {} to {}, got {}", min, max, x));
+    return x;
+  };
+  r.mapping(
+      n, k,
+      {{"enabled",
+        [&](const YAML::Node& v, const std::string& kk) { i.enabled = r.boolean(v, kk); }},
+       {"factor", [&](const YAML::Node& v,
+                      const std::string& kk) { i.factor = r.number(v, kk, 1.2, 100.0); }},
+       {"min_samples",
+        [&](const YAML::Node& v, const std::string& kk) {
+          i.min_samples = at_least(v, kk, 20, 1000000);
+        }},
+       {"horizon", [&](const YAML::Node& v,
+                       const std::string& kk) { i.horizon = at_least(v, kk, 100, 10000000); }},
+       {"window",
+        [&](const YAML::Node& v, const std::string& kk) { i.window = at_least(v, kk, 3, 1001); }},
+       {"min_excess_ms",
+        [&](const YAML::Node& v, const std::string& kk) {
+          i.min_excess_ms = r.number(v, kk, 0.0, 60000.0);
+        }},
+       {"quiet_s",
+        [&](const YAML::Node& v, const std::string& kk) { i.quiet_s = r.positive(v, kk, 3600); }}});
+}
+
 }  // namespace
 
 std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
@@ -46,8 +76,12 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                      [&](const YAML::Node& v, const std::string& kk) {
                        g.p99_factor = r.number(v, kk, 1.0, 1000.0);
                      }},
-                    {"min_samples", [&](const YAML::Node& v, const std::string& kk) {
+                    {"min_samples",
+                     [&](const YAML::Node& v, const std::string& kk) {
                        g.min_samples = r.positive(v, kk, 1000000);
+                     }},
+                    {"incident", [&](const YAML::Node& v, const std::string& kk) {
+                       incident_section(r, v, kk, g.incident);
                      }}});
        }},
       {"cache_breakdown",

@@ -291,6 +291,7 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
   d.throttled = throttled_cgroups(before, after);
   d.neighbours = noisy_neighbours(before, after);
   d.peers = tcp_peers(before, after);
+  d.incidents = summary.incidents;
   return d;
 }
 

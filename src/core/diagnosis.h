@@ -86,6 +86,7 @@ struct Diagnosis {
   std::vector<ThrottledCgroup> throttled;    // most throttled time first
   std::vector<NoisyNeighbour> neighbours;    // most preempted time first
   std::vector<TcpPeer> peers;                // slowest first
+  std::vector<Incident> incidents;           // sustained slowdowns: active, then newest ended
   DiagnosisOptions options;
 };
 
@@ -96,7 +97,8 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
                           const MetricSet& after, double duration_seconds,
                           const DiagnosisOptions& options = {});
 
-// One plain sentence: which tenant and stage glitched most and why, or "no glitches: ...".
+// One plain sentence: which tenant and stage glitched most and why, or "no glitches: ...";
+// then the sustained slowdowns (incidents), if any.
 std::string diagnosis_headline(const Diagnosis& d);
 
 // Tables for a terminal; empty sections say "none seen".
@@ -104,5 +106,8 @@ std::string render_diagnosis_text(const Diagnosis& d);
 
 nlohmann::json diagnosis_json(const Diagnosis& d);
 nlohmann::json glitch_json(const Glitch& g);
+nlohmann::json incident_json(const Incident& i);
+// "tenant ta: retrieval 4.8x its 3.1 ms baseline (peak 12x), ... for 42 s (ongoing)"
+std::string incident_sentence(const Incident& i);
 
 }  // namespace tailcause::core

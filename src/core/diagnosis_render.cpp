@@ -68,9 +68,25 @@ std::string glitch_sentence(const TenantVerdict& v) {
                      v.cause);
 }
 
+std::string incidents_clause(const Diagnosis& d) {
+  if (d.incidents.empty()) return "";
+  std::string out =
+      fmt::format("{} incident{} (sustained slowdown{}): ", d.incidents.size(),
+                  d.incidents.size() == 1 ? "" : "s", d.incidents.size() == 1 ? "" : "s");
+  return out + incident_sentence(d.incidents.front()) +
+         (d.incidents.size() > 1 ? fmt::format(" and {} more", d.incidents.size() - 1) : "");
+}
+
 }  // namespace
 
+std::string incident_sentence(const Incident& i) {
+  const uint64_t lasted = i.end_ns > i.start_ns ? i.end_ns - i.start_ns : 0;
+  return fmt::format("tenant {}: {} for {}{}", i.tenant, i.describe(), format_duration(lasted),
+                     i.active ? " (ongoing)" : "");
+}
+
 std::string diagnosis_headline(const Diagnosis& d) {
+  if (d.verdicts.empty() && !d.incidents.empty()) return incidents_clause(d);
   if (d.verdicts.empty()) {
     std::vector<std::string> names;
     for (const auto& t : d.tenants) names.push_back(t.tenant);
@@ -85,6 +101,7 @@ std::string diagnosis_headline(const Diagnosis& d) {
   std::string out = glitch_sentence(v);
   if (v.example && !v.example->verdict.evidence.empty())
     out += "; why: " + v.example->verdict.evidence;
+  if (!d.incidents.empty()) out += "; " + incidents_clause(d);
   return out;
 }
 
@@ -131,6 +148,10 @@ std::string render_diagnosis_text(const Diagnosis& d) {
       why += "    " + v.example->verdict.evidence + "\n";
   }
   out += section("Why tenants glitched", why);
+
+  std::string incidents;
+  for (const auto& i : d.incidents) incidents += "  " + incident_sentence(i) + "\n";
+  out += section("Incidents (sustained slowdowns over each stage's learned baseline)", incidents);
 
   rows.clear();
   std::string glitches;
@@ -221,6 +242,33 @@ nlohmann::json glitch_json(const Glitch& g) {
           {"request_id", g.request_id}};
 }
 
+nlohmann::json incident_json(const Incident& i) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& st : i.stages) {
+    stages.push_back({{"stage", st.stage},
+                      {"baseline_seconds", ns_to_s(st.baseline_ns)},
+                      {"slowed", st.slowed},
+                      {"peak_ratio", st.peak_ratio}});
+  }
+  nlohmann::json excess = nlohmann::json::object();
+  for (size_t c = 0; c < kComponents; ++c) excess[kComponentNames[c]] = i.excess_ns[c] * 1e-9;
+  return {{"id", i.id},
+          {"tenant", i.tenant},
+          {"active", i.active},
+          {"start_ns", i.start_ns},
+          {"end_ns", i.end_ns},
+          {"duration_seconds", ns_to_s(i.end_ns > i.start_ns ? i.end_ns - i.start_ns : 0)},
+          {"stage", i.leading().stage},
+          {"stages", std::move(stages)},
+          {"cause", i.cause},
+          {"cause_share", i.cause_share},
+          {"slowed", i.slowed},
+          {"peak_ratio", i.peak_ratio},
+          {"median_ratio", i.median_ratio},
+          {"excess_seconds", std::move(excess)},
+          {"summary", incident_sentence(i)}};
+}
+
 nlohmann::json diagnosis_json(const Diagnosis& d) {
   nlohmann::json out = {{"duration_seconds", d.duration_seconds},
                         {"requests", d.requests},
@@ -288,6 +336,8 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
                       {"stale_age_p95_seconds", ns_to_s(c.stale_age_p95_ns)},
                       {"stale_age_p99_seconds", ns_to_s(c.stale_age_p99_ns)}});
   }
+  auto& incidents = out["incidents"] = nlohmann::json::array();
+  for (const auto& i : d.incidents) incidents.push_back(incident_json(i));
   auto& throttled = out["throttled_cgroups"] = nlohmann::json::array();
   for (const auto& t : d.throttled) {
     throttled.push_back({{"cgroup", t.cgroup},

@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "core/entropy_spike.h"
 #include "core/glitch_detector.h"
+#include "core/incident_detector.h"
 #include "core/label_budget.h"
 #include "core/metrics.h"
 #include "core/request_trace.h"
@@ -78,6 +79,8 @@ struct AnalyzerSummary {
   std::vector<Glitch> top_glitches;
   uint64_t glitches = 0;
   uint64_t breaker_trips = 0;
+  // Sustained slowdowns (filled by the daemon's glitch pipeline, which runs their detector).
+  std::vector<Incident> incidents;
 };
 
 class GlitchAnalyzer {

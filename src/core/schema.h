@@ -117,6 +117,8 @@ inline constexpr const char kCacheBreakdownRatio[] = "tailcause_cache_breakdown_
 inline constexpr const char kCacheBreakdowns[] = "tailcause_cache_breakdowns";
 inline constexpr const char kCacheStaleAgeSeconds[] = "tailcause_cache_stale_age_seconds";
 inline constexpr const char kGlitchRequestsDropped[] = "tailcause_glitch_requests_dropped";
+inline constexpr const char kIncidents[] = "tailcause_incidents";
+inline constexpr const char kIncidentsActive[] = "tailcause_incidents_active";
 inline constexpr const char kJournalGlitchesWritten[] = "tailcause_journal_glitches_written";
 inline constexpr const char kJournalGlitchesDropped[] = "tailcause_journal_glitches_dropped";
 inline constexpr const char kOtlpSpansExported[] = "tailcause_otlp_spans_exported";
@@ -199,6 +201,8 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kCacheBreakdowns, MetricType::Counter, "glitch"},
     {metric::kCacheStaleAgeSeconds, MetricType::Gauge, "glitch"},
     {metric::kGlitchRequestsDropped, MetricType::Counter, "glitch"},
+    {metric::kIncidents, MetricType::Counter, "glitch"},
+    {metric::kIncidentsActive, MetricType::Gauge, "glitch"},
     {metric::kJournalGlitchesWritten, MetricType::Counter, "glitch"},
     {metric::kJournalGlitchesDropped, MetricType::Counter, "glitch"},
     {metric::kOtlpSpansExported, MetricType::Counter, "glitch"},

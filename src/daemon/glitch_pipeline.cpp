@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <variant>
 
 #include "bpf/attrib.h"
 #include "core/breaker_protocol.h"
@@ -89,6 +91,27 @@ exporter::GlitchRow journal_row(const core::Glitch& g, int64_t unix_offset_ns) {
   return row;
 }
 
+exporter::IncidentRow incident_row(const core::Incident& i, std::string key,
+                                   int64_t unix_offset_ns) {
+  exporter::IncidentRow row;
+  row.key = std::move(key);
+  row.start_ns = static_cast<int64_t>(i.start_ns) + unix_offset_ns;
+  row.end_ns = static_cast<int64_t>(i.end_ns) + unix_offset_ns;
+  row.active = i.active;
+  row.tenant = i.tenant;
+  const core::IncidentStage& lead = i.leading();
+  row.stage = lead.stage;
+  for (const auto& st : i.stages) row.stages += (row.stages.empty() ? "" : ",") + st.stage;
+  row.cause = i.cause;
+  row.cause_share = i.cause_share;
+  row.slowed = static_cast<int64_t>(i.slowed);
+  row.peak_ratio = i.peak_ratio;
+  row.median_ratio = i.median_ratio;
+  row.baseline_seconds = static_cast<double>(lead.baseline_ns) * 1e-9;
+  row.summary = i.describe();
+  return row;
+}
+
 // A name as an agent passes it to the breaker socket, as the attrib family labels it when the
 // SDK passes it (cut to the SDK's field, "unknown" when empty, "__invalid__" when not UTF-8),
 // so the two meet on the same breaker.
@@ -113,6 +136,11 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
     : config_(config), options_(options) {
   analyzer_ = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config_, options_));
   analyzer_->set_unix_offset_ns(realtime_minus_monotonic_ns());
+  incidents_ = std::make_unique<core::IncidentDetector>(core::incident_config(config_));
+  // Keys in the journal stay unique over restarts: this run's start time, then the detector.
+  incident_key_prefix_ = fmt::format(
+      "{}-{}", realtime_minus_monotonic_ns() + static_cast<int64_t>(exporter::monotonic_now_ns()),
+      getpid());
   const auto& b = config_.breaker;
   if (options_.persist_breaker && !b.state_file.empty()) {
     try {
@@ -133,6 +161,8 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
       limits.max_age = std::chrono::hours(config_.journal.max_age_h);
       limits.max_bytes = static_cast<int64_t>(config_.journal.max_mb) * 1024 * 1024;
       journal_ = std::make_unique<exporter::Journal>(config_.journal.path, limits);
+      if (const int64_t n = journal_->close_stale_incidents())
+        spdlog::info("journal: {} incident(s) left open by an earlier run marked ended", n);
     }
     if (options_.otlp && !config_.otlp.endpoint.empty()) {
       otlp_ = std::make_unique<exporter::OtlpExporter>(config_.otlp);
@@ -195,8 +225,23 @@ void GlitchPipeline::install_hints_locked() {
   });
 }
 
+std::string GlitchPipeline::incident_key(const core::Incident& i) const {
+  return fmt::format("{}-{}-{}", incident_key_prefix_, incident_epoch_, i.id);
+}
+
 void GlitchPipeline::reconfigure(const core::Config& config) {
   std::lock_guard lock(mu_);
+  // The incident detector keeps its baselines unless its settings changed; then its open
+  // incidents end here and a new one learns afresh.
+  if (core::incident_config(config) != incidents_->config()) {
+    incidents_->end_all(exporter::monotonic_now_ns());
+    for (auto& i : incidents_->drain_changed()) {
+      std::string key = incident_key(i);
+      incident_queue_.emplace_back(std::move(key), std::move(i));
+    }
+    incidents_ = std::make_unique<core::IncidentDetector>(core::incident_config(config));
+    incident_epoch_++;
+  }
   const std::string breakers = analyzer_->breaker().serialize();
   auto next = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config, options_));
   next->set_unix_offset_ns(realtime_minus_monotonic_ns());
@@ -216,6 +261,7 @@ void GlitchPipeline::observe(const core::Record& record) {
   {
     std::lock_guard lock(mu_);
     analyzer_->observe(record, out);
+    if (const auto* stage = std::get_if<core::StageRecord>(&record)) incidents_->observe(*stage);
     for (auto& g : out.glitches) {
       spdlog::debug("glitch: {} {} {}: {}", g.tenant, g.agent, g.stage, g.verdict.evidence);
       if (!journal_) continue;
@@ -241,6 +287,15 @@ void GlitchPipeline::journal_loop() {
     analyzer_->tick(now);
     std::vector<core::Glitch> batch;
     batch.swap(queue_);
+    // Incidents that opened, grew or ended; at the end, those under way end with the daemon.
+    incidents_->tick(now);
+    if (last) incidents_->end_all(now);
+    std::vector<std::pair<std::string, core::Incident>> changed;
+    changed.swap(incident_queue_);
+    for (auto& i : incidents_->drain_changed()) {
+      std::string key = incident_key(i);
+      changed.emplace_back(std::move(key), std::move(i));
+    }
     const int64_t offset = realtime_minus_monotonic_ns();
     // The breaker file is rewritten only when its state changed.
     std::optional<core::CircuitBreaker> breaker_copy;
@@ -264,6 +319,18 @@ void GlitchPipeline::journal_loop() {
         journal_dropped_ += rows.size();
         spdlog::warn("journal: {} glitches not written: {}", rows.size(), e.what());
       }
+    }
+    if (journal_ && !changed.empty()) {
+      std::vector<exporter::IncidentRow> rows;
+      for (auto& [key, i] : changed) rows.push_back(incident_row(i, key, offset));
+      try {
+        journal_->write_incidents(rows);
+      } catch (const std::exception& e) {  // JournalError
+        spdlog::warn("journal: {} incident updates not written: {}", rows.size(), e.what());
+      }
+    }
+    for (const auto& [key, i] : changed) {
+      if (!i.active) spdlog::info("incident ended: tenant {}: {}", i.tenant, i.describe());
     }
     if (journal_ && now - last_prune >= kPruneEveryNs) {
       last_prune = now;
@@ -303,6 +370,7 @@ void GlitchPipeline::collect(core::MetricSet& out) {
   {
     std::lock_guard lock(mu_);
     analyzer_->collect(out, exporter::monotonic_now_ns());
+    incidents_->collect(out);
     if (journal_) {
       out.add(core::metric::kJournalGlitchesWritten, core::MetricType::Counter,
               "Glitches written to the journal", {}, static_cast<double>(journal_written_));
@@ -317,7 +385,14 @@ void GlitchPipeline::collect(core::MetricSet& out) {
 
 core::AnalyzerSummary GlitchPipeline::summary() {
   std::lock_guard lock(mu_);
-  return analyzer_->summary(exporter::monotonic_now_ns());
+  core::AnalyzerSummary s = analyzer_->summary(exporter::monotonic_now_ns());
+  s.incidents = incidents_->incidents();
+  return s;
+}
+
+std::vector<core::Incident> GlitchPipeline::incidents() {
+  std::lock_guard lock(mu_);
+  return incidents_->incidents();
 }
 
 uint64_t GlitchPipeline::glitches() {

@@ -1,8 +1,8 @@
 // The daemon's glitch path, from the attribution records to the sinks: the GlitchAnalyzer
-// (detectors and verdicts), the journal (batched about once a second on its own thread), the
-// OTLP exporter, the circuit breaker's socket and its state file. the daemon uses all of it;
-// `diagnose` and `demo` only the analyzer. Thread-safe: records arrive on the collector
-// thread, scrapes and socket requests on others.
+// (detectors and verdicts), the IncidentDetector (sustained slowdowns), the journal (batched about
+// once a second on its own thread), the OTLP exporter, the circuit breaker's socket and its state
+// file. the daemon uses all of it; `diagnose` and `demo` only the analyzer. Thread-safe: records
+// arrive on the collector thread, scrapes and socket requests on others.
 #pragma once
 
 #include <atomic>
@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "daemon/startup.h"
 #include "core/glitch_analyzer.h"
+#include "core/incident_detector.h"
 #include "core/metrics.h"
 #include "probes/probe_set.h"
 
@@ -64,12 +65,15 @@ class GlitchPipeline {
   void observe(const core::Record& record);
 
   void collect(core::MetricSet& out);
+  // The analyzer's summary with the incidents (active first, then the ended ones kept).
   core::AnalyzerSummary summary();
   uint64_t glitches();
+  std::vector<core::Incident> incidents();
 
  private:
   void journal_loop();
   void install_hints_locked();  // the verdicts' evidence from set_'s families
+  std::string incident_key(const core::Incident& i) const;
 
   core::Config config_;
   PipelineOptions options_;
@@ -77,7 +81,12 @@ class GlitchPipeline {
 
   std::mutex mu_;  // guards analyzer_, queue_
   std::unique_ptr<core::GlitchAnalyzer> analyzer_;
-  std::vector<core::Glitch> queue_;           // for the journal thread
+  std::vector<core::Glitch> queue_;  // for the journal thread
+  std::unique_ptr<core::IncidentDetector> incidents_;
+  // (journal key, incident) from a detector replaced by reconfigure(), for the journal thread.
+  std::vector<std::pair<std::string, core::Incident>> incident_queue_;
+  uint64_t incident_epoch_ = 0;               // detectors so far: their ids restart at 1
+  std::string incident_key_prefix_;           // unique to this run, for the journal's keys
   std::atomic<uint64_t> journal_dropped_{0};  // not journaled (queue full or write error)
   std::atomic<uint64_t> journal_written_{0};
   std::string last_breaker_state_;  // as last saved

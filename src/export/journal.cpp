@@ -42,6 +42,24 @@ CREATE INDEX glitches_stage_time ON glitches(stage, time_ns);
                      component_columns(" REAL NOT NULL"));
 }
 
+// Schema v2: v1 plus the incidents, one row each, rewritten by key as they grow.
+constexpr const char* kIncidentsSchema = R"sql(
+CREATE TABLE incidents(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  key TEXT NOT NULL UNIQUE,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, active INTEGER NOT NULL,
+  tenant TEXT NOT NULL, stage TEXT NOT NULL, stages TEXT NOT NULL,
+  cause TEXT NOT NULL, cause_share REAL NOT NULL, slowed INTEGER NOT NULL,
+  peak_ratio REAL NOT NULL, median_ratio REAL NOT NULL, baseline_s REAL NOT NULL,
+  summary TEXT NOT NULL);
+CREATE INDEX incidents_start ON incidents(start_ns);
+CREATE INDEX incidents_tenant_start ON incidents(tenant, start_ns);
+)sql";
+
+constexpr const char* kIncidentColumns =
+    "key, start_ns, end_ns, active, tenant, stage, stages, cause, cause_share, slowed, "
+    "peak_ratio, median_ratio, baseline_s, summary";
+
 // The columns a row is written from and read into, in this order (query() reads by position).
 std::string row_columns() {
   return fmt::format(
@@ -121,6 +139,8 @@ Journal::Journal(std::string path, JournalLimits limits) : path_(std::move(path)
     } else if (version > kSchemaVersion) {
       throw JournalError(fmt::format("journal {}: schema version {} is newer than this build ({})",
                                      path_, version, kSchemaVersion));
+    } else if (version < kSchemaVersion) {
+      migrate(version);
     }
     insert_ = prepare(insert_sql().c_str());
     next_batch_ =
@@ -172,6 +192,7 @@ void Journal::create_schema() {
     // Another process may have created it while we waited for the write lock.
     if (scalar("PRAGMA user_version") == 0) {
       exec(schema_v1().c_str());
+      exec(kIncidentsSchema);
       exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
     }
     exec("COMMIT");
@@ -180,6 +201,118 @@ void Journal::create_schema() {
     throw;
   }
 }
+
+void Journal::migrate(int64_t from_version) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    // Another process may have upgraded it while we waited for the write lock.
+    if (scalar("PRAGMA user_version") == from_version && from_version == 1) {
+      exec(kIncidentsSchema);
+      exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+void Journal::write_incidents(const std::vector<IncidentRow>& rows) {
+  if (rows.empty()) return;
+  const std::string sql = fmt::format(
+      "INSERT INTO incidents({}) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14) "
+      "ON CONFLICT(key) DO UPDATE SET start_ns=excluded.start_ns, end_ns=excluded.end_ns, "
+      "active=excluded.active, stage=excluded.stage, stages=excluded.stages, "
+      "cause=excluded.cause, cause_share=excluded.cause_share, slowed=excluded.slowed, "
+      "peak_ratio=excluded.peak_ratio, median_ratio=excluded.median_ratio, "
+      "baseline_s=excluded.baseline_s, summary=excluded.summary",
+      kIncidentColumns);
+  exec("BEGIN IMMEDIATE");
+  try {
+    Stmt stmt(prepare(sql.c_str()));
+    sqlite3_stmt* s = stmt.get();
+    for (const IncidentRow& row : rows) {
+      if (row.key.empty()) throw std::invalid_argument("journal: an incident needs a key");
+      sqlite3_reset(s);
+      sqlite3_clear_bindings(s);
+      bind_text(s, 1, row.key);
+      sqlite3_bind_int64(s, 2, row.start_ns);
+      sqlite3_bind_int64(s, 3, row.end_ns);
+      sqlite3_bind_int(s, 4, row.active ? 1 : 0);
+      bind_text(s, 5, row.tenant);
+      bind_text(s, 6, row.stage);
+      bind_text(s, 7, row.stages);
+      bind_text(s, 8, row.cause);
+      sqlite3_bind_double(s, 9, row.cause_share);
+      sqlite3_bind_int64(s, 10, row.slowed);
+      sqlite3_bind_double(s, 11, row.peak_ratio);
+      sqlite3_bind_double(s, 12, row.median_ratio);
+      sqlite3_bind_double(s, 13, row.baseline_seconds);
+      bind_text(s, 14, row.summary);
+      if (sqlite3_step(s) != SQLITE_DONE) fail("cannot write an incident");
+    }
+    stmt.reset();
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<IncidentRow> Journal::query_incidents(const JournalFilter& filter) const {
+  if (filter.since_ns < 0)
+    throw std::invalid_argument(
+        fmt::format("journal query: since must be >= 0, got {}", filter.since_ns));
+  if (filter.tenant && filter.tenant->empty())
+    throw std::invalid_argument("journal query: tenant must not be empty (omit it for all)");
+  if (filter.stage && filter.stage->empty())
+    throw std::invalid_argument("journal query: stage must not be empty (omit it for all)");
+  if (filter.limit < 1 || filter.limit > kMaxQueryLimit)
+    throw std::invalid_argument(
+        fmt::format("journal query: limit must be in 1..{}, got {}", kMaxQueryLimit, filter.limit));
+  const std::string sql = fmt::format(
+      "SELECT id, {} FROM incidents WHERE (end_ns >= ?1 OR active = 1) "
+      "AND (?2 IS NULL OR tenant = ?2) "
+      "AND (?3 IS NULL OR instr(',' || stages || ',', ',' || ?3 || ',') > 0) "
+      "ORDER BY start_ns DESC, id DESC LIMIT ?4",
+      kIncidentColumns);
+  Stmt stmt(prepare(sql.c_str()));
+  sqlite3_stmt* s = stmt.get();
+  sqlite3_bind_int64(s, 1, filter.since_ns);
+  if (filter.tenant) bind_text(s, 2, *filter.tenant);
+  if (filter.stage) bind_text(s, 3, *filter.stage);
+  sqlite3_bind_int(s, 4, filter.limit);
+  std::vector<IncidentRow> rows;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    IncidentRow r;
+    r.id = sqlite3_column_int64(s, 0);
+    r.key = column_text(s, 1);
+    r.start_ns = sqlite3_column_int64(s, 2);
+    r.end_ns = sqlite3_column_int64(s, 3);
+    r.active = sqlite3_column_int(s, 4) != 0;
+    r.tenant = column_text(s, 5);
+    r.stage = column_text(s, 6);
+    r.stages = column_text(s, 7);
+    r.cause = column_text(s, 8);
+    r.cause_share = sqlite3_column_double(s, 9);
+    r.slowed = sqlite3_column_int64(s, 10);
+    r.peak_ratio = sqlite3_column_double(s, 11);
+    r.median_ratio = sqlite3_column_double(s, 12);
+    r.baseline_seconds = sqlite3_column_double(s, 13);
+    r.summary = column_text(s, 14);
+    rows.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) fail("incident query failed");
+  return rows;
+}
+
+int64_t Journal::close_stale_incidents() {
+  exec("UPDATE incidents SET active = 0 WHERE active = 1");
+  return sqlite3_changes(db_);
+}
+
+int64_t Journal::incident_count() const { return scalar("SELECT COUNT(*) FROM incidents"); }
 
 int64_t Journal::append(const std::vector<GlitchRow>& rows) {
   exec("BEGIN IMMEDIATE");
@@ -233,6 +366,9 @@ int64_t Journal::prune(int64_t now_ns) {
     Stmt by_age(prepare("DELETE FROM glitches WHERE time_ns < ?1"));
     sqlite3_bind_int64(by_age.get(), 1, cutoff);
     if (sqlite3_step(by_age.get()) != SQLITE_DONE) fail("cannot prune by age");
+    Stmt incidents_by_age(prepare("DELETE FROM incidents WHERE active = 0 AND end_ns < ?1"));
+    sqlite3_bind_int64(incidents_by_age.get(), 1, cutoff);
+    if (sqlite3_step(incidents_by_age.get()) != SQLITE_DONE) fail("cannot prune incidents");
 
     // Oldest first: by time, then by insertion order.
     Stmt oldest(

@@ -48,6 +48,24 @@ struct GlitchRow {
   std::string verdict, evidence, trace_id;
 };
 
+// A sustained slowdown (core::Incident) as the journal keeps it: one row per incident,
+// written when it opens and rewritten as it grows and when it ends.
+struct IncidentRow {
+  int64_t id = 0;   // assigned by the journal (read back by query_incidents)
+  std::string key;  // the writer's unique name for it: a rewrite replaces the row with this key
+  int64_t start_ns = 0, end_ns = 0;  // ns since the Unix epoch: first and last slowed stage
+  bool active = false;               // still under way when last written
+  std::string tenant;
+  std::string stage;   // the stage it slowed most
+  std::string stages;  // every stage it slowed, comma-separated, in the order they shifted
+  std::string cause;   // the component that grew most, or "slow"
+  double cause_share = 0;
+  int64_t slowed = 0;  // stages at factor x their baseline median or more
+  double peak_ratio = 0, median_ratio = 0;
+  double baseline_seconds = 0;  // the leading stage's baseline median
+  std::string summary;          // core::Incident::describe()
+};
+
 struct JournalLimits {
   std::chrono::seconds max_age{std::chrono::hours(24 * 7)};
   int64_t max_rows = 0;   // 0: no row bound
@@ -62,7 +80,8 @@ struct JournalFilter {
 
 class Journal {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // 1: glitches; 2: incidents added (a version 1 journal is upgraded when opened).
+  static constexpr int kSchemaVersion = 2;
   static constexpr int kMaxQueryLimit = 100000;
 
   // Opens or creates `path`; throws JournalError when it cannot, when the integrity check fails
@@ -75,6 +94,16 @@ class Journal {
   // Writes `rows` in one transaction (callers batch about once a second); returns the batch id.
   // The rows' id and batch fields are ignored.
   int64_t append(const std::vector<GlitchRow>& rows);
+
+  // Inserts incidents, or rewrites those whose key is already there, in one transaction.
+  void write_incidents(const std::vector<IncidentRow>& rows);
+  // Newest start first; `since_ns` keeps incidents that ended (or are active) at or after it;
+  // `stage` matches any stage an incident slowed. Throws std::invalid_argument like query().
+  std::vector<IncidentRow> query_incidents(const JournalFilter& filter) const;
+  // Marks incidents left active by a writer that is gone (a daemon killed mid-incident) as
+  // ended at their last slowed stage. Returns how many.
+  int64_t close_stale_incidents();
+  int64_t incident_count() const;
 
   // Deletes rows older than now - max_age, then the oldest rows beyond max_rows / max_bytes.
   // Returns how many rows went.
@@ -93,6 +122,7 @@ class Journal {
   void exec(const char* sql) const;
   int64_t scalar(const char* sql) const;
   void create_schema();
+  void migrate(int64_t from_version);
   sqlite3_stmt* prepare(const char* sql) const;
   [[noreturn]] void fail(const std::string& what) const;
 

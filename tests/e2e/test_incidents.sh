@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# Sustained slowdowns become incidents (issue 11), with faults applied from OUTSIDE a running
+# example agent, the way they reach users: a CPU quota written into tenant ta's cgroup by this
+# script, then ta's index file dropped from the page cache every 50 ms (posix_fadvise DONTNEED)
+# while two O_DIRECT writers load the disk. Each fault must be exactly one incident of ta's with
+# the right cause (cpu_throttled, block_io) holding >= 90% of ta's slowed stages while it lasts
+# (slower than 2x and 1 ms over their stage's median in the clean run, as the agent measured it
+# itself); tb, untouched, gets none; a 60 s clean run gets none. Which stages were slowed comes
+# from the journal's glitch rows: with a 1 ms stage SLO every stage of 1 ms or more is journaled
+# with its wall time. Other processes' CPU load (the machine is shared with builds) may slow
+# stages too: an incident it causes (runqueue, on_cpu) outside the faults is reported, never one
+# with a fault's cause. Recall and precision are printed per fault.
+# Takes about 3.5 minutes.
+source "$(dirname "$0")/lib.sh"
+require_root
+AGENT="$BUILD_DIR/examples/rag-agent"
+[ -x "$AGENT" ] || fail "no $AGENT"
+RATE=8
+
+write_config() {  # write_config JOURNAL
+  cat >"$WORK/daemon.yaml" <<YAML
+glitch:
+  request_slo_ms: 3600000
+  stage_slo_ms: 1           # every stage of 1 ms or more is a journal row: the test's timings
+  p99_factor: 1000
+  min_samples: 1000000
+  incident:
+    min_samples: 100        # 12 s of the agent at $RATE requests/s
+probes:
+  attrib:
+    binary: $AGENT
+breaker:
+  socket: ""
+  state_file: ""
+cache_breakdown:
+  min_lookups: 1000000
+journal:
+  path: $1
+YAML
+}
+
+now_ns() { /usr/bin/python3 -c 'import time; print(time.time_ns())'; }
+
+AGENT_PID=""
+on_exit 'stop_pid AGENT_PID'
+FAULT_PIDS=()
+on_exit 'for p in "${FAULT_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; FAULT_PIDS=()'
+QUOTA_FILE=""
+on_exit '[ -n "$QUOTA_FILE" ] && [ -e "$QUOTA_FILE" ] && echo -1 >"$QUOTA_FILE"'
+
+# run_agent DURATION LOG: the agent in the background (AGENT_PID)
+run_agent() {
+  "$AGENT" --tenants ta,tb --rate "$RATE" --concurrency 2 --duration "$1" \
+    --report "$WORK/$2.json" >"$WORK/$2.log" 2>&1 &
+  AGENT_PID=$!
+}
+
+# export_journal NAME: the journal's incidents and glitch rows as $WORK/NAME.{incidents,rows}.json
+export_journal() {
+  "$TAILCAUSE" glitches --journal "$WORK/$1.db" --incidents --json --limit 100000 \
+    >"$WORK/$1.incidents.json" || fail "glitches --incidents on $1"
+  "$TAILCAUSE" glitches --journal "$WORK/$1.db" --json --limit 100000 >"$WORK/$1.rows.json" ||
+    fail "glitches on $1"
+}
+
+# The indexes in the page cache first (an earlier test may have dropped them).
+cat "$BUILD_DIR"/examples/data/index-*.f32 >/dev/null 2>&1 || true
+
+# ---- a 60 s clean run: no incident ----------------------------------------------------------
+write_config "$WORK/clean.db"
+start_daemon --config "$WORK/daemon.yaml"
+run_agent 60 clean
+wait "$AGENT_PID" || fail "clean agent run: $(tail -5 "$WORK/clean.log")"
+AGENT_PID=""
+sleep 1.5
+stop_daemon
+export_journal clean
+/usr/bin/python3 - "$WORK" <<'PY' >"$WORK/clean.txt" 2>&1 || fail "clean run: $(cat "$WORK/clean.txt")"
+import json, sys
+w = sys.argv[1]
+inc = json.load(open(f"{w}/clean.incidents.json"))
+rows = json.load(open(f"{w}/clean.rows.json"))
+assert len(rows) > 500, f"only {len(rows)} journal rows: is the agent traced?"
+bad = [i["summary"] for i in inc if i["cause"] not in ("runqueue", "on_cpu")]
+assert not bad, bad
+print(f"no incident over {len(rows)} journaled stages" if not inc else
+      f"NOTE: {len(inc)} incident(s), all CPU contention from other processes: "
+      + "; ".join(f"{i['tenant']}: {i['summary']}" for i in inc))
+PY
+pass "60 s clean run: $(cat "$WORK/clean.txt")"
+
+# ---- faults from outside the running agent ------------------------------------------------
+write_config "$WORK/faults.db"
+PORT=""
+start_daemon --config "$WORK/daemon.yaml"
+run_agent 115 faults
+leaf=""
+for _ in $(seq 1 100); do
+  leaf=$(ls -d /sys/fs/cgroup/cpu/tailcause-agent-"$AGENT_PID"/ta /sys/fs/cgroup/tailcause-agent-"$AGENT_PID"/ta 2>/dev/null | head -1 || true)
+  [ -n "$leaf" ] && break
+  sleep 0.1
+done
+[ -n "$leaf" ] || fail "no cgroup for tenant ta of agent $AGENT_PID"
+index="$BUILD_DIR/examples/data/index-ta.f32"
+[ -f "$index" ] || fail "no $index"
+sleep 30  # warm-up: the baselines learn
+
+# Quota: 10% of a CPU, written into ta's cgroup (v1 cpu.cfs_quota_us, or v2 cpu.max).
+if [ -e "$leaf/cpu.cfs_quota_us" ]; then
+  QUOTA_FILE="$leaf/cpu.cfs_quota_us"
+  quota_on() { echo 10000 >"$QUOTA_FILE"; }
+  quota_off() { echo -1 >"$QUOTA_FILE"; }
+else
+  QUOTA_FILE="$leaf/cpu.max"
+  quota_on() { echo "10000 100000" >"$QUOTA_FILE"; }
+  quota_off() { echo "max 100000" >"$QUOTA_FILE"; }
+fi
+quota_start=$(now_ns)
+quota_on
+sleep 20
+quota_off
+quota_end=$(now_ns)
+sleep 25  # the backlog drains, the incident ends (quiet 5 s)
+
+# Dropped page cache: ta's index evicted every 50 ms while two O_DIRECT writers load the disk.
+/usr/bin/python3 - "$index" <<'PY' &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+while True:
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    time.sleep(0.05)
+PY
+FAULT_PIDS+=($!)
+for n in 1 2; do
+  (while :; do dd if=/dev/zero of="$WORK/direct$n" bs=1M count=64 oflag=direct conv=fsync status=none; done) &
+  FAULT_PIDS+=($!)
+done
+cache_start=$(now_ns)
+sleep 20
+for p in "${FAULT_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done
+FAULT_PIDS=()
+cache_end=$(now_ns)
+rm -f "$WORK"/direct?
+cat "$index" >/dev/null
+
+wait "$AGENT_PID" || fail "agent run: $(tail -5 "$WORK/faults.log")"
+AGENT_PID=""
+sleep 7  # quiet period, then the last journal batch
+scrape >"$WORK/metrics.txt"
+stop_daemon
+export_journal faults
+
+/usr/bin/python3 - "$WORK" "$quota_start" "$quota_end" "$cache_start" "$cache_end" <<'PY' >"$WORK/faults.txt" 2>&1 || fail "faults: $(cat "$WORK/faults.txt")"
+import json, sys
+w = sys.argv[1]
+quota = (int(sys.argv[2]), int(sys.argv[3]))
+cache = (int(sys.argv[4]), int(sys.argv[5]))
+faults = {"quota": (quota, "cpu_throttled"), "dropped page cache": (cache, "block_io")}
+GRACE = 2_000_000_000   # stages under way when a fault is lifted end slowed after it
+TOL = 5_000_000         # journal clocks: realtime - monotonic, taken per batch
+MIN_EXCESS = 0.001      # glitch.incident.min_excess_ms: slowed is also 1 ms over the median
+# Only other processes' CPU load (this machine is shared with builds) may slow stages besides
+# the faults; an incident it causes is reported, never one with a fault's cause.
+CONTENTION = ("runqueue", "on_cpu")
+inc = json.load(open(f"{w}/faults.incidents.json"))
+rows = [r for r in json.load(open(f"{w}/faults.rows.json")) if r["stage"] != "request"]
+for r in rows:
+    r["end"] = r["time_ns"]
+    r["start"] = r["time_ns"] - int(r["wall_seconds"] * 1e9)
+
+# Each stage's normal: its median in the clean run, as the agent measured it itself. Slowed:
+# 2x that and 1 ms over it, always over the 1 ms SLO, so the journal holds every slowed stage.
+report = json.load(open(f"{w}/clean.json"))["tenants"]["ta"]["stages"]
+median = {s: v["p50_seconds"] for s, v in report.items() if s != "request" and v["count"] > 0}
+threshold = {s: max(2 * m, m + MIN_EXCESS) for s, m in median.items()}
+
+def during(r, window):
+    return r["start"] >= window[0] and r["end"] <= window[1] + GRACE
+
+def inside(r, i):
+    return r["start"] >= i["start_ns"] - TOL and r["end"] <= i["end_ns"] + TOL
+
+def overlaps(i, window):
+    return i["start_ns"] <= window[1] + GRACE and i["end_ns"] >= window[0]
+
+slowed = [r for r in rows if r["tenant"] == "ta" and r["stage"] in threshold
+          and r["wall_seconds"] >= threshold[r["stage"]]]
+lines, bad, notes = [], [], []
+for name, (window, cause) in faults.items():
+    mine = [i for i in inc if i["tenant"] == "ta" and overlaps(i, window)]
+    hits = [r for r in slowed if during(r, window)]
+    if len(mine) != 1:
+        bad.append(f"{name}: {len(mine)} incidents of ta's: {[i['summary'] for i in mine]}")
+        continue
+    i = mine[0]
+    within = [r for r in slowed if inside(r, i)]
+    recall = sum(1 for r in hits if inside(r, i)) / max(1, len(hits))
+    precision = sum(1 for r in within if during(r, window)) / max(1, len(within))
+    by_stage = {}
+    for r in hits:
+        by_stage[r["stage"]] = by_stage.get(r["stage"], 0) + 1
+    lines.append(f"{name}: recall {recall:.3f} of {len(hits)} slowed stages {by_stage}, precision "
+                 f"{precision:.3f} of {len(within)} inside; {i['summary']}")
+    if i["cause"] != cause: bad.append(f"{name}: cause {i['cause']}, want {cause}")
+    if len(hits) < 20: bad.append(f"{name}: only {len(hits)} slowed stages: not unmistakable")
+    if recall < 0.9: bad.append(f"{name}: recall {recall:.3f}")
+faulted = [i for i in inc if i["tenant"] == "ta" and any(overlaps(i, wdw) for wdw, _ in faults.values())]
+for i in inc:
+    if i in faulted: continue
+    (notes if i["cause"] in CONTENTION else bad).append(
+        f"incident of {i['tenant']}'s outside the faults: {i['summary']}")
+print("clean medians (ms): " + ", ".join(f"{s} {m*1000:.2f}" for s, m in sorted(median.items())))
+print("\n".join(lines))
+if notes: print("NOTE (CPU contention from other processes):", notes)
+assert not bad, bad
+PY
+pass "faults from outside the agent:
+$(cat "$WORK/faults.txt")"
+
+# The metrics: two incidents of ta's counted, none active once they ended.
+grep -qE '^tailcause_incidents_total\{tenant="ta",stage="[^"]+",cause="cpu_throttled"\} 1$' "$WORK/metrics.txt" ||
+  fail "no cpu_throttled incident counted: $(grep tailcause_incidents "$WORK/metrics.txt")"
+grep -qE '^tailcause_incidents_active\{tenant="ta"\} 0$' "$WORK/metrics.txt" ||
+  fail "incidents still active: $(grep tailcause_incidents "$WORK/metrics.txt")"
+grep 'tailcause_incidents_total{tenant="tb"' "$WORK/metrics.txt" | grep -vqE 'cause="(runqueue|on_cpu)"' &&
+  fail "tb counted an incident: $(grep tailcause_incidents "$WORK/metrics.txt")"
+pass "metrics: $(grep -E '^tailcause_incidents' "$WORK/metrics.txt" | tr '\n' ' ')"
+
+# `glitches --incidents` as a table, and the hint under the glitch table.
+"$TAILCAUSE" glitches --journal "$WORK/faults.db" --incidents --tenant ta >"$WORK/table.txt"
+grep -qE '^[0-9]+ incidents? for tenant ta, newest first' "$WORK/table.txt" || fail "table: $(cat "$WORK/table.txt")"
+grep -q 'block_io' "$WORK/table.txt" && grep -q 'cpu_throttled' "$WORK/table.txt" || fail "table: $(cat "$WORK/table.txt")"
+"$TAILCAUSE" glitches --journal "$WORK/faults.db" --tenant ta --limit 3 | grep -qE '[0-9]+ incidents? \(sustained slowdowns?\) in this range' ||
+  fail "the glitch table does not point at the incidents"
+pass "glitches --incidents: $(head -1 "$WORK/table.txt")"

@@ -1,0 +1,202 @@
+// Incidents in the journal (schema v2): written when they open and rewritten by key as they
+// grow and end, queried newest first with the glitch filters (a stage matches any stage an
+// incident slowed), a v1 journal upgraded in place, pruning by age, rows a killed writer left
+// active closed by the next one; and their listing for `tailcause glitches --incidents`.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <string>
+
+#include "export/incident_listing.h"
+#include "export/journal.h"
+#include "temp_dir.h"
+
+namespace tailcause::exporter {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kNow = 1'700'000'000 * kSecond;
+
+IncidentRow incident(std::string key, int64_t start_ns, std::string tenant, std::string stages,
+                     bool active = false) {
+  IncidentRow r;
+  r.key = std::move(key);
+  r.start_ns = start_ns;
+  r.end_ns = start_ns + 20 * kSecond;
+  r.active = active;
+  r.tenant = std::move(tenant);
+  r.stages = std::move(stages);
+  r.stage = r.stages.substr(0, r.stages.find(','));
+  r.cause = "block_io";
+  r.cause_share = 0.91;
+  r.slowed = 84;
+  r.peak_ratio = 12.5;
+  r.median_ratio = 4.8;
+  r.baseline_seconds = 0.0031;
+  r.summary = "retrieval 4.8x its 3.1 ms baseline";
+  return r;
+}
+
+std::vector<IncidentRow> all(const Journal& j, JournalFilter f = {}) {
+  f.limit = Journal::kMaxQueryLimit;
+  return j.query_incidents(f);
+}
+
+int exec_raw(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  return rc;
+}
+
+TEST(JournalIncidents, WrittenThenRewrittenByKey) {
+  testing::TempDir dir;
+  Journal j(dir.file("j.db"), JournalLimits{});
+  IncidentRow open = incident("run-0-1", kNow, "ta", "retrieval", /*active=*/true);
+  open.slowed = 8;
+  j.write_incidents({open});
+  auto rows = all(j);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0].active);
+  EXPECT_EQ(rows[0].slowed, 8);
+  const int64_t id = rows[0].id;
+
+  IncidentRow ended = incident("run-0-1", kNow, "ta", "retrieval,generation");
+  j.write_incidents({ended});
+  rows = all(j);
+  ASSERT_EQ(rows.size(), 1u);
+  const IncidentRow& r = rows[0];
+  EXPECT_EQ(r.id, id);
+  EXPECT_FALSE(r.active);
+  EXPECT_EQ(r.key, "run-0-1");
+  EXPECT_EQ(r.start_ns, kNow);
+  EXPECT_EQ(r.end_ns, kNow + 20 * kSecond);
+  EXPECT_EQ(r.tenant, "ta");
+  EXPECT_EQ(r.stage, "retrieval");
+  EXPECT_EQ(r.stages, "retrieval,generation");
+  EXPECT_EQ(r.cause, "block_io");
+  EXPECT_DOUBLE_EQ(r.cause_share, 0.91);
+  EXPECT_EQ(r.slowed, 84);
+  EXPECT_DOUBLE_EQ(r.peak_ratio, 12.5);
+  EXPECT_DOUBLE_EQ(r.median_ratio, 4.8);
+  EXPECT_DOUBLE_EQ(r.baseline_seconds, 0.0031);
+  EXPECT_EQ(r.summary, "retrieval 4.8x its 3.1 ms baseline");
+  EXPECT_EQ(j.incident_count(), 1);
+  EXPECT_THROW(j.write_incidents({incident("", kNow, "ta", "tool")}), std::invalid_argument);
+  EXPECT_EQ(j.incident_count(), 1);  // the transaction rolled back
+}
+
+TEST(JournalIncidents, QueriesFilterLikeGlitches) {
+  testing::TempDir dir;
+  Journal j(dir.file("j.db"), JournalLimits{});
+  j.write_incidents({incident("k1", kNow - 3600 * kSecond, "ta", "retrieval"),
+                     incident("k2", kNow - 60 * kSecond, "tb", "embedding,generation"),
+                     incident("k3", kNow - 7200 * kSecond, "ta", "generation", true)});
+  auto rows = all(j);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].key, "k2");  // newest start first
+  EXPECT_EQ(rows[2].key, "k3");
+  JournalFilter ta;
+  ta.tenant = "ta";
+  EXPECT_EQ(all(j, ta).size(), 2u);
+  JournalFilter gen;
+  gen.stage = "generation";  // any stage it slowed, not a prefix or a substring
+  EXPECT_EQ(all(j, gen).size(), 2u);
+  gen.stage = "gen";
+  EXPECT_TRUE(all(j, gen).empty());
+  JournalFilter recent;
+  recent.since_ns = kNow - 600 * kSecond;  // k2 ended since; k3 is still active
+  rows = all(j, recent);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key, "k2");
+  EXPECT_EQ(rows[1].key, "k3");
+  JournalFilter one;
+  one.limit = 1;
+  EXPECT_EQ(j.query_incidents(one).size(), 1u);
+  JournalFilter bad;
+  bad.limit = 0;
+  EXPECT_THROW(j.query_incidents(bad), std::invalid_argument);
+  bad = JournalFilter{};
+  bad.stage = "";
+  EXPECT_THROW(j.query_incidents(bad), std::invalid_argument);
+}
+
+TEST(JournalIncidents, AVersion1JournalIsUpgradedKeepingItsGlitches) {
+  testing::TempDir dir;
+  const std::string path = dir.file("j.db");
+  {
+    Journal j(path, JournalLimits{});
+    GlitchRow g;
+    g.time_ns = kNow;
+    g.tenant = "ta";
+    g.agent = "a";
+    g.stage = "retrieval";
+    g.cause = "block_io";
+    j.append({g});
+  }
+  // What a version 1 journal is: glitches only.
+  ASSERT_EQ(exec_raw(path, "DROP TABLE incidents; PRAGMA user_version=1;"), SQLITE_OK);
+  Journal j(path, JournalLimits{});
+  JournalFilter f;
+  EXPECT_EQ(j.query(f).size(), 1u);
+  EXPECT_EQ(j.incident_count(), 0);
+  j.write_incidents({incident("k1", kNow, "ta", "retrieval")});
+  EXPECT_EQ(all(j).size(), 1u);
+}
+
+TEST(JournalIncidents, PrunedByAgeOnceEnded) {
+  testing::TempDir dir;
+  JournalLimits limits;
+  limits.max_age = std::chrono::hours(1);
+  Journal j(dir.file("j.db"), limits);
+  j.write_incidents({incident("old", kNow - 7200 * kSecond, "ta", "retrieval"),
+                     incident("old-active", kNow - 7200 * kSecond, "ta", "tool", true),
+                     incident("new", kNow - 60 * kSecond, "ta", "retrieval")});
+  j.prune(kNow);
+  auto rows = all(j);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key, "new");
+  EXPECT_EQ(rows[1].key, "old-active");  // under way: kept
+}
+
+TEST(JournalIncidents, StaleActiveRowsAreClosedByTheNextWriter) {
+  testing::TempDir dir;
+  Journal j(dir.file("j.db"), JournalLimits{});
+  j.write_incidents({incident("a", kNow, "ta", "retrieval", true),
+                     incident("b", kNow, "tb", "retrieval", false)});
+  EXPECT_EQ(j.close_stale_incidents(), 1);
+  for (const auto& r : all(j)) EXPECT_FALSE(r.active) << r.key;
+  EXPECT_EQ(j.close_stale_incidents(), 0);
+}
+
+TEST(IncidentListing, TableAndJson) {
+  EXPECT_EQ(render_incident_table({}, "for tenant ta"), "no incidents for tenant ta\n");
+  IncidentRow a = incident("k1", kNow, "ta", "retrieval,generation");
+  IncidentRow b = incident("k2", kNow - 100 * kSecond, "tb", "tool", true);
+  const std::string table = render_incident_table({a, b}, "in the last 1h");
+  EXPECT_EQ(table.rfind("2 incidents in the last 1h, newest first\n", 0), 0u) << table;
+  EXPECT_NE(table.find("START"), std::string::npos);
+  EXPECT_NE(table.find("20 s"), std::string::npos) << table;  // how long it lasted
+  EXPECT_NE(table.find("ongoing"), std::string::npos) << table;
+  EXPECT_NE(table.find("retrieval,generation"), std::string::npos);
+  EXPECT_NE(table.find("4.8x"), std::string::npos);
+  EXPECT_NE(table.find("12.5x"), std::string::npos);
+  EXPECT_NE(table.find("    retrieval 4.8x its 3.1 ms baseline\n"), std::string::npos);
+
+  const auto j = incident_rows_json({a});
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["tenant"], "ta");
+  EXPECT_EQ(j[0]["stages"], nlohmann::json::array({"retrieval", "generation"}));
+  EXPECT_EQ(j[0]["start_ns"], kNow);
+  EXPECT_EQ(j[0]["end_ns"], kNow + 20 * kSecond);
+  EXPECT_EQ(j[0]["active"], false);
+  EXPECT_EQ(j[0]["cause"], "block_io");
+  EXPECT_EQ(j[0]["slowed"], 84);
+  EXPECT_DOUBLE_EQ(j[0]["median_ratio"].get<double>(), 4.8);
+  EXPECT_DOUBLE_EQ(j[0]["baseline_seconds"].get<double>(), 0.0031);
+  EXPECT_TRUE(j[0]["start"].is_string());
+}
+
+}  // namespace
+}  // namespace tailcause::exporter
