@@ -101,8 +101,14 @@ struct attrib_recipe {
 #define ATTRIB_CRIT_RESOLVED 0 /* a span's lock/sleep wait split by its waker's history */
 #define ATTRIB_CRIT_PARTIAL  1 /* ... whose history did not reach back to the wait's start */
 #define ATTRIB_CRIT_KINDS    2
-/* Entries of a span thread's history ring (state changes with its cumulative components). */
-#define ATTRIB_HISTORY 16
+/* A span thread's history: rings of its state changes with its cumulative components, one per
+ * level; level 0 takes every change, level 1 one at least 2 ms after its last, level 2 one at
+ * least 64 ms after (each ring covers 16 of its spacing or more: waits of 1 s and longer are
+ * read from the coarse ring). */
+#define ATTRIB_HISTORY	      16
+#define ATTRIB_HISTORY_LEVELS 3
+#define ATTRIB_HISTORY_SPACING_NS(level)                                                           \
+	((level) == 0 ? 0ULL : (level) == 1 ? 2000000ULL : 64000000ULL)
 
 /* Bad input from the SDK, counted per kind (attrib_sdk_errors) and exported as
  * tailcause_sdk_errors_total{kind}; names in stage_record.cpp. */

@@ -55,8 +55,8 @@ struct attrib_task {
 	 * summed (its cumulative time is this plus the current span's components), and a ring of
 	 * its last state changes with that cumulative time, read by the threads it wakes. */
 	__u64 cum_base[ATTRIB_KERNEL_COMPONENTS];
-	struct attrib_mark history[ATTRIB_HISTORY];
-	__u32 history_next; /* the slot the next mark goes to (mod ATTRIB_HISTORY) */
+	struct attrib_mark history[ATTRIB_HISTORY_LEVELS][ATTRIB_HISTORY];
+	__u32 history_next[ATTRIB_HISTORY_LEVELS]; /* next slot per level (mod ATTRIB_HISTORY) */
 	__u32 pad3;
 };
 

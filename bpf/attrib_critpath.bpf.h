@@ -22,58 +22,80 @@
 #include "attrib_span.bpf.h"
 #include "syscalls.bpf.h"
 
-/* a * b / d without overflowing 64 bits for waits of seconds (coarser past 4 s). */
+/* a * b / d without overflowing 64 bits: past 4 s, in units of 4 us (no loop: the verifier
+ * walks every call of it). */
 static __always_inline __u64 scale(__u64 a, __u64 b, __u64 d)
 {
-	while ((a | b) >> 32 && d > 1) {
-		a >>= 1;
-		b >>= 1;
-		d >>= 1;
+	if ((a | b) >> 32) {
+		a >>= 12;
+		b >>= 12;
+		d >>= 12;
+		if (!d)
+			return 0;
+		return (a * b / d) << 12;
 	}
 	return d ? a * b / d : 0;
 }
 
-/* What waker `w` (running now) did over [from, now], per component, into `split`; its sum
- * (0: no history). `partial` is set when the history starts after `from`: the part it covers
- * stands for the whole. The segment holding `from` is interpolated linearly (it has one state,
- * or one run-queue wait split by its throttled share). */
+/* The oldest mark of the ring of `level` (NULL: empty). */
+static __always_inline struct attrib_mark *oldest_mark(struct attrib_task *w, int level)
+{
+	__u32 next;
+
+	if (level < 0 || level >= ATTRIB_HISTORY_LEVELS)
+		return NULL;
+	next = w->history_next[level];
+	if (!next)
+		return NULL;
+	return &w->history[level][next >= ATTRIB_HISTORY ? next & (ATTRIB_HISTORY - 1) : 0];
+}
+
+/* What waker `w` did over [from, now], per component, into `split`; its sum (0: no history).
+ * Read from the finest ring that reaches back to `from`: its mark at or before `from`,
+ * interpolated towards the next newer one (one state between two level-0 marks; a mix, taken
+ * as even, between coarser ones). When none reaches back, `partial` is set and the coarsest
+ * ring's oldest mark stands for `from`: what it covers stands for the whole wait. */
 static __always_inline __u64 waker_split(struct attrib_task *w, __u64 from, __u64 now,
 					 __u64 split[ATTRIB_KERNEL_COMPONENTS], bool *partial)
 {
-	__u64 newer_ts = now, newer[ATTRIB_KERNEL_COMPONENTS], total = 0;
-	struct attrib_mark *m = NULL;
-	__u32 next = w->history_next;
-	int i, k;
+	__u64 newer_ts = now, total = 0;
+	struct attrib_mark *m = NULL, *newer = NULL, *o;
+	int i, k, level = ATTRIB_HISTORY_LEVELS - 1;
+	__u32 next;
 
 	for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++)
-		newer[i] = cum_now(w, i);
+		split[i] = cum_now(w, i);
 	if (w->active && w->last_in && now > w->last_in) /* running since its switch-in */
-		newer[w->gpu_wait ? ATTRIB_GPU : ATTRIB_ON_CPU] += now - w->last_in;
-	for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++)
-		split[i] = newer[i];
-	*partial = true;
+		split[w->gpu_wait ? ATTRIB_GPU : ATTRIB_ON_CPU] += now - w->last_in;
+	for (k = 0; k < ATTRIB_HISTORY_LEVELS; k++) {
+		o = oldest_mark(w, k);
+		if (o && o->ts && o->ts <= from) {
+			level = k;
+			break;
+		}
+	}
+	*partial = k == ATTRIB_HISTORY_LEVELS;
+	if (level < 0 || level >= ATTRIB_HISTORY_LEVELS)
+		return 0;
+	next = w->history_next[level];
 	for (k = 1; k <= ATTRIB_HISTORY; k++) {
-		struct attrib_mark *e = &w->history[(next - k) & (ATTRIB_HISTORY - 1)];
+		struct attrib_mark *e = &w->history[level][(next - k) & (ATTRIB_HISTORY - 1)];
 
 		if (!e->ts || e->ts > newer_ts)
 			break; /* empty, or overwritten meanwhile */
 		m = e;
-		if (e->ts <= from) {
-			*partial = false;
+		if (e->ts <= from)
 			break;
-		}
+		newer = e;
 		newer_ts = e->ts;
-		for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++)
-			newer[i] = e->cum[i];
 	}
 	if (!m)
 		return 0;
 	for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++) {
-		__u64 at = m->cum[i];
+		__u64 at = m->cum[i], hi = newer ? newer->cum[i] : split[i];
 
-		/* Inside the segment [m->ts, newer_ts]: the share of it after `from`. */
-		if (!*partial && newer_ts > m->ts && newer[i] > m->cum[i])
-			at += scale(newer[i] - m->cum[i], from - m->ts, newer_ts - m->ts);
+		if (m->ts <= from && newer_ts > m->ts && hi > at)
+			at += scale(hi - at, from - m->ts, newer_ts - m->ts);
 		split[i] = split[i] > at ? split[i] - at : 0;
 		total += split[i];
 	}
@@ -98,7 +120,7 @@ static __always_inline bool resolve_wait(struct attrib_task *c, struct task_stru
 	/* A waker that just left its span (a helper that detaches, then signals: RAII scopes)
 	 * still has its history; only a span thread has one. */
 	w = bpf_task_storage_get(&attrib_tasks, cur, 0, 0);
-	if (!w || !w->history_next)
+	if (!w || !w->history_next[0])
 		return false;
 	/* Woken from the waker's own system call (futex wake, write, exit), not an interrupt. */
 	if (native_syscall_nr((struct pt_regs *)bpf_task_pt_regs(cur)) < 0)

@@ -29,16 +29,24 @@ static __always_inline __u64 cum_now(struct attrib_task *c, int i)
 	       c->span.component_ns[i & (ATTRIB_KERNEL_COMPONENTS - 1)];
 }
 
-/* A state change of a span thread at `now`: its cumulative components go into the ring. */
+/* A state change of a span thread at `now`: its cumulative components go into the ring of
+ * every level whose spacing has passed since its last mark. */
 static __always_inline void mark_state(struct attrib_task *c, __u64 now)
 {
-	struct attrib_mark *m = &c->history[c->history_next & (ATTRIB_HISTORY - 1)];
-	int i;
+	int i, level;
 
-	m->ts = now;
-	for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++)
-		m->cum[i] = cum_now(c, i);
-	c->history_next++;
+	for (level = 0; level < ATTRIB_HISTORY_LEVELS; level++) {
+		__u32 next = c->history_next[level];
+		struct attrib_mark *last = &c->history[level][(next - 1) & (ATTRIB_HISTORY - 1)];
+		struct attrib_mark *m = &c->history[level][next & (ATTRIB_HISTORY - 1)];
+
+		if (next && now - last->ts < ATTRIB_HISTORY_SPACING_NS(level))
+			break; /* coarser levels are spaced wider still */
+		m->ts = now;
+		for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++)
+			m->cum[i] = cum_now(c, i);
+		c->history_next[level] = next + 1;
+	}
 }
 
 /* A span ended: its components move to the thread's base (the ring stays continuous). */

@@ -3,6 +3,8 @@
 // reported apart, so the stage still adds up to its wall time.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "attrib_fixture.h"
 #include "core/stage_aggregator.h"
 #include "core/verdict.h"
@@ -20,7 +22,7 @@ uint64_t resolved_waits() {
     if (fd < 0) continue;
     bpf_map_info info{};
     __u32 len = sizeof(info);
-    if (bpf_map_get_info_by_fd(fd, &info, &len) == 0 &&
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
         std::string(info.name) == "attrib_critpath") {
       if (newest >= 0) close(newest);
       newest = fd;
@@ -41,9 +43,9 @@ uint64_t resolved_waits() {
 }
 
 // "key=N" from the target's output, 0 when absent.
-uint32_t printed_value(const std::string& out, const std::string& key) {
+uint64_t printed_value(const std::string& out, const std::string& key) {
   const auto at = out.find(key + "=");
-  return at == std::string::npos ? 0 : std::stoul(out.substr(at + key.size() + 1));
+  return at == std::string::npos ? 0 : std::stoull(out.substr(at + key.size() + 1));
 }
 
 class CritPathTest : public AttribTest {};
@@ -143,12 +145,60 @@ TEST_F(CritPathTest, ChainResolvesToBlockIo) {
   // C's own span shows the block I/O; A's wait went through B to it.
   const auto c_tid = printed_value(out, "c_tid");
   for (const auto& s : stages_of(0x804)) {
-    if (s.tid == c_tid) EXPECT_EQ(s.largest(), Component::block_io) << describe(s);
+    if (s.tid == c_tid) {
+      EXPECT_EQ(s.largest(), Component::block_io) << describe(s);
+    }
   }
   EXPECT_EQ(a.largest(), Component::block_io) << describe(a);
   EXPECT_GT(part(a, Component::block_io), part(a, Component::lock)) << describe(a);
   ASSERT_TRUE(a.waker) << describe(a);
   EXPECT_EQ(a.waker->tid, printed_value(out, "b_tid"));  // named: the thread it waited on
+}
+
+// Figures, not assertions on time: the worst case for the wake-up tracking, two threads in
+// stages on one CPU handing a byte back and forth over a pipe (every wake-up is resolved
+// through the waker's history). Prints ns per hand-off untraced and traced and the BPF run
+// time per run of the scheduler programs; asserts only that the hand-offs were resolved.
+TEST_F(CritPathTest, WakeupTrackingCostFigures) {
+  constexpr int kRounds = 30000;
+  const std::string rounds = std::to_string(kRounds);
+  auto per_handoff = [&](const std::string& printed) {
+    return printed_value(printed, "elapsed_ns") / (2.0 * kRounds);
+  };
+  auto runs = [&] {
+    std::map<std::string, std::pair<uint64_t, uint64_t>> out;
+    for (const bpf_program* p : probe->programs()) {
+      const std::string name = bpf_program__name(p);
+      if (name.rfind("attrib_", 0) != 0 || name.find("_btf") == std::string::npos) continue;
+      bpf_prog_info info{};
+      uint32_t len = sizeof info;
+      if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
+        out[name] = {info.run_time_ns, info.run_cnt};
+      }
+    }
+    return out;
+  };
+  const double off = per_handoff(run_target({"pingpong", "0x805", "crit-pp", "pipe", rounds, "0"}));
+  const int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+  probe->start(ctx);
+  const uint64_t resolved_before = resolved_waits();
+  const auto before = runs();
+  const double on = per_handoff(run_target({"pingpong", "0x806", "crit-pp", "pipe", rounds, "1"}));
+  const auto after = runs();
+  const uint64_t resolved = resolved_waits() - resolved_before;
+  if (stats_fd >= 0) close(stats_fd);
+  std::string line;
+  for (const auto& [name, now] : after) {
+    const auto was = before.count(name) ? before.at(name) : std::pair<uint64_t, uint64_t>{0, 0};
+    const uint64_t n = now.second - was.second;
+    if (n) line += " " + name + " " + std::to_string((now.first - was.first) / n) + " ns;";
+  }
+  std::cout << "[ figures  ] pipe ping-pong between two stage threads on one CPU, ns per hand-off: "
+            << off << " untraced, " << on
+            << " traced; waits resolved through the waker: " << resolved << " of " << 2 * kRounds
+            << "\n";
+  std::cout << "[ figures  ] BPF run time per run while traced:" << line << "\n";
+  EXPECT_GT(resolved, static_cast<uint64_t>(kRounds / 2));  // one side of a hand-off rarely sleeps
 }
 
 }  // namespace
