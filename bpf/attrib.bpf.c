@@ -41,6 +41,7 @@
 #include "attrib_context.bpf.h"
 #include "page_cache.bpf.h"
 #include "attrib_span.bpf.h"
+#include "attrib_critpath.bpf.h"
 #include "attrib_recipe.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -399,13 +400,36 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 			c->off_peer.family = 0;
 			c->off_component = sleep_component(c, prev, prev_state, &c->off_peer);
 		}
+		mark_state(c, now);
 	}
 	c = bpf_task_storage_get(&attrib_tasks, next, 0, 0);
 	if (c && c->active) {
 		if (!now)
 			now = bpf_ktime_get_ns();
 		end_off_cpu(c, next, now);
+		mark_state(c, now);
 	}
+	return 0;
+}
+
+/* Runs in the waker's context (sched_wakeup may run on the wakee's CPU, under another task):
+ * a span's wait on another span thread is split by that thread's history. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(attrib_waking_btf, struct task_struct *p)
+{
+	struct attrib_task *c;
+	__u64 now;
+
+	if (!attrib_active_spans)
+		return 0;
+	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
+	if (!c || !c->active || !c->off_ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (!resolve_wait(c, p, now))
+		return 0; /* sched_wakeup ends the sleep as it always did */
+	start_wait(c, p, now);
+	mark_state(c, now);
 	return 0;
 }
 
@@ -423,6 +447,7 @@ int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
 	now = bpf_ktime_get_ns();
 	end_sleep(c, now);
 	start_wait(c, p, now);
+	mark_state(c, now);
 	return 0;
 }
 

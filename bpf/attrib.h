@@ -97,6 +97,19 @@ struct attrib_recipe {
 #define ATTRIB_LOST_SWITCHES 1 /* switch-ins the kernel did not report (recovered) */
 #define ATTRIB_LOST_KINDS    2
 
+/* Indexes of attrib_critpath (per-CPU counts, for tests and the overhead figures). */
+#define ATTRIB_CRIT_RESOLVED 0 /* a span's lock/sleep wait split by its waker's history */
+#define ATTRIB_CRIT_PARTIAL  1 /* ... whose history did not reach back to the wait's start */
+#define ATTRIB_CRIT_KINDS    2
+/* A span thread's history: rings of its state changes with its cumulative components, one per
+ * level; level 0 takes every change, level 1 one at least 2 ms after its last, level 2 one at
+ * least 64 ms after (each ring covers 16 of its spacing or more: waits of 1 s and longer are
+ * read from the coarse ring). */
+#define ATTRIB_HISTORY	      16
+#define ATTRIB_HISTORY_LEVELS 3
+#define ATTRIB_HISTORY_SPACING_NS(level)                                                           \
+	((level) == 0 ? 0ULL : (level) == 1 ? 2000000ULL : 64000000ULL)
+
 /* Bad input from the SDK, counted per kind (attrib_sdk_errors) and exported as
  * tailcause_sdk_errors_total{kind}; names in stage_record.cpp. */
 enum attrib_sdk_error {
@@ -158,7 +171,13 @@ struct attrib_span {
 	/* Run-queue waits of the span that its CFS run queue's throttle clock says were (partly)
 	 * throttled: the kernel's own evidence, for stages too short for a cpu.stat reading. */
 	__u32 throttled_waits;
-	__u32 pad;
+	/* Critical path: the thread whose wake-ups moved the most of this span's waits out of
+	 * lock/sleep into its own causes (0: none), that time, the component most of it went to,
+	 * and what the waits were before (ATTRIB_LOCK: the thread held the lock). */
+	__u32 waker_tid;
+	__u64 waker_ns;
+	__u32 waker_component;
+	__u32 waker_wait;
 };
 
 struct attrib_record_header {

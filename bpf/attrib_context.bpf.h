@@ -19,6 +19,12 @@ const volatile bool report_exec = true;
  * memory handlers return after this one load. Changed with atomics on the USDT path only. */
 __s64 attrib_active_spans = 0;
 
+/* A span thread's cumulative components at one of its state changes (critical path). */
+struct attrib_mark {
+	__u64 ts; /* 0: empty slot */
+	__u64 cum[ATTRIB_KERNEL_COMPONENTS];
+};
+
 /* The per-thread context. */
 struct attrib_task {
 	struct attrib_identity id; /* who the current span works for */
@@ -45,6 +51,13 @@ struct attrib_task {
 	struct attrib_anomaly anomaly; /* the thread's last kernel anomaly (kept across spans) */
 	struct attrib_peer off_peer;   /* the socket peer of the current sleep (family 0: none) */
 	struct attrib_peer peers[ATTRIB_PEER_SLOTS]; /* the span's peers, with their network wait */
+	/* Critical path (attrib_critpath.bpf.h): the components of the thread's ended spans,
+	 * summed (its cumulative time is this plus the current span's components), and a ring of
+	 * its last state changes with that cumulative time, read by the threads it wakes. */
+	__u64 cum_base[ATTRIB_KERNEL_COMPONENTS];
+	struct attrib_mark history[ATTRIB_HISTORY_LEVELS][ATTRIB_HISTORY];
+	__u32 history_next[ATTRIB_HISTORY_LEVELS]; /* next slot per level (mod ATTRIB_HISTORY) */
+	__u32 pad3;
 };
 
 /* Per-thread context: lives and dies with the thread (no bound needed). Created by the USDT
@@ -123,6 +136,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } attrib_events_lost SEC(".maps");
+
+/* Index ATTRIB_CRIT_*, per CPU: wake-up edges that split a span's wait by its waker's history,
+ * read by tests (and the overhead bench) through the skeleton. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ATTRIB_CRIT_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} attrib_critpath SEC(".maps");
 
 /* Index 0, per CPU: scratch space to build a request before inserting it (too big for the
  * stack). Never read by user space. */

@@ -21,6 +21,46 @@ static __always_inline __u64 current_rchar(void)
 	return BPF_CORE_READ(t, ioac.rchar);
 }
 
+/* Critical path (attrib_critpath.bpf.h). The thread's cumulative components now (the running
+ * segment excluded). */
+static __always_inline __u64 cum_now(struct attrib_task *c, int i)
+{
+	return c->cum_base[i & (ATTRIB_KERNEL_COMPONENTS - 1)] +
+	       c->span.component_ns[i & (ATTRIB_KERNEL_COMPONENTS - 1)];
+}
+
+/* A state change of a span thread at `now`: its cumulative components go into the ring of
+ * every level whose spacing has passed since its last mark. */
+static __always_inline void mark_state(struct attrib_task *c, __u64 now)
+{
+	int i, level;
+
+	for (level = 0; level < ATTRIB_HISTORY_LEVELS; level++) {
+		__u32 next = c->history_next[level];
+		struct attrib_mark *last = &c->history[level][(next - 1) & (ATTRIB_HISTORY - 1)];
+		struct attrib_mark *m = &c->history[level][next & (ATTRIB_HISTORY - 1)];
+
+		if (next && now - last->ts < ATTRIB_HISTORY_SPACING_NS(level))
+			break; /* coarser levels are spaced wider still */
+		m->ts = now;
+		for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++)
+			m->cum[i] = cum_now(c, i);
+		c->history_next[level] = next + 1;
+	}
+}
+
+/* A span ended: its components move to the thread's base (the ring stays continuous). */
+static __always_inline void fold_span(struct attrib_task *c, __u64 now)
+{
+	int i;
+
+	for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++) {
+		c->cum_base[i] += c->span.component_ns[i];
+		c->span.component_ns[i] = 0;
+	}
+	mark_state(c, now);
+}
+
 /* The span starts now, on a running thread. */
 static __always_inline void span_begin(struct attrib_task *c, __u64 now)
 {
@@ -31,6 +71,7 @@ static __always_inline void span_begin(struct attrib_task *c, __u64 now)
 	c->last_in = now;
 	c->off_ts = 0;
 	c->wait_ts = 0;
+	mark_state(c, now);
 	/* Counted before it is published, so the handlers' early exit never skips a live span. */
 	__sync_fetch_and_add(&attrib_active_spans, 1);
 	compiler_barrier();
@@ -69,6 +110,7 @@ static __always_inline __u64 span_end(struct attrib_task *c, __u32 flags, __u32 
 	c->span.end_ns = now;
 	c->span.flags |= flags;
 	emit_span(c, tid);
+	fold_span(c, now);
 	c->last_in = 0;
 	c->off_ts = 0;
 	c->wait_ts = 0;

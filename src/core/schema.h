@@ -92,6 +92,9 @@ inline constexpr const char kBlockIoBytes[] = "tailcause_block_io_bytes";
 // attrib family: stages and requests (core/stage_aggregator), the probe's own counters
 inline constexpr const char kStageDurationSeconds[] = "tailcause_stage_duration_seconds";
 inline constexpr const char kStageTimeSeconds[] = "tailcause_stage_time_seconds";  // by component
+// Helper threads' own time in a stage (context_attach worker spans), by component: parallel
+// to the stage's wall time, so never part of kStageTimeSeconds.
+inline constexpr const char kStageHelperSeconds[] = "tailcause_stage_helper_seconds";
 inline constexpr const char kStagePageCacheMisses[] = "tailcause_stage_page_cache_misses";
 inline constexpr const char kStageMajorFaults[] = "tailcause_stage_major_faults";
 inline constexpr const char kStageReadBytes[] = "tailcause_stage_read_bytes";
@@ -178,6 +181,7 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kBlockIoBytes, MetricType::Counter, "block"},
     {metric::kStageDurationSeconds, MetricType::Histogram, "attrib"},
     {metric::kStageTimeSeconds, MetricType::Counter, "attrib"},
+    {metric::kStageHelperSeconds, MetricType::Counter, "attrib"},
     {metric::kStagePageCacheMisses, MetricType::Counter, "attrib"},
     {metric::kStageMajorFaults, MetricType::Counter, "attrib"},
     {metric::kStageReadBytes, MetricType::Counter, "attrib"},

@@ -94,7 +94,11 @@ void StageAggregator::add(const StageRecord& r) {
   if (!r.worker() && !r.aborted()) {
     s.duration.observe(r.wall_ns(), r.id.trace_id, unix_time(r.end_ns));
   }
-  for (size_t c = 0; c < kComponents; ++c) s.component_ns[c] += r.component_ns[c];
+  // A helper's time runs in parallel with its owner's, which already waited for it (and, on
+  // the critical path, took over its causes): apart, so the stage adds up to its wall time.
+  auto& into = r.worker() ? s.helper_ns : s.component_ns;
+  for (size_t c = 0; c < kComponents; ++c) into[c] += r.component_ns[c];
+  s.helpers = s.helpers || r.worker();
   s.page_cache_misses += r.page_cache_misses;
   s.major_faults += r.major_faults;
   s.bytes_read += r.bytes_read;
@@ -168,8 +172,16 @@ void StageAggregator::collect_stages(MetricSet& out) const {
       lc.emplace_back("component", kComponentNames[c]);
       out.add(metric::kStageTimeSeconds, MetricType::Counter,
               "Stage wall time split into its kernel causes (the components add up to the "
-              "stage time; helper-thread time of a stage counts too)",
+              "stage time; waits on helper threads carry the helpers' causes)",
               std::move(lc), s.component_ns[c] * 1e-9, "seconds");
+    }
+    for (size_t c = 0; s.helpers && c < kComponents; ++c) {
+      Labels lc = l;
+      lc.emplace_back("component", kComponentNames[c]);
+      out.add(metric::kStageHelperSeconds, MetricType::Counter,
+              "Helper threads' own time in a stage (context_attach), by kernel cause: in "
+              "parallel with the stage, not part of its time",
+              std::move(lc), s.helper_ns[c] * 1e-9, "seconds");
     }
     out.add(metric::kStagePageCacheMisses, MetricType::Counter,
             "Pages the page cache had to read in for a stage", l,

@@ -75,7 +75,9 @@ class StageAggregator {
  private:
   struct StageSeries {
     ExemplarHistogram duration;
-    std::array<uint64_t, kComponents> component_ns{};
+    std::array<uint64_t, kComponents> component_ns{};  // the owner thread's (wall time)
+    std::array<uint64_t, kComponents> helper_ns{};     // its helper threads' (in parallel)
+    bool helpers = false;
     uint64_t page_cache_misses = 0;
     uint64_t major_faults = 0;
     uint64_t bytes_read = 0;

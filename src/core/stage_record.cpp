@@ -115,6 +115,12 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
   std::memcpy(addr.data(), raw.span.peer.addr, addr.size());
   r.network_peer = peer_label(raw.span.peer.family, addr, raw.span.peer.port);
   if (r.network_peer) r.network_peer_ns = raw.span.peer.wait_ns;
+  if (raw.span.waker_tid && raw.span.waker_ns &&
+      raw.span.waker_component < ATTRIB_KERNEL_COMPONENTS) {
+    r.waker =
+        Waker{raw.span.waker_tid, raw.span.waker_ns,
+              static_cast<Component>(raw.span.waker_component), raw.span.waker_wait == ATTRIB_LOCK};
+  }
   return r;
 }
 

@@ -46,6 +46,15 @@ struct Identity {
   bool synthetic = false;
 };
 
+// The thread a stage waited on (critical path): its wake-ups moved `ns` of the stage's
+// lock/sleep waits into its own causes, most of it into `component`.
+struct Waker {
+  uint32_t tid = 0;
+  uint64_t ns = 0;
+  Component component{};
+  bool lock_holder = false;  // the waits were in futex(): it held the lock (or the condition)
+};
+
 struct StageRecord {
   Identity id;
   uint32_t tid = 0;
@@ -66,6 +75,7 @@ struct StageRecord {
   // waited on none (only poll/epoll/select, Unix sockets or no network at all).
   std::optional<std::string> network_peer;
   uint64_t network_peer_ns = 0;  // its network wait: part of the network component
+  std::optional<Waker> waker;    // absent: no wait was resolved through another thread
 
   uint64_t wall_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
   // What the kernel measured (all components but unattributed); may exceed the wall time only

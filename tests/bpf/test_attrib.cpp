@@ -119,8 +119,9 @@ TEST_F(AttribTest, HandOffToWorkerKeepsAttribution) {
   EXPECT_EQ(owners[0].largest(), Component::lock) << describe(owners[0]);
 
   const auto m = scrape();
+  // The worker's own time is helper time, apart from the stage's (which is its wall time).
   const double on_cpu =
-      value(m, "tailcause_stage_time_seconds",
+      value(m, "tailcause_stage_helper_seconds",
             {{"tenant", "attrib-hand"}, {"stage", "embedding"}, {"component", "on_cpu"}});
   EXPECT_GE(on_cpu, seconds(part(w, Component::on_cpu)));
   const core::Sample* h = find_sample(m, "tailcause_stage_duration_seconds",

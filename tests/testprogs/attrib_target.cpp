@@ -29,6 +29,13 @@
 //                                               touched, fired past the SDK (RAW_ID) and
 //                                               through it (SDK_ID); prints present_before=
 //   attrib_target flood N THREADS WAIT          N stages per thread as fast as possible
+//   attrib_target cond-helper ID TENANT CPU_MS  retrieval stage waiting on a condition variable
+//                                               for a helper (context_attach) burning CPU_MS
+//   attrib_target holder ID TENANT HOW MS       stage waiting for a mutex a helper holds while
+//                                               it sleeps MS (HOW sleep) or burns MS of CPU
+//                                               (HOW cpu); prints holder_tid=
+//   attrib_target chain ID TENANT FILE          A's stage waits on B, B on C, C reads FILE
+//                                               with O_DIRECT; prints b_tid=, c_tid=, bytes=
 #include <tailcause/sdk.h>
 
 #include <arpa/inet.h>
@@ -44,6 +51,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -496,6 +504,100 @@ void flood_mode(uint64_t n, int threads) {
   printf("elapsed_ns=%lld\n", static_cast<long long>(ns.count()));
 }
 
+// One-shot hand-off: a thread waits on a condition variable until another says it is done.
+struct Done {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  void set() {
+    std::lock_guard lock(mu);
+    done = true;
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [this] { return done; });
+  }
+};
+
+void cond_helper_mode(uint64_t id, const char* tenant, double cpu_ms) {
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
+  Done done;
+  std::thread helper([&] {
+    tailcause_context_attach(id);
+    burn_cpu(cpu_ms);
+    printf("helper_tid=%d\n", gettid());
+    done.set();
+    tailcause_context_detach(id);
+  });
+  done.wait();
+  tailcause_stage_end(id, TAILCAUSE_STAGE_RETRIEVAL);
+  tailcause_request_end(id, 0);
+  helper.join();
+}
+
+void holder_mode(uint64_t id, const char* tenant, const std::string& how, int ms) {
+  std::mutex mu;
+  std::atomic<bool> held{false};
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  std::thread holder([&] {
+    tailcause_context_attach(id);
+    {
+      std::lock_guard lock(mu);
+      held = true;
+      if (how == "cpu") {
+        burn_cpu(ms);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      }
+    }
+    tailcause_context_detach(id);
+    printf("holder_tid=%d\n", gettid());
+  });
+  while (!held) std::this_thread::sleep_for(1ms);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_OTHER, "locked");
+  { std::lock_guard lock(mu); }
+  tailcause_stage_end(id, TAILCAUSE_STAGE_OTHER);
+  tailcause_request_end(id, 0);
+  holder.join();
+}
+
+void chain_mode(uint64_t id, const char* tenant, const char* path) {
+  // O_DIRECT in 4 KiB reads: each one waits for the device, with next to no CPU in between.
+  const int fd = open(path, O_RDONLY | O_DIRECT);
+  if (fd < 0) {
+    perror(path);
+    exit(2);
+  }
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
+  Done b_done, c_done;
+  std::thread c([&] {
+    tailcause_context_attach(id);
+    void* buf = aligned_alloc(4096, 4096);
+    uint64_t total = 0;
+    for (ssize_t n; (n = read(fd, buf, 4096)) > 0;) total += n;
+    free(buf);
+    printf("c_tid=%d\nbytes=%llu\n", gettid(), static_cast<unsigned long long>(total));
+    c_done.set();
+    tailcause_context_detach(id);
+  });
+  std::thread b([&] {
+    tailcause_context_attach(id);
+    c_done.wait();
+    printf("b_tid=%d\n", gettid());
+    b_done.set();
+    tailcause_context_detach(id);
+  });
+  b_done.wait();
+  tailcause_stage_end(id, TAILCAUSE_STAGE_RETRIEVAL);
+  tailcause_request_end(id, 0);
+  b.join();
+  c.join();
+  close(fd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -539,6 +641,12 @@ int main(int argc, char** argv) {
     cold_strings_mode(arg_u64(argv, 2), arg_u64(argv, 3));
   } else if (mode == "exit-mid-stage" && argc == 3) {
     exit_mid_stage_mode(arg_u64(argv, 2));
+  } else if (mode == "cond-helper" && argc == 5) {
+    cond_helper_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]));
+  } else if (mode == "holder" && argc == 6) {
+    holder_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]));
+  } else if (mode == "chain" && argc == 5) {
+    chain_mode(arg_u64(argv, 2), argv[3], argv[4]);
   } else if (mode == "flood" && argc == 5) {
     flood_mode(arg_u64(argv, 2), std::atoi(argv[3]));
   } else {

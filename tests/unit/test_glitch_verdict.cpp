@@ -107,6 +107,29 @@ TEST(VerdictFaults, CpuThrottling) {
             "periods (quota 0.1 CPU)");
 }
 
+// A lock wait resolved through its holder (critical path) names the holder.
+TEST(VerdictFaults, ThrottledLockHolderIsNamed) {
+  ComponentProfile p = normal_profile("retrieval", 30);
+  auto r = record("retrieval", {{Component::on_cpu, 10 * ms},
+                                {Component::lock, 18 * ms},
+                                {Component::cpu_throttled, 70 * ms}});
+  r.waker = Waker{4242, 70 * ms, Component::cpu_throttled, true};
+  EvidenceHints hints;
+  hints.cgroup = "/agents/ta";
+  hints.periods = 9;
+  hints.throttled_periods = 9;
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "retrieval 98 ms, 71% cpu_throttled via lock holder tid 4242: cgroup /agents/ta "
+            "throttled in 9 of 9 periods");
+  // A helper woken through a condition variable is a thread, not a lock holder.
+  r.waker->lock_holder = false;
+  EXPECT_EQ(explain(r, &p, EvidenceHints{}).evidence,
+            "retrieval 98 ms, 71% cpu_throttled via thread tid 4242");
+  // A waker whose time went elsewhere is not named on this component.
+  r.waker->component = Component::block_io;
+  EXPECT_EQ(explain(r, &p, EvidenceHints{}).evidence, "retrieval 98 ms, 71% cpu_throttled");
+}
+
 TEST(VerdictFaults, PageCacheMissesInRetrieval) {
   ComponentProfile p = normal_profile("retrieval", 100);
   auto r = record("retrieval", {{Component::on_cpu, 90 * ms},

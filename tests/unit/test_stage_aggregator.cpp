@@ -82,8 +82,11 @@ TEST(StageAggregator, StageDurationsComponentsAndExemplars) {
   EXPECT_EQ(find(m, "tailcause_stage_page_cache_misses", {{"tenant", "tenant-a"}})->value, 7);
 }
 
-TEST(StageAggregator, WorkerSpansAddTimeButNotStages) {
+// A helper's time runs in parallel with the stage that waited for it: it is reported apart
+// (tailcause_stage_helper_seconds), so the stage's components still add up to its wall time.
+TEST(StageAggregator, WorkerSpansAreHelperTimeNotStageTime) {
   StageAggregator agg(10);
+  agg.add(stage("tenant-w", "generation", 80'000'000));  // the owner: 20 ms on CPU
   auto worker = stage("tenant-w", "generation", 50'000'000);
   worker.flags = 1;  // ATTRIB_SPAN_WORKER
   agg.add(worker);
@@ -92,11 +95,32 @@ TEST(StageAggregator, WorkerSpansAddTimeButNotStages) {
   agg.add(aborted);
   MetricSet m;
   agg.collect(m);
-  EXPECT_EQ(find(m, "tailcause_stage_duration_seconds", {{"tenant", "tenant-w"}}), nullptr);
-  EXPECT_NEAR(
-      find(m, "tailcause_stage_time_seconds", {{"tenant", "tenant-w"}, {"component", "on_cpu"}})
-          ->value,
-      0.0125 + 0.0025, 1e-9);
+  const Labels on_cpu{{"tenant", "tenant-w"}, {"component", "on_cpu"}};
+  double stage_total = 0;
+  for (const auto& f : m.families()) {
+    if (f.name != "tailcause_stage_time_seconds") continue;
+    for (const auto& smp : f.samples) stage_total += smp.value;
+  }
+  // Owner and aborted stage only: 80 + 10 ms, not the helper's 50 ms on top.
+  EXPECT_NEAR(stage_total, 0.090, 1e-9);
+  EXPECT_NEAR(find(m, "tailcause_stage_time_seconds", on_cpu)->value, 0.020 + 0.0025, 1e-9);
+  EXPECT_NEAR(find(m, "tailcause_stage_helper_seconds", on_cpu)->value, 0.0125, 1e-9);
+  EXPECT_NEAR(find(m, "tailcause_stage_helper_seconds",
+                   {{"tenant", "tenant-w"}, {"component", "cpu_throttled"}})
+                  ->value,
+              0.0375, 1e-9);
+  EXPECT_EQ(count(m, "tailcause_stage_helper_seconds"), kComponents);
+  // Only the owner and the aborted stage time the stage.
+  EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"tenant", "tenant-w"}}), nullptr);
+}
+
+// Stages without helpers have no helper series.
+TEST(StageAggregator, NoHelperSeriesWithoutHelpers) {
+  StageAggregator agg(10);
+  agg.add(stage("tenant-a", "generation", 1000));
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_EQ(count(m, "tailcause_stage_helper_seconds"), 0u);
 }
 
 TEST(StageAggregator, TenantsBeyondTopKFoldIntoOther) {

@@ -118,6 +118,28 @@ TEST(StageRecordDecode, UnattributedIsWhatTheMeasuredComponentsLeaveOfTheWallTim
   EXPECT_EQ(over.component_ns[static_cast<size_t>(Component::unattributed)], 0u);
 }
 
+// The thread whose wake-ups moved a stage's waits into its causes (critical path).
+TEST(StageRecordDecode, CarriesTheWakerOfResolvedWaits) {
+  auto raw = stage(1, "retrieval", 1000);
+  EXPECT_FALSE(std::get<StageRecord>(*decode_record(bytes(raw))).waker);
+  raw.span.waker_tid = 4242;
+  raw.span.waker_ns = 700;
+  raw.span.waker_component = ATTRIB_CPU_THROTTLED;
+  raw.span.waker_wait = ATTRIB_LOCK;
+  const auto s = std::get<StageRecord>(*decode_record(bytes(raw)));
+  ASSERT_TRUE(s.waker);
+  EXPECT_EQ(s.waker->tid, 4242u);
+  EXPECT_EQ(s.waker->ns, 700u);
+  EXPECT_EQ(s.waker->component, Component::cpu_throttled);
+  EXPECT_TRUE(s.waker->lock_holder);
+  raw.span.waker_wait = ATTRIB_SLEEP;
+  EXPECT_FALSE(std::get<StageRecord>(*decode_record(bytes(raw))).waker->lock_holder);
+  raw.span.waker_component = 200;  // a newer kernel side: ignored, not misread
+  EXPECT_FALSE(std::get<StageRecord>(*decode_record(bytes(raw))).waker);
+}
+
+static_assert(sizeof(attrib_span) % 8 == 0, "records are read as arrays of 8-byte words");
+
 TEST(StageRecordDecode, FlagsUnknownRequestsWorkersAndAbortedStages) {
   auto raw = stage(1, "embedding", 10);
   raw.id.flags = ATTRIB_ID_NO_REQUEST;
