@@ -1,6 +1,7 @@
 // Critical-path attribution (bpf/attrib_critpath.bpf.h): a stage's wait on another thread takes
 // the cause of what that thread was doing meanwhile, transitively; its helpers' own time is
 // reported apart, so the stage still adds up to its wall time.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -142,15 +143,17 @@ TEST_F(CritPathTest, ChainResolvesToBlockIo) {
   unlink(file.c_str());
   EXPECT_EQ(printed_value(out, "bytes"), kBytes);
   const StageRecord a = only_stage(0x804);
-  // C's own span shows the block I/O; A's wait went through B to it.
+  // C's own span shows the block I/O; A's wait went through B to it. How much of C's time is
+  // I/O rather than CPU depends on the disk (a host-cached virtual disk answers O_DIRECT reads
+  // in microseconds), so the check is that C's block I/O reached A at all: without the critical
+  // path A, which never touches the disk, has none.
   const auto c_tid = printed_value(out, "c_tid");
+  uint64_t c_block_io = 0;
   for (const auto& s : stages_of(0x804)) {
-    if (s.tid == c_tid) {
-      EXPECT_EQ(s.largest(), Component::block_io) << describe(s);
-    }
+    if (s.tid == c_tid) c_block_io = std::max(c_block_io, part(s, Component::block_io));
   }
-  EXPECT_EQ(a.largest(), Component::block_io) << describe(a);
-  EXPECT_GT(part(a, Component::block_io), part(a, Component::lock)) << describe(a);
+  EXPECT_GT(c_block_io, 10'000'000u) << "C did little block I/O";
+  EXPECT_GT(part(a, Component::block_io), c_block_io / 2) << describe(a);
   ASSERT_TRUE(a.waker) << describe(a);
   EXPECT_EQ(a.waker->tid, printed_value(out, "b_tid"));  // named: the thread it waited on
 }
