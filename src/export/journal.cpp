@@ -259,7 +259,10 @@ void Journal::write_incidents(const std::vector<IncidentRow>& rows) {
   }
 }
 
-std::vector<IncidentRow> Journal::query_incidents(const JournalFilter& filter) const {
+namespace {
+
+// Both queries take the same filter; refused before any SQL is prepared.
+void check_filter(const JournalFilter& filter) {
   if (filter.since_ns < 0)
     throw std::invalid_argument(
         fmt::format("journal query: since must be >= 0, got {}", filter.since_ns));
@@ -267,9 +270,15 @@ std::vector<IncidentRow> Journal::query_incidents(const JournalFilter& filter) c
     throw std::invalid_argument("journal query: tenant must not be empty (omit it for all)");
   if (filter.stage && filter.stage->empty())
     throw std::invalid_argument("journal query: stage must not be empty (omit it for all)");
-  if (filter.limit < 1 || filter.limit > kMaxQueryLimit)
-    throw std::invalid_argument(
-        fmt::format("journal query: limit must be in 1..{}, got {}", kMaxQueryLimit, filter.limit));
+  if (filter.limit < 1 || filter.limit > Journal::kMaxQueryLimit)
+    throw std::invalid_argument(fmt::format("journal query: limit must be in 1..{}, got {}",
+                                            Journal::kMaxQueryLimit, filter.limit));
+}
+
+}  // namespace
+
+std::vector<IncidentRow> Journal::query_incidents(const JournalFilter& filter) const {
+  check_filter(filter);
   const std::string sql = fmt::format(
       "SELECT id, {} FROM incidents WHERE (end_ns >= ?1 OR active = 1) "
       "AND (?2 IS NULL OR tenant = ?2) "
@@ -400,16 +409,7 @@ int64_t Journal::prune(int64_t now_ns) {
 }
 
 std::vector<GlitchRow> Journal::query(const JournalFilter& filter) const {
-  if (filter.since_ns < 0)
-    throw std::invalid_argument(
-        fmt::format("journal query: since must be >= 0, got {}", filter.since_ns));
-  if (filter.tenant && filter.tenant->empty())
-    throw std::invalid_argument("journal query: tenant must not be empty (omit it for all)");
-  if (filter.stage && filter.stage->empty())
-    throw std::invalid_argument("journal query: stage must not be empty (omit it for all)");
-  if (filter.limit < 1 || filter.limit > kMaxQueryLimit)
-    throw std::invalid_argument(
-        fmt::format("journal query: limit must be in 1..{}, got {}", kMaxQueryLimit, filter.limit));
+  check_filter(filter);
 
   const std::string sql = fmt::format(
       "SELECT id, {} FROM glitches WHERE time_ns >= ?1 AND (?2 IS NULL OR tenant = ?2) "
