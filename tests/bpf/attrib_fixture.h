@@ -38,6 +38,17 @@ inline const std::string kTarget = std::string(TAILCAUSE_BUILD_DIR) + "/testprog
 
 inline double seconds(uint64_t ns) { return ns * 1e-9; }
 
+// A file of `bytes` pseudo-random bytes (incompressible), flushed to the disk.
+inline void write_random_file(const std::string& path, size_t bytes, uint64_t seed) {
+  std::vector<char> data(bytes);
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i + 8 <= data.size(); i += 8) *reinterpret_cast<uint64_t*>(&data[i]) = rng();
+  std::ofstream(path, std::ios::binary).write(data.data(), data.size());
+  const int fd = open(path.c_str(), O_RDONLY);
+  fdatasync(fd);
+  close(fd);
+}
+
 inline double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

@@ -52,15 +52,7 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
 TEST_F(AttribTest, ColdPageCacheShowsBlockIoAndMisses) {
   const std::string file = disk_scratch_dir() + "/attrib-cold.bin";
   constexpr size_t kBytes = 48 << 20;
-  {
-    std::vector<char> data(kBytes);
-    std::mt19937_64 rng(7);
-    for (size_t i = 0; i + 8 <= data.size(); i += 8) *reinterpret_cast<uint64_t*>(&data[i]) = rng();
-    std::ofstream(file, std::ios::binary).write(data.data(), data.size());
-    const int fd = open(file.c_str(), O_RDONLY);
-    fdatasync(fd);
-    close(fd);
-  }
+  write_random_file(file, kBytes, 7);
   probe->start(ctx);
   run_target({"read", "0x201", "attrib-cold", file, "1"});
   run_target({"read", "0x202", "attrib-warm", file, "0"});

@@ -129,15 +129,7 @@ TEST_F(CritPathTest, ThrottledHolderIsNamed) {
 TEST_F(CritPathTest, ChainResolvesToBlockIo) {
   const std::string file = disk_scratch_dir() + "/attrib-chain.bin";
   constexpr size_t kBytes = 8 << 20;
-  {
-    std::vector<char> data(kBytes);
-    std::mt19937_64 rng(11);
-    for (size_t i = 0; i + 8 <= data.size(); i += 8) *reinterpret_cast<uint64_t*>(&data[i]) = rng();
-    std::ofstream(file, std::ios::binary).write(data.data(), data.size());
-    const int fd = open(file.c_str(), O_RDONLY);
-    fdatasync(fd);
-    close(fd);
-  }
+  write_random_file(file, kBytes, 11);
   probe->start(ctx);
   const std::string out = run_target({"chain", "0x804", "crit-chain", file});
   unlink(file.c_str());

@@ -4,21 +4,13 @@
 
 #include <string>
 
+#include "config_error.h"
 #include "core/config.h"
 
 using namespace tailcause::core;
+using tailcause::testing::config_error;
 
 namespace {
-
-std::string error_of(const std::string& yaml) {
-  try {
-    parse_config(yaml, "f.yaml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted:\n" << yaml;
-  return "";
-}
 
 std::string endpoint_error(const std::string& text) {
   try {
@@ -92,43 +84,46 @@ otlp:
 }
 
 TEST(GlitchConfig, BadValuesNameFileLineAndKey) {
-  EXPECT_EQ(error_of("glitch:\n  stage_slo_ms: 0\n")
+  EXPECT_EQ(config_error("glitch:\n  stage_slo_ms: 0\n")
                 .rfind("f.yaml:2: glitch.stage_slo_ms: expected an integer", 0),
             0u);
-  EXPECT_EQ(error_of("glitch:\n  stage_slos_ms: {\"bad name\": 5}\n")
+  EXPECT_EQ(config_error("glitch:\n  stage_slos_ms: {\"bad name\": 5}\n")
                 .rfind("f.yaml:2: glitch.stage_slos_ms.bad name: not a stage name", 0),
             0u);
-  EXPECT_EQ(error_of("glitch:\n  p99_factor: 0.5\n")
+  EXPECT_EQ(config_error("glitch:\n  p99_factor: 0.5\n")
                 .rfind("f.yaml:2: glitch.p99_factor: expected a number from 1 to 1000", 0),
             0u);
-  EXPECT_EQ(error_of("glitch:\n  p99_factor: fast\n").rfind("f.yaml:2: glitch.p99_factor:", 0), 0u);
+  EXPECT_EQ(config_error("glitch:\n  p99_factor: fast\n").rfind("f.yaml:2: glitch.p99_factor:", 0),
+            0u);
   EXPECT_EQ(
-      error_of("cache_breakdown: {ratio: 1.5}\n").rfind("f.yaml:1: cache_breakdown.ratio:", 0), 0u);
-  EXPECT_EQ(error_of("breaker: {socket: relative/path}\n")
+      config_error("cache_breakdown: {ratio: 1.5}\n").rfind("f.yaml:1: cache_breakdown.ratio:", 0),
+      0u);
+  EXPECT_EQ(config_error("breaker: {socket: relative/path}\n")
                 .rfind("f.yaml:1: breaker.socket: expected an absolute path", 0),
             0u);
-  EXPECT_NE(
-      error_of("breaker: {socket: /" + std::string(120, 'x') + "}\n").find("longer than 107 bytes"),
-      std::string::npos);
-  EXPECT_EQ(error_of("journal: {path: j.db}\n")
+  EXPECT_NE(config_error("breaker: {socket: /" + std::string(120, 'x') + "}\n")
+                .find("longer than 107 bytes"),
+            std::string::npos);
+  EXPECT_EQ(config_error("journal: {path: j.db}\n")
                 .rfind("f.yaml:1: journal.path: expected an absolute path", 0),
             0u);
   EXPECT_EQ(
-      error_of("otlp:\n  endpoint: localhost:4318\n")
+      config_error("otlp:\n  endpoint: localhost:4318\n")
           .rfind("f.yaml:2: otlp.endpoint: OTLP endpoint 'localhost:4318': expected http://", 0),
       0u);
-  EXPECT_EQ(error_of("otlp:\n  sample_normal: 2\n").rfind("f.yaml:2: otlp.sample_normal:", 0), 0u);
-  EXPECT_EQ(error_of("otlp:\n  headers: {\"bad name\": x}\n")
+  EXPECT_EQ(config_error("otlp:\n  sample_normal: 2\n").rfind("f.yaml:2: otlp.sample_normal:", 0),
+            0u);
+  EXPECT_EQ(config_error("otlp:\n  headers: {\"bad name\": x}\n")
                 .rfind("f.yaml:2: otlp.headers.bad name: not an HTTP header name", 0),
             0u);
   EXPECT_EQ(
-      error_of("otlp:\n  queue_spans: 10\n  batch_spans: 20\n")
+      config_error("otlp:\n  queue_spans: 10\n  batch_spans: 20\n")
           .rfind("f.yaml:3: otlp.batch_spans: batch_spans (20) must not exceed queue_spans (10)",
                  0),
       0u);
-  EXPECT_EQ(
-      error_of("entropy: {frobnicate: 1}\n").rfind("f.yaml:1: entropy.frobnicate: unknown key", 0),
-      0u);
+  EXPECT_EQ(config_error("entropy: {frobnicate: 1}\n")
+                .rfind("f.yaml:1: entropy.frobnicate: unknown key", 0),
+            0u);
 }
 
 TEST(OtlpEndpoint, AcceptedForms) {

@@ -4,22 +4,14 @@
 
 #include <string>
 
+#include "config_error.h"
 #include "core/config.h"
 #include "core/incident_detector.h"
 
 using namespace tailcause::core;
+using tailcause::testing::config_error;
 
 namespace {
-
-std::string error_of(const std::string& yaml) {
-  try {
-    parse_config(yaml, "f.yaml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted:\n" << yaml;
-  return "";
-}
 
 TEST(IncidentConfig, EveryKeyIsParsed) {
   Config c = parse_config(R"(
@@ -71,24 +63,27 @@ TEST(IncidentConfig, BadValuesNameFileLineAndKey) {
   auto starts = [](const std::string& error, const std::string& prefix) {
     EXPECT_EQ(error.rfind(prefix, 0), 0u) << error;
   };
-  starts(error_of("glitch:\n  incident:\n    factor: 1.0\n"),
+  starts(config_error("glitch:\n  incident:\n    factor: 1.0\n"),
          "f.yaml:3: glitch.incident.factor: expected a number from 1.2 to 100");
-  starts(error_of("glitch:\n  incident:\n    factor: fast\n"), "f.yaml:3: glitch.incident.factor:");
-  starts(error_of("glitch:\n  incident:\n    window: 2\n"),
+  starts(config_error("glitch:\n  incident:\n    factor: fast\n"),
+         "f.yaml:3: glitch.incident.factor:");
+  starts(config_error("glitch:\n  incident:\n    window: 2\n"),
          "f.yaml:3: glitch.incident.window: expected 3 to 1001, got 2");
-  starts(error_of("glitch:\n  incident:\n    window: 5000\n"), "f.yaml:3: glitch.incident.window:");
-  starts(error_of("glitch:\n  incident:\n    min_samples: 5\n"),
+  starts(config_error("glitch:\n  incident:\n    window: 5000\n"),
+         "f.yaml:3: glitch.incident.window:");
+  starts(config_error("glitch:\n  incident:\n    min_samples: 5\n"),
          "f.yaml:3: glitch.incident.min_samples: expected 20 to 1000000, got 5");
-  starts(error_of("glitch:\n  incident:\n    horizon: 10\n"),
+  starts(config_error("glitch:\n  incident:\n    horizon: 10\n"),
          "f.yaml:3: glitch.incident.horizon: expected 100 to 10000000, got 10");
-  starts(error_of("glitch:\n  incident:\n    min_excess_ms: -1\n"),
+  starts(config_error("glitch:\n  incident:\n    min_excess_ms: -1\n"),
          "f.yaml:3: glitch.incident.min_excess_ms: expected a number from 0 to 60000");
-  starts(error_of("glitch:\n  incident:\n    quiet_s: 0\n"), "f.yaml:3: glitch.incident.quiet_s:");
-  starts(error_of("glitch:\n  incident:\n    enabled: maybe\n"),
+  starts(config_error("glitch:\n  incident:\n    quiet_s: 0\n"),
+         "f.yaml:3: glitch.incident.quiet_s:");
+  starts(config_error("glitch:\n  incident:\n    enabled: maybe\n"),
          "f.yaml:3: glitch.incident.enabled: expected true or false");
-  starts(error_of("glitch:\n  incident:\n    sensitivity: 2\n"),
+  starts(config_error("glitch:\n  incident:\n    sensitivity: 2\n"),
          "f.yaml:3: glitch.incident.sensitivity: unknown key");
-  starts(error_of("glitch:\n  incident: 2\n"), "f.yaml:2: glitch.incident: expected a mapping");
+  starts(config_error("glitch:\n  incident: 2\n"), "f.yaml:2: glitch.incident: expected a mapping");
 }
 
 }  // namespace
