@@ -214,6 +214,13 @@ void GlitchAnalyzer::emit(Glitch g, AnalyzerOutput& out) {
   out.glitches.push_back(std::move(g));
 }
 
+void GlitchAnalyzer::continue_counters_of(GlitchAnalyzer& previous) {
+  glitch_tenants_ = std::move(previous.glitch_tenants_);
+  glitch_stages_ = std::move(previous.glitch_stages_);
+  glitch_counts_ = std::move(previous.glitch_counts_);
+  glitches_total_ = previous.glitches_total_;
+}
+
 void GlitchAnalyzer::tick(uint64_t now_ns) {
   std::erase_if(pending_, [&](const auto& kv) {
     const bool stale = now_ns > kv.second.first_seen_ns &&

@@ -103,6 +103,9 @@ class GlitchAnalyzer {
   CircuitBreaker& breaker() { return breaker_; }
   const CircuitBreaker& breaker() const { return breaker_; }
   uint64_t glitch_count() const { return glitches_total_; }
+  // A reload builds a new analyzer; its counters continue the old one's so that
+  // tailcause_glitches_total never goes backwards (Prometheus would read a reset).
+  void continue_counters_of(GlitchAnalyzer& previous);
   size_t pending_requests() const { return pending_.size(); }
   uint64_t dropped_requests() const { return dropped_requests_; }
 

@@ -246,6 +246,7 @@ void GlitchPipeline::reconfigure(const core::Config& config) {
   auto next = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config, options_));
   next->set_unix_offset_ns(realtime_minus_monotonic_ns());
   next->breaker().deserialize(breakers);
+  next->continue_counters_of(*analyzer_);
   analyzer_ = std::move(next);
   config_.glitch = config.glitch;
   config_.breaker.slow_ms = config.breaker.slow_ms;

@@ -65,6 +65,19 @@ double metric(GlitchPipeline& p, const std::string& name, const core::Labels& la
   return s ? s->value : -1;
 }
 
+// The sum of every series of one family (-1 when the family is absent).
+double family_total(GlitchPipeline& p, const std::string& name) {
+  core::MetricSet m;
+  p.collect(m);
+  for (const auto& f : m.families()) {
+    if (f.name != name) continue;
+    double sum = 0;
+    for (const auto& s : f.samples) sum += s.value;
+    return sum;
+  }
+  return -1;
+}
+
 TEST(DaemonPipeline, StopFlushesEveryPendingGlitchToTheJournal) {
   testing::TempDir dir;
   GlitchPipeline p(config_in(dir), PipelineOptions{});
@@ -148,9 +161,14 @@ TEST(DaemonPipeline, ReconfigureAppliesNewSettingsAndKeepsTheBreakers) {
   for (uint64_t i = 1; i <= 3; ++i) p.observe(stage("ta", i, 300));
   ASSERT_EQ(p.glitches(), 3u);
 
+  ASSERT_EQ(family_total(p, core::metric::kGlitches), 3);
+
   c.glitch.stage_slo_ms = 1000;
   p.reconfigure(c);
+  EXPECT_EQ(family_total(p, core::metric::kGlitches), 3)
+      << "a reload must not reset the counter (Prometheus would read it as a restart)";
   const uint64_t before = p.glitches();
+  EXPECT_EQ(before, 3u);
   p.observe(stage("ta", 4, 300));
   EXPECT_EQ(p.glitches(), before) << "300 ms is within the new 1 s SLO";
   p.observe(stage("ta", 5, 1200));
