@@ -59,8 +59,8 @@ def calibrate(target_s):
 
 
 class Condition:
-    def __init__(self, name, kind, families=None):
-        self.name, self.kind, self.families = name, kind, families
+    def __init__(self, name, kind, families=None, binary=None):
+        self.name, self.kind, self.families, self.binary = name, kind, families, binary
         self.ops, self.cpu_ns, self.tracer_cpu = [], [], []  # one figure per round
 
 
@@ -70,7 +70,7 @@ def measure_round(cond, args, workdir, startups):
     args.foreign |= tracing_programs()  # before ours are loaded: all of them are someone else's
     if cond.kind == "tailcause":
         config = only_families_config(cond.families, workdir) if cond.families else None
-        tracer = Daemon(args.binary, config)
+        tracer = Daemon(cond.binary or args.binary, config)
         took = tracer.wait_ready()
         if not cond.families:
             startups.append(took)
@@ -90,14 +90,17 @@ def measure_round(cond, args, workdir, startups):
 
 
 def throughput_phase(args, workdir, startups):
-    conds = [Condition("untraced", "none"), Condition("tailcause", "tailcause"),
-             Condition("bpftrace", "bpftrace")]
+    conds = [Condition("untraced", "none"), Condition("bpftrace", "bpftrace")]
+    if not args.sched_only:
+        conds.insert(1, Condition("tailcause", "tailcause"))
     for spec in filter(None, args.split.split(",")):
         fams = spec.split("+")
         unknown = [f for f in fams if f not in FAMILIES]
         if unknown:
             die(f"--split: unknown family {unknown[0]} (known: {', '.join(FAMILIES)})")
         conds.append(Condition(f"tailcause[{spec}]", "tailcause", fams))
+    if args.sched_baseline:
+        conds.append(Condition("baseline[sched]", "tailcause", ["sched"], args.sched_baseline))
     log(f"\n== 1. pipe throughput: perf bench sched pipe -l {args.loops}, {args.rounds} rounds "
         f"of {', '.join(c.name for c in conds)} (order rotates each round)")
     for r in range(args.rounds):
@@ -220,10 +223,15 @@ def program_time_phase(args, workdir):
     log("\n== 5. BPF program time per context switch (kernel.bpf_stats_enabled, one load run)")
     enable_bpf_stats()
     totals = {}
-    tracers = (("tailcause", lambda: Daemon(args.binary)),
+    tracers = [("tailcause", lambda: Daemon(args.binary)),
                ("tailcause[sched]",
                 lambda: Daemon(args.binary, only_families_config(["sched"], workdir))),
-               ("bpftrace", Bpftrace))
+               ("bpftrace", Bpftrace)]
+    if args.sched_only:
+        tracers = tracers[1:]
+    if args.sched_baseline:
+        tracers.append(("baseline[sched]", lambda: Daemon(
+            args.sched_baseline, only_families_config(["sched"], workdir))))
     for label, tracer in tracers:
         t = tracer()
         t.wait_ready()
@@ -239,6 +247,9 @@ def program_time_phase(args, workdir):
         names = {prog: program_name(prog) for prog in after}
         t.stop()
         totals[label] = sum(r[0] for r in rows)
+        if label == "tailcause":
+            # The critical path's wake-up tracking (issue 10): its own program, on every wake-up.
+            totals["critpath"] = sum(r[0] for r in rows if names[r[3]].startswith("attrib_waking"))
         log(f"{label}: {totals[label]:.0f} ns of BPF program time per context switch "
             f"({switches} switches on the node)")
         for per_switch, runs, per_run, prog in sorted(rows, reverse=True):
@@ -253,12 +264,23 @@ def mib(n):
 
 
 def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, series, prog):
-    base, it, bt = figures["untraced"], figures["tailcause"], figures["bpftrace"]
+    base, bt = figures["untraced"], figures["bpftrace"]
     log("\n== summary ==")
     parts = [f"untraced {base['ops'] / 1000:.0f}k ops/s"]
     parts += [f"{c.name} {figures[c.name]['ops'] / 1000:.0f}k ({-figures[c.name]['loss']:+.1f}%)"
               for c in conds[1:]]
     log("pipe throughput: " + ", ".join(parts))
+    sched_against_bpftrace(figures, prog)
+    sched_against_bpftrace(figures, prog, "baseline[sched]")
+    if "critpath" in prog:
+        # Against the untraced load's own wall time per switch: what the tracking adds to it.
+        per_switch = 1e9 / base["ops"] / per_op_switches
+        log(f"critical-path wake-up tracking (attrib_waking, bpf_stats): {prog['critpath']:.0f} ns "
+            f"per switch, +{100 * prog['critpath'] / per_switch:.1f}% of the untraced "
+            f"{per_switch:.0f} ns per switch (target <= +5%; its tp_btf plumbing not included)")
+    if "tailcause" not in figures:
+        return
+    it = figures["tailcause"]
     if bt["loss"] > 0.5:
         paired = f"{it['paired'] / bt['paired']:.2f}" if bt["paired"] > 0.5 else "n/a"
         log(f"loss ratio tailcause/bpftrace: {it['loss'] / bt['loss']:.2f} (target <= 0.5); "
@@ -274,7 +296,6 @@ def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, 
     if prog:
         log(f"BPF program time per context switch (bpf_stats): tailcause "
             f"{prog['tailcause']:.0f} ns, bpftrace {prog['bpftrace']:.0f} ns")
-    sched_against_bpftrace(figures, prog)
     log(f"tracer's own CPU during the load: tailcause {it['own']}, bpftrace {bt['own']} "
         f"of one CPU")
     log(f"resident memory after scrapes under load: VmRSS {mib(mem['VmRSS'])}, VmHWM "
@@ -291,19 +312,20 @@ def ratio(ours, theirs, floor):
     return f"{ours / theirs:.2f}" if theirs > floor else "n/a"
 
 
-def sched_against_bpftrace(figures, prog):
+def sched_against_bpftrace(figures, prog, name="tailcause[sched]"):
     """The sched family alone against the bpftrace one-liner: both time run-queue waits from
     wake-up to switch-in with ktime, so this is the like-for-like cost (target <= 0.5)."""
-    st, bt = figures.get("tailcause[sched]"), figures["bpftrace"]
+    st, bt = figures.get(name), figures["bpftrace"]
     if not st:
         return
     parts = [f"loss {ratio(st['loss'], bt['loss'], 0.5)}",
              f"paired loss {ratio(st['paired'], bt['paired'], 0.5)}",
              f"wall ns/switch {ratio(st['ns_switch'], bt['ns_switch'], 1)}",
              f"load CPU ns/switch {ratio(st['cpu_switch'], bt['cpu_switch'], 1)}"]
-    if prog and "tailcause[sched]" in prog:
-        parts.append(f"BPF program time {ratio(prog['tailcause[sched]'], prog['bpftrace'], 1)}")
-    log("sched family alone / bpftrace (target <= 0.5): " + ", ".join(parts))
+    if prog and name in prog:
+        parts.append(f"BPF program time {ratio(prog[name], prog['bpftrace'], 1)}")
+    label = "sched family alone" if name == "tailcause[sched]" else name
+    log(f"{label} / bpftrace (target <= 0.5): " + ", ".join(parts))
 
 
 def check_environment(args):
@@ -330,11 +352,20 @@ def main():
     p.add_argument("--no-prog-time", action="store_true",
                    help="skip the per-program BPF time phase (it turns on "
                         "kernel.bpf_stats_enabled for a while)")
+    p.add_argument("--sched-only", action="store_true",
+                   help="only untraced, bpftrace and the sched family (and --sched-baseline): "
+                        "the quick check of the sched family's cost, no memory, start-up or "
+                        "scrape phases")
+    p.add_argument("--sched-baseline", metavar="BINARY",
+                   help="another build's tailcause, measured with the sched family alone as "
+                        "'baseline[sched]' in the same rounds (before/after in one run)")
     p.add_argument("--pin", type=int, metavar="CPU",
                    help="run the load's two processes on this CPU only (taskset)")
     args = p.parse_args()
     harness.pin_cpu = args.pin
     args.foreign = set()
+    if args.sched_only and "sched" not in args.split.split(","):
+        args.split = ",".join(filter(None, [args.split, "sched"]))
     args.binary = os.path.join(args.build_dir, "tailcause")
     atexit.register(cleanup)
     # Also when started in the background, where SIGINT arrives ignored.
@@ -354,8 +385,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tailcause-bench-") as workdir:
         conds = throughput_phase(args, workdir, startups)
         figures = report_throughput(conds, per_op)
-        mem, scrape_times, size, series = memory_and_scrape_phase(args, workdir)
-        startup_phase(args, startups)
+        mem, scrape_times, size, series = {}, [], 0, 0
+        if not args.sched_only:
+            mem, scrape_times, size, series = memory_and_scrape_phase(args, workdir)
+            startup_phase(args, startups)
         prog_time = program_time_phase(args, workdir) if not args.no_prog_time else {}
         summary(conds, figures, per_op, mem, startups, scrape_times, size, series, prog_time)
     log(f"(benchmark took {time.monotonic() - began:.0f} s)")

@@ -190,6 +190,41 @@ TEST_F(SchedTest, SleeperShowsOffcpuSleep) {
   EXPECT_GT(count(m, kLatency, {{"cgroup", s.name()}}), 0u);  // every wakeup waits a little
 }
 
+// A vfork parent waits for its child in TASK_KILLABLE, an uninterruptible state that counts in
+// the load average: io, as the wake-up reads it from sched_contributes_to_load. The child
+// sleeps (interruptible) for the millisecond the parent waits.
+void vfork_loop() {
+  const timespec ms{0, 1000000};
+  for (;;) {
+    const pid_t child = vfork();
+    if (child == 0) {
+      nanosleep(&ms, nullptr);
+      _exit(0);
+    }
+    if (child > 0) waitpid(child, nullptr, 0);
+  }
+}
+
+TEST_F(SchedTest, UninterruptibleWaitShowsOffcpuIo) {
+  TestCgroup s("sched-vfork");
+  probe->start(ctx);
+  spawn_child(&s, std::nullopt, vfork_loop);
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(1500ms);
+  const auto m = scrape();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // The parent is in D nearly all the time; the children sleep as long, interruptibly.
+  const double io = value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "io"}});
+  const double sleep = value(m, kOffcpu, {{"cgroup", s.name()}, {"state", "sleep"}});
+  EXPECT_GT(io, 0.2);
+  EXPECT_GT(sleep, 0.2);
+  // One parent: its io cannot exceed the wall time (a sleep dated from the task clock is early
+  // by interrupt and steal time only, never before the task's last switch-in).
+  EXPECT_LT(io, wall);
+}
+
 TEST_F(SchedTest, RunqueueLengthIsSampledOnEveryCpu) {
   TestCgroup hogs("sched-runqlen");
   signals.cgroup_throttling = true;  // dense: plenty of samples in a short test
