@@ -69,6 +69,11 @@ void SemanticIndex::rebuild() {
   deleted_ = 0;
 }
 
+void SemanticIndex::set_ef(std::size_t ef) {
+  params_.ef_search = ef;
+  impl_->graph.setEf(ef);
+}
+
 void SemanticIndex::clear() {
   live_.clear();
   impl_ = std::make_unique<Impl>(dim_, params_, 1024);

@@ -36,6 +36,7 @@ class SemanticIndex {
   };
   std::optional<Match> nearest(std::span<const float> unit_vector) const;
   void clear();
+  void set_ef(std::size_t ef);  // query-time candidate list
   std::size_t size() const { return live_.size(); }
   // Bytes the graph holds per element (vector copies + level-0 links + label maps): what the
   // cache charges to the tenant's quota for the index.
