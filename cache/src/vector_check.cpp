@@ -6,7 +6,9 @@
 
 namespace tailcause::cache {
 
-float dot(const float* a, const float* b, std::size_t n) {
+// AVX2 where the CPU has it (an ifunc picks the clone at load time), SSE2 otherwise.
+__attribute__((target_clones("avx2", "default"))) float dot(const float* a, const float* b,
+                                                            std::size_t n) {
   // Eight independent sums: the compiler vectorises them without -ffast-math.
   float s[8] = {};
   std::size_t i = 0;

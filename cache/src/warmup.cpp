@@ -19,9 +19,42 @@ void PatternLog::record(uint64_t key, std::span<const float> v) {
 }
 
 std::vector<uint64_t> PatternLog::roll_window() {
+  // Rises are judged per semantic group, not per exact key: each paraphrase of a question has
+  // its own key, so a topic that suddenly trends is many keys seen once. Group the patterns
+  // seen in this window or the last one (the 1024 busiest) at cosine >= 0.82 and compare the
+  // groups' counts.
+  std::vector<std::pair<uint32_t, uint64_t>> active;
+  for (const auto& [key, p] : patterns_)
+    if (p.window || p.last_window) active.push_back({p.window + p.last_window, key});
+  std::sort(active.begin(), active.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  if (active.size() > 1024) active.resize(1024);
+  struct Group {
+    const std::vector<float>* lead;
+    uint64_t now = 0, before = 0;
+    std::vector<uint64_t> members;
+  };
+  std::vector<Group> groups;
+  for (const auto& [n, key] : active) {
+    const Pattern& p = patterns_.at(key);
+    Group* home = nullptr;
+    for (auto& g : groups)
+      if (dot(g.lead->data(), p.vector.data(), p.vector.size()) >= kWarmupGroupCosine) {
+        home = &g;
+        break;
+      }
+    if (!home) home = &groups.emplace_back(Group{&p.vector, 0, 0, {}});
+    home->now += p.window;
+    home->before += p.last_window;
+    home->members.push_back(key);
+  }
   std::vector<uint64_t> rising;
+  for (const auto& g : groups)
+    if (g.now >= kRiseMinCount && g.now >= kRiseFactor * g.before)
+      for (uint64_t k : g.members)
+        if (patterns_.at(k).window) rising.push_back(k);
   for (auto& [key, p] : patterns_) {
-    if (p.window >= kRiseMinCount && p.window >= kRiseFactor * p.last_window) rising.push_back(key);
     p.history = p.history / 2 + p.window;
     p.last_window = p.window;
     p.window = 0;

@@ -97,18 +97,34 @@ TEST(Warmup, OnlyTheTop50AndTheSeeds) {
 
 TEST(Warmup, RiseBy200PercentAndBatchSizes) {
   PatternLog log;
-  auto v = random_vector(8, 1);
-  for (int i = 0; i < 2; ++i) log.record(1, v);
-  for (int i = 0; i < 3; ++i) log.record(2, v);
+  auto a = random_vector(8, 1), b = random_vector(8, 2);
+  for (int i = 0; i < 2; ++i) log.record(1, a);
+  for (int i = 0; i < 3; ++i) log.record(2, b);
   EXPECT_EQ(log.roll_window(), std::vector<uint64_t>{2});  // new and >= 3
-  for (int i = 0; i < 6; ++i) log.record(1, v);            // 2 -> 6: +200%
-  for (int i = 0; i < 8; ++i) log.record(2, v);            // 3 -> 8: +167%
+  for (int i = 0; i < 6; ++i) log.record(1, a);            // 2 -> 6: +200%
+  for (int i = 0; i < 8; ++i) log.record(2, b);            // 3 -> 8: +167%
   EXPECT_EQ(log.roll_window(), std::vector<uint64_t>{1});
   EXPECT_EQ(warmup_batch_size(100 * 10, 10), 64u);
   EXPECT_EQ(warmup_batch_size(30 * 10, 10), 30u);
   EXPECT_EQ(warmup_batch_size(16 * 10 + 9, 10), 16u);
   EXPECT_EQ(warmup_batch_size(3 * 10, 10), 3u);
   EXPECT_EQ(warmup_batch_size(9, 10), 0u);
+}
+
+TEST(Warmup, ARisingTopicOfParaphrasesIsOneRise) {
+  const std::size_t dim = 32;
+  PatternLog log;
+  auto steady = random_vector(dim, 1), trending = random_vector(dim, 2);
+  uint64_t key = 100;
+  for (int i = 0; i < 5; ++i) log.record(key++, at_cosine(steady, 0.95, 10 + i));
+  log.roll_window();
+  std::vector<uint64_t> expected;
+  for (int i = 0; i < 5; ++i) log.record(key++, at_cosine(steady, 0.95, 20 + i));
+  for (int i = 0; i < 6; ++i) {
+    expected.push_back(key);
+    log.record(key++, at_cosine(trending, 0.95, 30 + i));  // each key seen once
+  }
+  EXPECT_EQ(log.roll_window(), expected);  // the steady topic's new paraphrases are no rise
 }
 
 TEST(Locality, CoAccessedChunksFormConnectedGroups) {

@@ -27,8 +27,9 @@ class PatternLog {
   explicit PatternLog(std::size_t capacity = 4096) : capacity_(capacity) {}
 
   void record(uint64_t key, std::span<const float> unit_vector);
-  // Ends the window: returns the keys whose count this window is at least 3x the last one's
-  // (and at least kRiseMinCount), then folds the window into the decayed history.
+  // Ends the window: returns the keys of this window's patterns whose group (cosine >= 0.82)
+  // was seen at least 3x as often as in the last window (and at least kRiseMinCount times),
+  // then folds the window into the decayed history.
   std::vector<uint64_t> roll_window();
   std::size_t size() const { return patterns_.size(); }
   void clear() { patterns_.clear(); }
