@@ -6,9 +6,18 @@
 
 namespace tailcause::cache {
 
-// AVX2 where the CPU has it (an ifunc picks the clone at load time), SSE2 otherwise.
-__attribute__((target_clones("avx2", "default"))) float dot(const float* a, const float* b,
-                                                            std::size_t n) {
+// AVX2 where the CPU has it (an ifunc picks the clone at load time), SSE2 otherwise. Not under
+// the sanitizers: ThreadSanitizer crashes in an ifunc resolver that runs before it is set up.
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || \
+    __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define TC_DOT_CLONES
+#else
+#define TC_DOT_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+TC_DOT_CLONES float dot(const float* a, const float* b, std::size_t n) {
   // Eight independent sums: the compiler vectorises them without -ffast-math.
   float s[8] = {};
   std::size_t i = 0;
