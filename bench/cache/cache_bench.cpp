@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Vector cache benchmark (bench/README.md): prints figures and ratios, asserts nothing.
-//   cache_bench [--entries N] [--dim D] [--quick]
+//   cache_bench [--entries N] [--dim D] [--quick] [--semantic-only]
 // 1. exact lookups/s on one core; 2. semantic lookups/s over N entries and recall@1 against
 // exact search; 3. hit rate after a cold start and after a drift, warm-up on vs off; 4. a
 // tenant's P99 (lookup + retrieval on a miss) while another floods, quotas on vs off;
@@ -288,6 +288,7 @@ void locality_effect() {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures as they come
   std::size_t entries = 100000, dim = 256;
+  bool semantic_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--entries") && i + 1 < argc)
       entries = std::stoul(argv[++i]);
@@ -296,13 +297,16 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--quick"))
       entries = 10000;
     else {
-      std::fprintf(stderr, "usage: cache_bench [--entries N] [--dim D] [--quick]\n");
+      std::fprintf(stderr,
+                   "usage: cache_bench [--entries N] [--dim D] [--quick] [--semantic-only]\n");
       return 2;
     }
   }
-  exact_rate(entries, dim);
-  warmup_effect(dim);
-  quota_effect(dim);
-  locality_effect();
+  if (!semantic_only) {
+    exact_rate(entries, dim);
+    warmup_effect(dim);
+    quota_effect(dim);
+    locality_effect();
+  }
   semantic_rate(entries, dim);
 }
