@@ -296,6 +296,8 @@ int main(int argc, char** argv) {
       dim = std::stoul(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick"))
       entries = 10000;
+    else if (!std::strcmp(argv[i], "--semantic-only"))
+      semantic_only = true;
     else {
       std::fprintf(stderr,
                    "usage: cache_bench [--entries N] [--dim D] [--quick] [--semantic-only]\n");
