@@ -56,7 +56,7 @@ RagPipeline::RagPipeline(PipelineConfig config)
     : config_(std::move(config)),
       weights_(fnv1a("weights:" + config_.tenant)),
       index_(config_.index_path),
-      cache_(128, std::chrono::seconds(5)),
+      cache_(config_.tenant, index_.dim(), 128, std::chrono::seconds(5), config_.top_k),
       questions_(make_questions(config_.tenant)) {
   projection_.init(index_.dim(), kHidden, fnv1a("projection:" + config_.tenant),
                    1.0f / std::sqrt(static_cast<float>(kHidden)));
@@ -76,8 +76,7 @@ std::string RagPipeline::build_prompt(uint32_t question) const {
 std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t request_id,
                                              std::span<const float> query, uint64_t key) {
   if (config_.cold_cache) index_.drop_page_cache();
-  auto found = cache_.lookup(key);
-  tailcause_cache_lookup(request_id, "retrieval", found.result, found.age_ns, key);
+  auto found = cache_.lookup(query, request_id);  // fires the cache_lookup probe
   if (found.result == TAILCAUSE_CACHE_HIT) {
     ++counters_.cache_hit;
     return std::move(*found.value);
@@ -101,7 +100,7 @@ std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t reque
   }
   helper_done.get();
   best = merge_top_k(std::move(best), helper_best, config_.top_k);
-  cache_.store(key, best);
+  cache_.store(query, best);
   return best;
 }
 

@@ -1,33 +1,45 @@
 #include "retrieval_cache.h"
 
-namespace rag {
+#include <cstring>
 
-RetrievalCache::Lookup RetrievalCache::lookup(uint64_t key) {
-  std::lock_guard lock(mu_);
-  auto it = index_.find(key);
-  if (it == index_.end()) return {TAILCAUSE_CACHE_MISS, 0, std::nullopt};
-  lru_.splice(lru_.begin(), lru_, it->second);
-  auto age = Clock::now() - it->second->stored;
-  auto age_ns =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(age).count());
-  if (age > ttl_) return {TAILCAUSE_CACHE_STALE, age_ns, std::nullopt};
-  return {TAILCAUSE_CACHE_HIT, age_ns, it->second->value};
+namespace rag {
+namespace {
+
+tailcause::cache::CacheOptions options(std::size_t dim, std::size_t capacity,
+                                       std::chrono::nanoseconds ttl, std::size_t top_k) {
+  tailcause::cache::CacheOptions o;
+  o.dim = dim;
+  o.name = "retrieval";
+  o.ttl = ttl;
+  o.threshold = 0.99f;
+  o.warmup = false;  // no background retrievals: the agent's stage timings stay its requests'
+  o.base_quota_bytes = 1;
+  o.base_quota_bytes =
+      tailcause::cache::VectorCache(o).entry_bytes(top_k * sizeof(Neighbour)) * capacity;
+  return o;
 }
 
-void RetrievalCache::store(uint64_t key, std::vector<Neighbour> value) {
-  std::lock_guard lock(mu_);
-  if (auto it = index_.find(key); it != index_.end()) {
-    it->second->stored = Clock::now();
-    it->second->value = std::move(value);
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return;
+}  // namespace
+
+RetrievalCache::RetrievalCache(std::string tenant, std::size_t dim, std::size_t capacity,
+                               std::chrono::nanoseconds ttl, std::size_t top_k)
+    : tenant_(std::move(tenant)), cache_(options(dim, capacity, ttl, top_k)) {}
+
+RetrievalCache::Lookup RetrievalCache::lookup(std::span<const float> query, uint64_t request_id) {
+  auto r = cache_.lookup(tenant_, query, request_id);
+  Lookup out{static_cast<tailcause_cache_result>(r.result), r.age_ns, std::nullopt};
+  if (r.value) {
+    std::vector<Neighbour> docs(r.value->size() / sizeof(Neighbour));
+    std::memcpy(docs.data(), r.value->data(), docs.size() * sizeof(Neighbour));
+    out.value = std::move(docs);
   }
-  lru_.push_front(Entry{key, Clock::now(), std::move(value)});
-  index_[key] = lru_.begin();
-  if (lru_.size() > capacity_) {
-    index_.erase(lru_.back().key);
-    lru_.pop_back();
-  }
+  return out;
+}
+
+void RetrievalCache::store(std::span<const float> query, const std::vector<Neighbour>& value) {
+  cache_.insert(
+      tenant_, query,
+      std::string(reinterpret_cast<const char*>(value.data()), value.size() * sizeof(Neighbour)));
 }
 
 }  // namespace rag

@@ -1,15 +1,18 @@
-// A small per-tenant LRU cache in front of retrieval, keyed by the hash of the normalised
-// question. Entries older than the TTL are "stale": reported as such and refreshed.
+// The tenant's retrieval cache, on the tailcause vector cache library (cache/): looked up by
+// the query vector (an exact key from the model version and the quantised vector, or a stored
+// query at cosine >= 0.99), LRU with TinyLFU admission in a quota of about `capacity` entries.
+// Entries older than the TTL are "stale": reported as such and refreshed. The library fires
+// the SDK's cache_lookup probe itself (cache "retrieval").
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <list>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
+#include <span>
+#include <string>
 #include <vector>
 
+#include <tailcause/cache/vector_cache.h>
 #include <tailcause/sdk.h>
 
 #include "vector_index.h"
@@ -18,28 +21,21 @@ namespace rag {
 
 class RetrievalCache {
  public:
-  using Clock = std::chrono::steady_clock;
-  RetrievalCache(std::size_t capacity, Clock::duration ttl) : capacity_(capacity), ttl_(ttl) {}
+  RetrievalCache(std::string tenant, std::size_t dim, std::size_t capacity,
+                 std::chrono::nanoseconds ttl, std::size_t top_k);
 
   struct Lookup {
     tailcause_cache_result result;
     uint64_t age_ns = 0;                          // of the entry found (0 on a miss)
     std::optional<std::vector<Neighbour>> value;  // only on a hit
   };
-  Lookup lookup(uint64_t key);
-  void store(uint64_t key, std::vector<Neighbour> value);
+  Lookup lookup(std::span<const float> query, uint64_t request_id);
+  void store(std::span<const float> query, const std::vector<Neighbour>& value);
+  tailcause::cache::VectorCache& library() { return cache_; }
 
  private:
-  struct Entry {
-    uint64_t key;
-    Clock::time_point stored;
-    std::vector<Neighbour> value;
-  };
-  std::mutex mu_;
-  std::size_t capacity_;
-  Clock::duration ttl_;
-  std::list<Entry> lru_;  // most recently used first
-  std::unordered_map<uint64_t, std::list<Entry>::iterator> index_;
+  std::string tenant_;
+  tailcause::cache::VectorCache cache_;
 };
 
 }  // namespace rag

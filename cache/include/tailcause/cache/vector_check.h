@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Input validation for every vector the cache sees: a NaN, an infinity, a zero vector or a
+// wrong dimension is a clear error (BadVector) and nothing is stored.
+#pragma once
+
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tailcause::cache {
+
+class BadVector : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Returns the vector scaled to unit length (cosine similarity is then a dot product), or throws
+// BadVector naming what is wrong.
+std::vector<float> normalized_or_throw(std::span<const float> v, std::size_t dim);
+
+// Dot product of two vectors of the same length (unit vectors: their cosine similarity).
+float dot(const float* a, const float* b, std::size_t n);
+
+}  // namespace tailcause::cache
