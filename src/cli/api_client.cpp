@@ -38,7 +38,11 @@ ApiClient::~ApiClient() = default;
 nlohmann::json ApiClient::get(const std::string& path) {
   httplib::Result res = client_->Get(path);
   if (!res) {
-    throw std::runtime_error(fmt::format("{}{}: {}", url_, path, httplib::to_string(res.error())));
+    const bool refused = res.error() == httplib::Error::Connection;
+    throw std::runtime_error(fmt::format("{}{}: {}", url_, path,
+                                         refused
+                                             ? "cannot connect (is `tailcause run` serving there?)"
+                                             : httplib::to_string(res.error())));
   }
   nlohmann::json body = nlohmann::json::parse(res->body, nullptr, false);
   if (res->status != 200) {

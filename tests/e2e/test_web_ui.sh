@@ -29,17 +29,17 @@ YAML
 start_daemon -c "$WORK/cfg.yaml"
 API="http://127.0.0.1:$PORT/api/v1"
 
-"$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 40 --fault quota:ta \
+"$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 45 --fault quota:ta \
   >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
 
 # Wait for journaled glitches of ta with a verdict (the journal writes about once a second).
-for _ in $(seq 1 300); do
-  curl -sf "$API/glitches?tenant=ta&limit=1" | grep -q '"verdict":"generation' && break
+for _ in $(seq 1 600); do
+  curl -sf "$API/glitches?tenant=ta&stage=generation&limit=1" | grep -q '"verdict":"over_' && break
   kill -0 "$AGENT_PID" 2>/dev/null || fail "agent exited: $(tail -5 "$WORK/agent.log")"
   sleep 0.2
 done
-curl -sf "$API/glitches?tenant=ta&limit=1" | grep -q '"verdict":"generation' ||
+curl -sf "$API/glitches?tenant=ta&stage=generation&limit=1" | grep -q '"verdict":"over_' ||
   fail "no journaled generation glitch for ta: $(curl -s "$API/glitches?limit=3")"
 sleep 4  # two more samples, so the heatmap and the bars have a few columns
 pass "API lists ta's glitches with verdicts"
@@ -62,15 +62,19 @@ pass "hostile API queries are 400, the endpoint keeps serving"
 node "$SRC_DIR/tests/e2e/web_ui/check_page.js" "http://127.0.0.1:$PORT/" \
   "$WORK/page.png" "$WORK/chromium" >"$WORK/page.json" 2>"$WORK/page.err" ||
   fail "page check: $(tail -20 "$WORK/page.err")"
-/usr/bin/python3 - "$WORK/page.json" <<'PY' || fail "page findings: $(cat "$WORK/page.json")"
+curl -sf "$API/glitches?tenant=ta&stage=generation&since=3600&limit=500" >"$WORK/api_glitches.json"
+/usr/bin/python3 - "$WORK/page.json" "$WORK/api_glitches.json" <<'PY' || fail "page findings: $(cat "$WORK/page.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert "generation" in r["verdict"] and "%" in r["verdict"], r["verdict"]
+api = json.load(open(sys.argv[2]))["glitches"]
+# The page's first filtered row is one of the journal's glitches, verdict and evidence as the
+# API gives them (the quota makes ta's generation slow; which component leads depends on the load).
+assert any(g["verdict"] in r["verdict"] and g["evidence"] in r["verdict"] for g in api), (r["verdict"], api[:2])
 assert r["heatmap_cells"] > 0 and r["bar_rects"] > 0, r
 assert any(s.startswith("ta / generation") for s in r["stages_listed"]), r["stages_listed"]
 assert r["cell_glitch_rows"] > 0, r["cell_glitches_heading"]
-assert "generation" in r["cell_glitch_verdict"], r["cell_glitch_verdict"]
-assert "cpu_throttled" in r["detail"], r["detail"]
+assert r["cell_glitch_verdict"].strip(), "the clicked cell's glitches have no verdict"
+assert "generation" in r["detail"] and "%" in r["detail"], r["detail"]
 assert "throttled" in r["contention_text"] and "/ta" in r["contention_text"], r["contention_text"]
 s = r["screenshot"]
 assert s.get("colours", 0) > 20 and s.get("ink_share", 0) > 0.02, s

@@ -65,9 +65,15 @@ async function main() {
   await send("Page.enable");
   await send("Page.navigate", { url });
   const out = {};
-  // The glitch table shows a glitch with its verdict; the heatmap has drawn cells.
-  out.verdict = await until("a glitch row with a verdict",
-    `(() => { const v = document.querySelector('#glitches td.verdict'); return v && v.textContent.trim().length > 0 ? v.textContent : ''; })()`);
+  // The glitch table, filtered to tenant ta's generation stages with its own selects, shows
+  // only those, each with a verdict.
+  await until("tenant and stage options", `!!document.querySelector('#f-tenant option[value="ta"]') && !!document.querySelector('#f-stage option[value="generation"]')`);
+  await evaluate(`(() => { document.querySelector('#f-tenant').value = 'ta'; document.querySelector('#f-stage').value = 'generation'; return drawGlitches().then(() => true); })()`);
+  out.verdict = await until("ta's generation glitches with verdicts", `(() => {
+    const rows = [...document.querySelectorAll('#glitches tr.g')];
+    if (!rows.length || !rows.every(r => r.cells[1].textContent === 'ta' && r.cells[2].textContent === 'generation')) return '';
+    return rows[0].querySelector('td.verdict').textContent; })()`);
+  out.filtered_rows = await evaluate(`document.querySelectorAll('#glitches tr.g').length`);
   out.heatmap_cells = await until("heatmap cells", `document.querySelectorAll('#heatmap rect.cell').length`);
   out.bar_rects = await evaluate(`document.querySelectorAll('#bars svg rect').length`);
   out.stages_listed = await evaluate(`[...document.querySelectorAll('#bars .row b')].map(b => b.textContent)`);
