@@ -22,7 +22,7 @@ on_exit 'stop_pid AGENT_PID'
 on_exit 'tmux -L tailcause-ui kill-server 2>/dev/null'
 
 cat >"$WORK/cfg.yaml" <<YAML
-probes: {attrib: {binary: $AGENT}}
+probes: {attrib: {binary: $AGENT, layers: true}}
 breaker: {socket: $WORK/run/breaker.sock, state_file: $WORK/state/breaker.state}
 journal: {path: $WORK/journal.db}
 YAML
@@ -71,6 +71,8 @@ api = json.load(open(sys.argv[2]))["glitches"]
 # API gives them (the quota makes ta's generation slow; which component leads depends on the load).
 assert any(g["verdict"] in r["verdict"] and g["evidence"] in r["verdict"] for g in api), (r["verdict"], api[:2])
 assert r["heatmap_cells"] > 0 and r["bar_rects"] > 0, r
+assert r["tcp_cells"] > 0, "no TCP pair x hour cells (the tool calls are loopback HTTP)"
+assert r["layer_cells"] > 0, "no layer x batch cells (the agent's decoder layers, probes.attrib.layers)"
 assert any(s.startswith("ta / generation") for s in r["stages_listed"]), r["stages_listed"]
 assert r["cell_glitch_rows"] > 0, r["cell_glitches_heading"]
 assert r["cell_glitch_verdict"].strip(), "the clicked cell's glitches have no verdict"

@@ -18,10 +18,13 @@ std::string unescape(std::string_view raw) {
   return s;
 }
 
-// For error messages: the value as sent, cut short and with only printable ASCII.
+// For error messages: the value as sent, cut short, printable ASCII without markup or quotes
+// (a client may show the message in a page).
 std::string shown(std::string_view v) {
+  static constexpr std::string_view kUnsafe = "\"\\<>&'`";
   std::string out;
-  for (char c : v.substr(0, 40)) out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
+  for (char c : v.substr(0, 40))
+    out += (c >= 0x20 && c < 0x7f && kUnsafe.find(c) == std::string_view::npos) ? c : '?';
   if (v.size() > 40) out += "...";
   return out;
 }

@@ -102,7 +102,7 @@ async function main() {
 
   // Opening a glitch row shows its stages and components.
   // (The table is rebuilt every 5 s, which closes an open row: try again then.)
-  const detailExpr = `(() => { const d = document.querySelector('#glitches tr.detail .stage-detail'); return d ? d.textContent : ''; })()`;
+  const detailExpr = `[...document.querySelectorAll('#glitches tr.detail .stage-detail')].map(d => d.textContent).join(' | ')`;
   for (let attempt = 0; attempt < 5 && !out.detail; ++attempt) {
     await evaluate(`document.querySelector('#glitches tr.g').click()`);
     for (let i = 0; i < 12 && !out.detail; ++i) { await sleep(250); out.detail = await evaluate(detailExpr); }
