@@ -5,7 +5,7 @@
 # while the example agent serves two tenants with a quota fault. Prints figures and ratios;
 # asserts nothing. usage (root): bench/ui_cost.sh [BUILD_DIR] [REFRESHES]
 set -euo pipefail
-build="${1:-build}"
+build="$(realpath "${1:-build}")"
 n="${2:-60}"
 [ "$(id -u)" -eq 0 ] || { echo "ui_cost: run as root (the daemon loads BPF programs)" >&2; exit 2; }
 [ -x "$build/tailcause" ] && [ -x "$build/examples/rag-agent" ] ||
@@ -28,12 +28,15 @@ YAML
 daemon=$!
 base="http://127.0.0.1:$port"
 for _ in $(seq 1 100); do curl -sf "$base/healthz" -o /dev/null && break; sleep 0.1; done
+alive() { kill -0 "$daemon" 2>/dev/null || { echo "ui_cost: the daemon exited:" >&2; tail -5 "$work/daemon.log" >&2; exit 1; }; }
+alive
 "$build/examples/rag-agent" --tenants ta,tb --rate 6 --concurrency 2 --duration 600 --fault quota:ta \
   >"$work/agent.log" 2>&1 &
 agent=$!
 sleep 20  # history and journal fill
+alive
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$daemon/stat"; }
+cpu_ticks() { alive; awk '{ print $14 + $15 }' "/proc/$daemon/stat"; }
 hz=$(getconf CLK_TCK)
 refresh() {
   local total=0 p
