@@ -9,11 +9,12 @@ run_pkgs=(
   build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
   systemtap-sdt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev protobuf-compiler libprotobuf-dev libcap2-bin
-  libmicrohttpd-dev libyaml-dev libhnswlib-dev
+  libmicrohttpd-dev libyaml-dev libhnswlib-dev libpng-dev
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux procps curl python3 python3-numpy
+  chromium tmux
 )
 case "$profile" in
   run) pkgs=("${run_pkgs[@]}") ;;

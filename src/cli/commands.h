@@ -44,4 +44,21 @@ struct DemoOptions {
 };
 int run_demo(const CommonOptions& options, const DemoOptions& demo_options);
 
+// `top`: 0 quit, 1 the endpoint could not be read (--once / not a terminal), 2 bad flags.
+struct TopOptions {
+  std::string url = "http://127.0.0.1:9436";
+  std::string sort = "p99";  // p99 | p50 | glitches | count | tenant
+  int interval_ms = 2000;
+  bool once = false, no_color = false;
+};
+int run_top(const TopOptions& options);
+
+// `heatmap`: 0 written, 1 the endpoint or the file failed, 2 bad flags.
+struct HeatmapOptions {
+  std::string url = "http://127.0.0.1:9436";
+  std::string metric;  // stage:NAME | tcp_rtt | tcp_duration | layers
+  std::string out;     // FILE.svg | FILE.png
+};
+int write_heatmap(const HeatmapOptions& options);
+
 }  // namespace tailcause::cli

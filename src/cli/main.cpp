@@ -102,6 +102,26 @@ int main(int argc, char** argv) {
   glitches->add_flag("--incidents", glitches_options.incidents,
                      "The incidents (sustained slowdowns over a stage's learned baseline) instead");
 
+  TopOptions top_options;
+  auto* top = app.add_subcommand("top", "A live view of tenants and stages over the JSON API");
+  top->add_option("--url", top_options.url, "The daemon's endpoint")->capture_default_str();
+  top->add_option("--sort", top_options.sort, "Initial sort (keys p, m, g, n, t change it)")
+      ->check(CLI::IsMember({"p99", "p50", "glitches", "count", "tenant"}))
+      ->capture_default_str();
+  top->add_option("--interval", top_options.interval_ms, "Refresh every MS milliseconds")
+      ->check(CLI::Range(200, 60000))
+      ->capture_default_str();
+  top->add_flag("--once", top_options.once, "Print one frame and exit (also when not a terminal)");
+  top->add_flag("--no-color", top_options.no_color, "No colour (also with NO_COLOR set)");
+  HeatmapOptions heatmap_options;
+  auto* heatmap = app.add_subcommand("heatmap", "Write one of the web UI's heatmaps to a file");
+  heatmap->add_option("--url", heatmap_options.url, "The daemon's endpoint")->capture_default_str();
+  heatmap
+      ->add_option("--metric,-m", heatmap_options.metric,
+                   "stage:NAME (time x latency), tcp_rtt, tcp_duration (pair x hour), layers")
+      ->required();
+  heatmap->add_option("--out,-o", heatmap_options.out, "FILE.svg or FILE.png")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -124,6 +144,8 @@ int main(int argc, char** argv) {
     if (*diagnose) return tailcause::cli::diagnose(options, diagnose_options);
     if (*demo) return run_demo(options, demo_options);
     if (*glitches) return list_glitches(glitches_options);
+    if (*top) return run_top(top_options);
+    if (*heatmap) return write_heatmap(heatmap_options);
   } catch (const tailcause::daemon::StartupError& e) {
     fmt::print(stderr, "tailcause: {}\n", e.what());
     return 2;

@@ -20,6 +20,8 @@ Daemon::Daemon(StartOptions options, Startup startup)
   } catch (const std::exception& e) {  // ConfigError, or the bind's runtime_error
     throw StartupError(e.what());
   }
+  http_.api().configure({.journal_path = config_.journal.path,
+                         .cache_breakdown_ratio = config_.cache_breakdown.ratio});
   pipeline_ = std::make_unique<GlitchPipeline>(config_, PipelineOptions{});
   pipeline_->connect(set_);
 }

@@ -9,17 +9,44 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
 #include "export/exposition.h"
+#include "ui_page.h"  // generated from src/export/ui/ (kUiPage)
 
 namespace tailcause::exporter {
 namespace {
 
-constexpr const char* kIndex =
-    "<!doctype html><title>tailcause</title><h1>tailcause</h1>"
-    "<p>Kernel causes of AI-agent tail latency.</p><p><a href=\"/metrics\">/metrics</a></p>\n";
+// The page is self-contained: it may load nothing from elsewhere, and only talks to this origin.
+constexpr const char* kPagePolicy =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'";
+
+// Per connection: the request target as sent (libmicrohttpd hands the handler the path without
+// its query string) and whether the headers were seen (see on_request).
+struct RequestState {
+  std::string target;
+  bool headers_seen = false;
+};
+
+void* on_uri(void*, const char* uri, MHD_Connection*) {
+  auto* state = new RequestState;
+  state->target = uri ? uri : "";
+  return state;
+}
+
+void on_completed(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
+  delete static_cast<RequestState*>(*state);
+  *state = nullptr;
+}
+
+int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // The listening socket, bound and listening; throws naming the reason (EADDRINUSE...).
 int listen_on(const core::ListenAddress& a, int& port) {
@@ -64,6 +91,9 @@ MHD_Result send_reply(MHD_Connection* connection, const HttpServer::Reply& reply
   if (!response) return MHD_NO;
   MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, reply.content_type.c_str());
   if (reply.status == 405) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+  MHD_add_response_header(response, "Content-Security-Policy", kPagePolicy);
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   // Generated content: no byte ranges (a Range header is ignored, the whole body is sent).
   MHD_add_response_header(response, MHD_HTTP_HEADER_ACCEPT_RANGES, "none");
   const MHD_Result rc = MHD_queue_response(connection, reply.status, response);
@@ -79,14 +109,15 @@ MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, co
   // libmicrohttpd calls once the headers are in, then again once the body is: answering on the
   // second call keeps the connection alive for the next (pipelined) request. Another method is
   // refused at once, its body unread, and libmicrohttpd then closes the connection.
-  static int headers_seen;
-  if (*state == nullptr && read_only) {
-    *state = &headers_seen;
+  auto* request = static_cast<RequestState*>(*state);
+  if (request && !request->headers_seen && read_only) {
+    request->headers_seen = true;
     return MHD_YES;
   }
   *upload_data_size = 0;  // a GET with a body: answered now, the rest discarded with the connection
   const char* accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Accept");
-  return send_reply(connection, server->answer(method, url, accept ? accept : ""));
+  return send_reply(connection,
+                    server->answer(method, request ? request->target : url, accept ? accept : ""));
 }
 
 void log_mhd(void*, const char* format, va_list ap) {
@@ -99,7 +130,7 @@ void log_mhd(void*, const char* format, va_list ap) {
 
 }  // namespace
 
-HttpServer::HttpServer(Collect collect) : collect_(std::move(collect)) {}
+HttpServer::HttpServer(Collect collect) : collect_(std::move(collect)), api_(collect_) {}
 
 HttpServer::~HttpServer() {
   stop();
@@ -112,7 +143,12 @@ HttpServer::Reply HttpServer::answer(std::string_view method, std::string_view p
     return {405, "text/plain", "method not allowed: this endpoint is read-only\n"};
   }
   // The path without its query string.
-  path = path.substr(0, path.find('?'));
+  const size_t q = path.find('?');
+  const std::string_view query = q == std::string_view::npos ? "" : path.substr(q + 1);
+  path = path.substr(0, q);
+  if (path == "/api/v1" || path.starts_with("/api/v1/")) {
+    return api_.handle(path.substr(7), query, unix_now_ns());
+  }
   if (path == "/metrics") {
     core::MetricSet set;
     collect_(set);
@@ -120,7 +156,7 @@ HttpServer::Reply HttpServer::answer(std::string_view method, std::string_view p
     return {200, std::string(content_type(format)), render(set, format)};
   }
   if (path == "/healthz") return {200, "text/plain", "ok\n"};
-  if (path == "/") return {200, "text/html; charset=utf-8", kIndex};
+  if (path == "/") return {200, "text/html; charset=utf-8", std::string(kUiPage)};
   return {404, "text/plain", "not found\n"};
 }
 
@@ -132,16 +168,23 @@ void HttpServer::bind(const core::ListenAddress& address) {
 void HttpServer::start() {
   if (listen_fd_ < 0) throw std::runtime_error("HttpServer::start() before bind()");
   const HttpLimits& l = http_limits;
+  api_.start();  // before the first request can ask it
   daemon_ = MHD_start_daemon(
       MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &on_request, this,
       MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(listen_fd_), MHD_OPTION_CONNECTION_TIMEOUT,
       l.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, l.connections,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, l.per_address, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      l.connection_memory, MHD_OPTION_EXTERNAL_LOGGER, &log_mhd, nullptr, MHD_OPTION_END);
-  if (!daemon_) throw std::runtime_error("cannot start the HTTP server (libmicrohttpd)");
+      l.connection_memory, MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
+      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr, MHD_OPTION_EXTERNAL_LOGGER, &log_mhd,
+      nullptr, MHD_OPTION_END);
+  if (!daemon_) {
+    api_.stop();
+    throw std::runtime_error("cannot start the HTTP server (libmicrohttpd)");
+  }
 }
 
 void HttpServer::stop() {
+  api_.stop();
   if (!daemon_) return;
   // MHD_stop_daemon closes the listening socket it was given.
   MHD_stop_daemon(daemon_);

@@ -1,5 +1,6 @@
-// The read-only HTTP endpoint: /metrics (Prometheus text or OpenMetrics by Accept header),
-// / (an index), /healthz. Anything that changes behaviour goes elsewhere (local socket).
+// The read-only HTTP endpoint, a thin router: /metrics (Prometheus text or OpenMetrics by Accept
+// header), / (the web UI, embedded at build time from src/export/ui/), /api/v1/ (the JSON API,
+// export/api/), /healthz. Anything that changes behaviour goes elsewhere (local socket).
 //
 // Anyone who can reach the port can talk to it, so it must not be switched off or swollen by a
 // client: libmicrohttpd serves it from one epoll thread (an idle or slow connection costs a
@@ -14,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/metrics.h"
+#include "export/api/api.h"
 
 struct MHD_Daemon;
 
@@ -43,18 +45,18 @@ class HttpServer {
   void start();
   void stop();
   int port() const { return port_; }
+  // The JSON API (configure() it before start()).
+  api::Api& api() { return api_; }
 
   // What the endpoint answers to one request (method, path, Accept header): status, content
   // type and body. Public for the tests and the request-path fuzzer.
-  struct Reply {
-    unsigned status = 200;
-    std::string content_type;
-    std::string body;
-  };
+  // `path` is the request target as sent, query string included.
+  using Reply = api::Reply;
   Reply answer(std::string_view method, std::string_view path, std::string_view accept) const;
 
  private:
   Collect collect_;
+  api::Api api_;
   int listen_fd_ = -1;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// `tailcause heatmap --metric NAME --out FILE.svg|FILE.png`: the web UI's heatmaps as files,
+// read from the JSON API (core/heatmap_render draws them; PNG through libpng).
+#include <fmt/format.h>
+#include <png.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "cli/api_client.h"
+#include "cli/commands.h"
+#include "core/heatmap_render.h"
+#include "export/api/params.h"
+
+namespace tailcause::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+void write_png(const core::Raster& r, const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!file) throw std::runtime_error(fmt::format("cannot write {}: {}", path, strerror(errno)));
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  if (!png || !info) {
+    png_destroy_write_struct(&png, &info);
+    throw std::runtime_error("libpng: out of memory");
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    throw std::runtime_error(fmt::format("cannot write {}: libpng failed", path));
+  }
+  png_init_io(png, file.get());
+  png_set_IHDR(png, info, r.width, r.height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < r.height; ++y)
+    png_write_row(png, const_cast<png_bytep>(&r.rgb[static_cast<size_t>(y) * r.width * 3]));
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+}
+
+}  // namespace
+
+int write_heatmap(const HeatmapOptions& options) {
+  const std::string path = core::heatmap_api_path(options.metric);
+  if (path.empty() || (options.metric.rfind("stage:", 0) == 0 &&
+                       !exporter::api::valid_name(options.metric.substr(6)))) {
+    fmt::print(stderr, "tailcause: --metric {}: want stage:NAME, tcp_rtt, tcp_duration or layers\n",
+               options.metric);
+    return 2;
+  }
+  const bool png = ends_with(options.out, ".png");
+  if (!png && !ends_with(options.out, ".svg")) {
+    fmt::print(stderr, "tailcause: --out {}: want a .svg or .png file\n", options.out);
+    return 2;
+  }
+  std::unique_ptr<ApiClient> client;
+  try {
+    client = std::make_unique<ApiClient>(options.url);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "tailcause: {}\n", e.what());
+    return 2;
+  }
+  ApiClient& api = *client;
+  const core::HeatmapGrid grid = core::heatmap_grid(options.metric, api.get(path));
+  if (png) {
+    write_png(core::render_heatmap_raster(grid, 12), options.out);
+  } else {
+    std::ofstream out(options.out, std::ios::binary | std::ios::trunc);
+    out << core::render_heatmap_svg(grid);
+    if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", options.out));
+  }
+  fmt::print(stderr, "{}: {} cells{}\n", options.out, grid.cells.size(),
+             grid.cells.empty() ? " (no data in the range yet)" : "");
+  return 0;
+}
+
+}  // namespace tailcause::cli

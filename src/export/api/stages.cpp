@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// /api/v1/stages and /api/v1/heatmap/stage: stage latency and its components over time.
+#include <fmt/format.h>
+
+#include <map>
+#include <utility>
+
+#include "core/schema.h"
+#include "export/api/endpoints.h"
+
+namespace tailcause::exporter::api {
+namespace {
+
+using Key = std::pair<std::string, std::string>;  // tenant, stage
+
+bool wanted(const core::HistorySeries& s, const std::optional<std::string>& tenant,
+            const std::optional<std::string>& stage) {
+  return (!tenant || s.label("tenant") == *tenant) && (!stage || s.label("stage") == *stage);
+}
+
+struct Acc {
+  std::vector<double> bounds;
+  std::vector<uint64_t> buckets;
+  std::array<double, core::kComponents> components{};
+  double glitches = 0;
+  void add(const core::HistoryDelta& d, const core::HistorySeries& s) {
+    if (bounds.empty()) bounds = s.bounds;
+    if (s.bounds != bounds) return;  // another bucket layout cannot be merged
+    if (buckets.size() < d.buckets.size()) buckets.resize(d.buckets.size(), 0);
+    for (size_t i = 0; i < d.buckets.size(); ++i) buckets[i] += d.buckets[i];
+  }
+  uint64_t count() const {
+    uint64_t n = 0;
+    for (auto b : buckets) n += b;
+    return n;
+  }
+};
+
+nlohmann::json components_json(const std::array<double, core::kComponents>& c) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double v : c) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+int Columns::index(int64_t tick_ns) const {
+  if (tick_ns <= from_ns || tick_ns > to_ns || step_ns <= 0) return -1;
+  const int64_t i = (tick_ns - from_ns - 1) / step_ns;
+  return i < static_cast<int64_t>(ends.size()) ? static_cast<int>(i) : -1;
+}
+
+Columns columns(const Params& p, int64_t now_ns, int64_t tick_ns, int64_t default_since_s,
+                int64_t default_step_s) {
+  const int64_t since = p.integer("since", 1, kMaxSinceS, default_since_s);
+  const int64_t min_step = std::max<int64_t>(1, tick_ns / kSecondNs);
+  const int64_t step = p.integer("step", 1, 3600, std::max(default_step_s, min_step));
+  if (since / step > kMaxPoints) {
+    throw BadRequest(
+        fmt::format("since={} step={}: more than {} points; raise step", since, step, kMaxPoints));
+  }
+  Columns c;
+  c.step_ns = std::max(step, min_step) * kSecondNs;
+  const int64_t n = std::max<int64_t>(1, (since * kSecondNs + c.step_ns - 1) / c.step_ns);
+  c.to_ns = now_ns;
+  c.from_ns = now_ns - n * c.step_ns;
+  for (int64_t i = 1; i <= n; ++i) c.ends.push_back(c.from_ns + i * c.step_ns);
+  return c;
+}
+
+nlohmann::json stages_json(const core::MetricHistory& h, const Params& p, int64_t now_ns) {
+  const auto tenant = p.name("tenant"), stage = p.name("stage");
+  const Columns cols = columns(p, now_ns, h.settings().step_ns, 300, 10);
+
+  // (tenant, stage) -> totals and per-column accumulators.
+  struct Row {
+    Acc total;
+    std::map<int, Acc> points;
+  };
+  std::map<Key, Row> rows;
+  std::map<uint32_t, std::pair<Key, int>> role;  // series id -> key, kind (0 dur, 1 comp, 2 glitch)
+  std::map<uint32_t, size_t> component_of;
+  for (const auto* s : h.series(core::metric::kStageDurationSeconds))
+    if (wanted(*s, tenant, stage)) role[s->id] = {{s->label("tenant"), s->label("stage")}, 0};
+  for (const auto* s : h.series(core::metric::kStageTimeSeconds)) {
+    const auto c = core::component_from_name(s->label("component"));
+    if (!c || !wanted(*s, tenant, stage)) continue;
+    role[s->id] = {{s->label("tenant"), s->label("stage")}, 1};
+    component_of[s->id] = core::index_of(*c);
+  }
+  for (const auto* s : h.series(core::metric::kGlitches))
+    if (wanted(*s, tenant, stage)) role[s->id] = {{s->label("tenant"), s->label("stage")}, 2};
+
+  for (const auto& t : h.ticks()) {
+    const int col = cols.index(t.unix_ns);
+    if (col < 0) continue;
+    for (const auto& d : t.deltas) {
+      auto r = role.find(d.id);
+      if (r == role.end()) continue;
+      // Glitches of whole requests (stage "request") have no duration series: skip their rows.
+      if (r->second.second == 2 && !rows.count(r->second.first) &&
+          r->second.first.second == "request")
+        continue;
+      Row& row = rows[r->second.first];
+      Acc& point = row.points[col];
+      switch (r->second.second) {
+        case 0:
+          row.total.add(d, *h.series(d.id));
+          point.add(d, *h.series(d.id));
+          break;
+        case 1:
+          row.total.components[component_of[d.id]] += d.value;
+          point.components[component_of[d.id]] += d.value;
+          break;
+        default: row.total.glitches += d.value; point.glitches += d.value;
+      }
+    }
+  }
+
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& [key, row] : rows) {
+    size_t largest = 0;
+    for (size_t i = 1; i < core::kComponents; ++i)
+      if (row.total.components[i] > row.total.components[largest]) largest = i;
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& [col, a] : row.points) {
+      points.push_back({{"t", cols.ends[col] / kSecondNs},
+                        {"count", a.count()},
+                        {"p50_s", core::histogram_quantile(a.bounds, a.buckets, 0.5)},
+                        {"p99_s", core::histogram_quantile(a.bounds, a.buckets, 0.99)},
+                        {"glitches", a.glitches},
+                        {"components_s", components_json(a.components)}});
+    }
+    series.push_back(
+        {{"tenant", key.first},
+         {"stage", key.second},
+         {"count", row.total.count()},
+         {"p50_s", core::histogram_quantile(row.total.bounds, row.total.buckets, 0.5)},
+         {"p99_s", core::histogram_quantile(row.total.bounds, row.total.buckets, 0.99)},
+         {"glitches", row.total.glitches},
+         {"largest_component",
+          row.total.components[largest] > 0 ? core::kComponentNames[largest] : ""},
+         {"components_s", components_json(row.total.components)},
+         {"points", std::move(points)}});
+  }
+  nlohmann::json names = nlohmann::json::array();
+  for (auto n : core::kComponentNames) names.push_back(n);
+  return {{"now", now_ns / kSecondNs},
+          {"from", cols.from_ns / kSecondNs},
+          {"step_s", cols.step_ns / kSecondNs},
+          {"components", std::move(names)},
+          {"series", std::move(series)}};
+}
+
+nlohmann::json stage_heatmap_json(const core::MetricHistory& h, const Params& p, int64_t now_ns) {
+  const auto stage = p.name("stage");
+  if (!stage) throw BadRequest("stage is required (e.g. stage=generation)");
+  const auto tenant = p.name("tenant");
+  const Columns cols = columns(p, now_ns, h.settings().step_ns, 900, 10);
+  std::vector<double> bounds;
+  std::map<std::pair<int, size_t>, uint64_t> cells;
+  for (const auto* s : h.series(core::metric::kStageDurationSeconds)) {
+    if (!wanted(*s, tenant, stage)) continue;
+    if (bounds.empty()) bounds = s->bounds;
+    if (s->bounds != bounds) continue;
+    for (const auto& t : h.ticks()) {
+      const int col = cols.index(t.unix_ns);
+      if (col < 0) continue;
+      if (const auto* d = t.find(s->id))
+        for (size_t b = 0; b < d->buckets.size(); ++b)
+          if (d->buckets[b]) cells[{col, b}] += d->buckets[b];
+    }
+  }
+  nlohmann::json x = nlohmann::json::array(), out_cells = nlohmann::json::array();
+  for (int64_t e : cols.ends) x.push_back(e / kSecondNs);
+  uint64_t max = 0;
+  for (const auto& [k, n] : cells) {
+    out_cells.push_back({k.first, k.second, n});
+    max = std::max(max, n);
+  }
+  return {{"stage", *stage},
+          {"tenant", tenant ? *tenant : ""},
+          {"step_s", cols.step_ns / kSecondNs},
+          {"x", std::move(x)},
+          {"bounds", bounds},
+          {"cells", std::move(out_cells)},
+          {"max", max}};
+}
+
+}  // namespace tailcause::exporter::api
