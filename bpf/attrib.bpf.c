@@ -44,7 +44,7 @@
 #include "attrib_critpath.bpf.h"
 #include "attrib_recipe.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* ---- SDK probes ---------------------------------------------------------------------- */
 

@@ -3,7 +3,7 @@
 #include "common.bpf.h"
 #include "block.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: kernels before 5.11 pass (queue, request) to block_rq_issue. */
 const volatile bool rq_issue_has_queue = false;

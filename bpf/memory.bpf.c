@@ -4,7 +4,7 @@
 #include "memory.h"
 #include "page_cache.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: false where bpf_task_pt_regs() is missing (before 5.15), and then pages
  * added by writes count as misses too. */

@@ -16,7 +16,7 @@
 #include "common.bpf.h"
 #include "sched.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: the perf sampler fires at the dense rate and records one sample in
  * `runqlen_stride` while the node is in sparse mode. */

@@ -24,7 +24,7 @@
 
 #include <bpf/bpf_endian.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* One RTT sample per this many received segments per CPU (a power of two). */
 #define RTT_SAMPLE_EVERY 64
