@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two commands users need: `make run` and `make test`. Both install missing
 # Debian packages first (`make run` what building and running need, `make test` also what
 # the tests need), so they work on a fresh Debian 12 machine as root.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Block family: latency of each block request from issue to the driver until completion, and
  * the bytes completed, per whole disk and operation. */
 #include "common.bpf.h"

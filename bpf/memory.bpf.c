@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Memory family: page-cache misses (pages the page cache had to add for a read or a fault) and
  * major faults, counted per process and cgroup in the context of the task that caused them. */
 #include "common.bpf.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Scheduler probe family: run-queue latency, off-CPU time by state, who preempted whom (all per
  * cgroup), and the sampled run-queue length per CPU.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* TCP probe family: connection lifetimes, bytes, smoothed RTT and retransmits per connection,
  * sent to user space as records (bpf/tcp.h) that it aggregates per service pair.
  *

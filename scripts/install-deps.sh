@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages tailcause needs, skipping what is already there so `make run` /
 # `make test` stay fast on a prepared machine.
 #   scripts/install-deps.sh [run]   building and running the daemon (`make run`)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small per-tenant LRU cache in front of retrieval, keyed by the hash of the normalised
 // question. Entries older than the TTL are "stale": reported as such and refreshed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's configuration: its model, defaults, and YAML validation with errors that name
 // the file, the line and the key.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration sections of the glitch path: detectors (glitch, cache_breakdown, entropy,
 // breaker) and sinks (journal, otlp), and the OTLP endpoint check.
 #include <cctype>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The circuit-breaker socket: a local Unix stream socket, owner-only (0600), where agents (the
 // SDK's tailcause_sdk_breaker_state(), Python's tailcause.breaker_state()) read their
 // breaker's state to shed or slow their load. Line protocol: core/breaker_protocol.h.

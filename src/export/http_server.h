@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The read-only HTTP endpoint: /metrics (Prometheus text or OpenMetrics by Accept header),
 // / (an index), /healthz. Anything that changes behaviour goes elsewhere (local socket).
 //

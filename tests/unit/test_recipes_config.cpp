@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // probes.attrib.recipes / recipe_files and recipe files: syntax and validation.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Finds and binds libtailcause_sdk.so (the SDK's probes as C functions) with ctypes.
 
 Lookup order: the TAILCAUSE_SDK_LIB environment variable (a path; used alone when set), the
