@@ -64,7 +64,8 @@ struct AttribConfig {
   uint32_t pid = 0;    // attach to this process only; 0: every process that maps an SDK binary
   std::string binary;  // attach to this executable or library only; empty: discover them
   std::vector<Recipe> recipes;            // inline recipes
-  std::vector<std::string> recipe_files;  // absolute paths of recipe files (read at start)
+  // Recipe files (read at start); relative ones as resolve_recipe_file() found them.
+  std::vector<std::string> recipe_files;
   bool operator==(const AttribConfig&) const = default;
 };
 
