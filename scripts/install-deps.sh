@@ -15,6 +15,8 @@ run_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux procps curl python3 python3-numpy
+  # packaging tests: cpack's dpkg-shlibdeps, an offline pip install, systemd-analyze
+  dpkg-dev file python3-venv python3-setuptools python3-pip systemd
 )
 case "$profile" in
   run) pkgs=("${run_pkgs[@]}") ;;
