@@ -122,6 +122,10 @@ struct BreakerSettings {
   uint32_t trip_after = 3;
   uint32_t quiet_s = 30;
   std::string socket = "/run/tailcause/breaker.sock";           // "": no socket
+  // Who may connect: the socket's group ("": the daemon's own; a name or a numeric gid) and
+  // mode (owner read-write, the group nothing or write too, others nothing).
+  std::string socket_group;
+  uint32_t socket_mode = 0600;
   std::string state_file = "/var/lib/tailcause/breaker.state";  // "": not kept over restarts
   bool operator==(const BreakerSettings&) const = default;
 };
