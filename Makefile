@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two commands users need: `make run` and `make test`. Both install missing
 # Debian packages first (`make run` what building and running need, `make test` also what
 # the tests need), so they work on a fresh Debian 12 machine as root.
@@ -11,7 +12,7 @@ CMAKE_ARGS ?=
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_ARGS)
 
-.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench fuzz fuzz-merge vmlinux format clean
+.PHONY: all deps deps-test build build-daemon build-tests build-asan run install deb test test-asan bench fuzz fuzz-merge vmlinux format clean
 
 all: build
 
@@ -25,6 +26,11 @@ build: deps
 	@$(CONFIGURE) -B $(BUILD) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
+# Only what `run`, `install` and `deb` need: the daemon and the SDK library, no test targets.
+build-daemon: deps
+	@$(CONFIGURE) -B $(BUILD) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target tailcause tailcause_sdk
+
 # The same tree, configured after the test packages are in (so GTest and Benchmark are found).
 build-tests: deps-test
 	@$(CONFIGURE) -B $(BUILD) >/dev/null
@@ -36,8 +42,19 @@ build-asan: deps-test
 	@CC=clang CXX=clang++ $(CONFIGURE) -B $(ASAN_BUILD) -DTAILCAUSE_SANITIZE=ON -DTAILCAUSE_FUZZ=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS) --target sanitized_tests
 
-run: build
+run: build-daemon
 	$(BUILD)/tailcause run $(ARGS)
+
+# `make install [PREFIX=/usr] [DESTDIR=/staging]`: the daemon, its configuration (/etc for the
+# prefix /usr, else PREFIX/etc), recipes and systemd unit, the SDK (README, "Install").
+PREFIX ?= /usr/local
+install: build-daemon
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# Debian packages in $(BUILD)/deb/: tailcause, libtailcause-sdk0, libtailcause-sdk-dev.
+deb: build-daemon
+	@command -v dpkg-shlibdeps >/dev/null || apt-get install -y --no-install-recommends dpkg-dev
+	cd $(BUILD) && cpack -G DEB -B deb
 
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest -L sanitized --output-on-failure --timeout 900

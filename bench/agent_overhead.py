@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """tailcause agent-level overhead benchmark.
 
 Measures, on the example agent and the attribution family (bench/README.md, "Agent overhead"):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Process control and /proc readers for the overhead benchmark (bench/overhead.py): the load,
 the two tracers, their cleanup on any exit, and what the kernel says about them."""
 import http.client

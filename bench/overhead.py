@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """tailcause node-level overhead benchmark.
 
 Measures, in one run and side by side (DESIGN.md section 6):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make bench` entry point: bench/run.sh BUILD_DIR [overhead.py options].
 # Runs the node-level overhead benchmark (bench/README.md explains the figures).
 set -euo pipefail

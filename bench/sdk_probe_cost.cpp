@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of one SDK probe call, next to an empty (not inlined) function call.
 //
 // Untraced (the normal case) a probe is a load of its semaphore and a not-taken branch; the

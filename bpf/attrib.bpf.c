@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family: joins kernel events to requests, agent stages and tenants.
  *
  * The SDK's USDT probes (sdk/include/tailcause/sdk.h) mark requests and stages. A thread in a
@@ -44,7 +45,7 @@
 #include "attrib_critpath.bpf.h"
 #include "attrib_recipe.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* ---- SDK probes ---------------------------------------------------------------------- */
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family, BPF side: the per-thread context, the maps, counters and small helpers
  * every attrib program uses. Included once, by attrib.bpf.c. */
 #ifndef TAILCAUSE_ATTRIB_CONTEXT_BPF_H

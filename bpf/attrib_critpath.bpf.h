@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family, BPF side: critical-path attribution of a span's waits.
  *
  * A thread in a span that sleeps in futex() (mutexes, condition variables, joins) or in another

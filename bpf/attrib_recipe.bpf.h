@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family, BPF side: uprobe recipes, stages for runtimes without the SDK.
  *
  * A recipe names a library symbol (llama_decode, cuStreamSynchronize...) and what its calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family, BPF side: how a context thread's off-CPU time is classified (run queue,
  * CPU throttling, block I/O, network, lock, GPU, sleep) and how missed switch-ins are repaired. */
 #ifndef TAILCAUSE_ATTRIB_SCHED_BPF_H

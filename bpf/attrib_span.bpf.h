@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family, BPF side: beginning, ending and sending spans (stages and worker spans). */
 #ifndef TAILCAUSE_ATTRIB_SPAN_BPF_H
 #define TAILCAUSE_ATTRIB_SPAN_BPF_H

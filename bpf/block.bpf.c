@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Block family: latency of each block request from issue to the driver until completion, and
  * the bytes completed, per whole disk and operation. */
 #include "common.bpf.h"
 #include "block.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: kernels before 5.11 pass (queue, request) to block_rq_issue. */
 const volatile bool rq_issue_has_queue = false;

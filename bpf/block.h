@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Block family: request latency and bytes per disk and operation, shared with user space. */
 #ifndef TAILCAUSE_BLOCK_H
 #define TAILCAUSE_BLOCK_H

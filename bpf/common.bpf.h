@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Helpers shared by every BPF program of tailcause (BPF side only). */
 #ifndef TAILCAUSE_COMMON_BPF_H
 #define TAILCAUSE_COMMON_BPF_H

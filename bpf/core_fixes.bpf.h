@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What vmlinux.h cannot give the BPF programs, in one place (BPF side only):
  * - constants that are macros in the kernel (BTF carries types, not #defines), each with the
  *   kernel version since which its value holds;

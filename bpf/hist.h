@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* In-kernel histogram layouts shared by BPF programs and user space (C, __u64 only). */
 #ifndef TAILCAUSE_HIST_H
 #define TAILCAUSE_HIST_H

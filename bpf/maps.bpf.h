@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Map helpers shared by every BPF program of tailcause (BPF side only). */
 #ifndef TAILCAUSE_MAPS_BPF_H
 #define TAILCAUSE_MAPS_BPF_H

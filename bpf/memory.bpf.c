@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Memory family: page-cache misses (pages the page cache had to add for a read or a fault) and
  * major faults, counted per process and cgroup in the context of the task that caused them. */
 #include "common.bpf.h"
 #include "memory.h"
 #include "page_cache.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: false where bpf_task_pt_regs() is missing (before 5.15), and then pages
  * added by writes count as misses too. */

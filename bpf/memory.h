@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Memory family: page-cache misses and major faults per process, shared with user space. */
 #ifndef TAILCAUSE_MEMORY_H
 #define TAILCAUSE_MEMORY_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Page-cache helpers shared by the memory and attrib families (BPF side only): how many pages a
  * folio added to the page cache holds, and whether it was added by a write (not a miss). */
 #ifndef TAILCAUSE_PAGE_CACHE_BPF_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Scheduler probe family: run-queue latency, off-CPU time by state, who preempted whom (all per
  * cgroup), and the sampled run-queue length per CPU.
  *
@@ -23,7 +24,7 @@
 #include "common.bpf.h"
 #include "sched.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: the perf sampler fires at the dense rate and records one sample in
  * `runqlen_stride` while the node is in sparse mode. */

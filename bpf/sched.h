@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Scheduler probe family: values shared by bpf/sched.bpf.c and src/probes/sched_probe.cpp
  * (C, __u32/__u64 only). */
 #ifndef TAILCAUSE_SCHED_H

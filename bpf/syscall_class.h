@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* What the BPF programs need to know about a system call, by number, shared with user space:
  * the loader fills a table indexed by syscall number (src/probes/syscall_classes.cpp, from the
  * build's own <sys/syscall.h>) into each object's .rodata before load, so the BPF code names

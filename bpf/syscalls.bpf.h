@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The system call a task is in, architecture-neutral (BPF side only): the number comes from the
  * task's user-mode register frame, its meaning from a table the loader fills from the build's
  * own headers (bpf/syscall_class.h). Used by the page-cache helpers (memory, attrib) and the

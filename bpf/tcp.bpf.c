@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* TCP probe family: connection lifetimes, bytes, smoothed RTT and retransmits per connection,
  * sent to user space as records (bpf/tcp.h) that it aggregates per service pair.
  *
@@ -24,7 +25,7 @@
 
 #include <bpf/bpf_endian.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* One RTT sample per this many received segments per CPU (a power of two). */
 #define RTT_SAMPLE_EVERY 64

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* TCP probe family: records shared by bpf/tcp.bpf.c and src/probes/tcp_probe.cpp (C, __u* only). */
 #ifndef TAILCAUSE_TCP_H
 #define TAILCAUSE_TCP_H

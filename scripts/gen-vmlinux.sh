@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates bpf/<arch>/vmlinux.h from the running kernel's BTF.
 # CO-RE relocations make the checked-in header valid on other kernels too;
 # regenerate only to reach types or fields added by newer kernels.

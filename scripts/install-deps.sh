@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages tailcause needs, skipping what is already there so `make run` /
 # `make test` stay fast on a prepared machine.
 #   scripts/install-deps.sh [run]   building and running the daemon (`make run`)
@@ -15,6 +16,8 @@ test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux procps curl python3 python3-numpy
   chromium tmux
+  # packaging tests: cpack's dpkg-shlibdeps, an offline pip install, systemd-analyze
+  dpkg-dev file python3-venv python3-setuptools python3-pip systemd
 )
 case "$profile" in
   run) pkgs=("${run_pkgs[@]}") ;;

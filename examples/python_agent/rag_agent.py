@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """tailcause example agent in Python: the C++ rag-agent's request pipeline on the Python SDK.
 
 One process per tenant (forked), an open-loop request generator and worker threads in each; per

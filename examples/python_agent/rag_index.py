@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """IVF index files for the Python agent, in the C++ agent's layout: a 4096-byte-aligned header
 (magic, dim, nlist, count, seed, centroids, list starts), then the unit vectors grouped by list.
 Searches pread() the probed lists every time, so the page cache decides whether they wait."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python agent's models: a word-piece tokenizer, an embedding MLP and a two-layer decoder with
 a vocabulary head, all numpy with deterministic weights, marked with the SDK's layer, token and
 output_quality probes."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One tenant of the Python agent: its index, models, retrieval cache and the six stages of a
 request under the SDK's Request/Stage context managers; run_tenant() is the tenant process's
 open-loop load (Poisson arrivals, worker threads, a helper thread per worker for retrieval)."""

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "breaker_gate.h"
 
 #include <tailcause/sdk_lib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Load shedding on tailcause's circuit breaker: asks the daemon (through the SDK's
 // tailcause_sdk_breaker_state(), over its owner-only socket) whether this tenant's breaker is
 // open, at most every 250 ms, so the arrival loop can ask on every request. When no daemon

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's own cgroups: <root>/tailcause-agent-<pid>/<leaf>, one leaf per tenant (plus
 // _tools and _hog-<tenant>), in the hierarchy that has the cpu controller, so the kernel
 // accounts, throttles and schedules each tenant separately. Removed when the tree is destroyed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's child processes (tool server, hogs, tenant workers): forked from the
 // single-threaded supervisor, killed with the supervisor (PR_SET_PDEATHSIG), and killed and
 // reaped when the set is destroyed, so no path out of the supervisor leaves one behind.

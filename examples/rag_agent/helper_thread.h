@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One long-lived helper thread per worker: retrieval hands half of its scan to it, the way a
 // real agent hands work to a pool. The job itself marks the thread with context_attach/detach.
 #pragma once

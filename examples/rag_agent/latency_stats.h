@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wall-time samples the agent measures itself, per stage, summarised as count / p50 / p99.
 // Bounded: past kMaxSamples a reservoir keeps a uniform sample, so long runs stay small.
 #pragma once

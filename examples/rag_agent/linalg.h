@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small dense arithmetic shared by the agent's model and its vector index.
 #pragma once
 

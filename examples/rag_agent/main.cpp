@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rag-agent: the tailcause example agent. A multi-tenant retrieval-augmented generation
 // service that does real work (tokenising, matrix arithmetic, nearest-neighbour search over
 // files, a token loop, loopback HTTP) with one process and one cgroup per tenant, and faults that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's "models": a word-piece tokenizer, an embedding MLP and a small decoder whose token
 // loop does real matrix-vector products and a softmax over the vocabulary. Weights are
 // deterministic pseudo-random numbers: the arithmetic, not the answers, is what matters here.

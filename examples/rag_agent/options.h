@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line options of the example agent, validated up front so that a bad flag exits 2
 // before any cgroup or child process exists.
 #pragma once

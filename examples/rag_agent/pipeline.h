@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One tenant's RAG pipeline: the six stages of a request, each marked with the SDK probes and
 // timed by the agent itself. Shared by the tenant's worker threads; per-thread state (the tool
 // connection, the helper thread) lives in WorkerState.

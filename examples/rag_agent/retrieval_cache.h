@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tenant's retrieval cache, on the tailcause vector cache library (cache/): looked up by
 // the query vector (an exact key from the model version and the quantised vector, or a stored
 // query at cosine >= 0.99), LRU with TinyLFU admission in a quota of about `capacity` entries.

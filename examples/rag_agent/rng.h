@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic pseudo-random numbers (SplitMix64): the same seed gives the same index file and
 // model weights on every machine, so runs are comparable.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tiny RAII wrappers over the C probes of sdk/include/tailcause/sdk.h, so that every begin has
 // its end even when a stage throws. The agent uses only the stable C header.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-tenant table printed at the end of a run, from the same JSON as --report.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's parent process: prepares the index files and cgroups, starts the tool server,
 // the fault helpers and one worker process per tenant, waits for --duration (or a signal),
 // then stops everything, removes the cgroups and reports.

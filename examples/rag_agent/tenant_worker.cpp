@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tenant_worker.h"
 
 #include <sched.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tenant's worker process: joins the tenant's cgroup, then runs an open-loop request
 // generator and a pool of worker threads for --duration, and reports its measurements to the
 // supervisor as one JSON document on a pipe.

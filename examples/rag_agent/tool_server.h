@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tool the agent calls in its "tool" stage: a small HTTP server on loopback, run as a child
 // process of the agent. The delay per request comes from the caller (the slow-peer fault), so
 // the server is slow only for the tenant the fault targets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An IVF (inverted file) index of unit vectors in one file per tenant. Queries read the probed
 // lists with pread() on every search instead of holding the vectors in memory, so whether the
 // page cache holds the file decides whether retrieval waits for the disk.

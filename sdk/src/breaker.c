@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * tailcause_sdk_breaker_state(): asks the daemon's circuit-breaker socket about one (tenant,
  * agent) pair, one connection per call, bounded by a 100 ms deadline so an agent never hangs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libtailcause_sdk.so: each exported function is one probe of sdk.h, inlined here, so the
  * USDT notes and the semaphores belong to this library. Built with hidden visibility and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A program that calls every tailcause probe through sdk.hpp with values derived from the
 // iteration number, so a tracer's output can be checked against tests/sdk/check_events.py.
 // Each iteration prints the semaphores as this process sees them (the test reads them to show

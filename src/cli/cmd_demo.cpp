@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause demo --fault quota`: the first thing a newcomer runs. Attaches the probes and the
 // analysis like `diagnose`, runs the example agent (two tenants, ta and tb, the fault on ta) for
 // a short while with a progress indicator, then prints the diagnosis headed by one sentence:

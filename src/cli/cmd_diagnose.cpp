@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause diagnose --duration 30s`: collects for a while with a progress indicator, then
 // prints the one-shot report (tables, or JSON on stdout with --json). Ctrl-C ends the
 // collection early and still prints the report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause glitches`: lists the journal's glitches, newest first, each explained by its
 // verdict; with --incidents, its incidents (sustained slowdowns), newest first. Reads the journal a
 // running daemon may be writing (SQLite WAL allows it); never creates one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause probes`: the kernel features found and whether each family loads and attaches.
 #include <fmt/format.h>
 

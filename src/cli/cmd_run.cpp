@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause run`: the daemon (src/daemon/daemon.h), with SIGINT/SIGTERM stopping it and
 // SIGHUP reloading its configuration.
 #include <spdlog/spdlog.h>

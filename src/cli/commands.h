@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sub-commands of the tailcause executable. Each returns the process exit code; flags arrive
 // validated (CLI11, see validators.h), and a start-up failure is thrown as daemon::StartupError,
 // which main turns into one line and exit 2.

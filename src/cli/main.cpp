@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tailcause: why the slow AI-agent requests were slow, from the kernel up.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

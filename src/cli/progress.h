@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A progress indicator on stderr while `diagnose` and `demo` collect: a bar redrawn in place
 // when stderr is a terminal, otherwise (logs, CI) a plain line every few seconds.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CLI11 validators for tailcause's flags, so that every bad flag is a CLI::ValidationError
 // ("--since: invalid duration '5x': unknown unit 'x'") and main maps it to exit 2 in one place.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The circuit-breaker socket's line protocol, both sides. Pure: no I/O.
 //
 // One request per line, at most kBreakerMaxLine bytes including the "\n" (a "\r" before it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vector-cache breakdown per tenant and cache: over a sliding window, the share of lookups that
 // missed or returned a stale result, with the P95/P99 age of the stale results. A (tenant,
 // cache) enters breakdown when the window holds at least min_lookups lookups and that share

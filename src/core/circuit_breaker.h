@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A circuit breaker per (tenant, agent): opens after N consecutive stages of one stage name
 // slower than a threshold (default 3 over 200 ms) and closes again once no slow stage has been seen
 // for a quiet period. Its state serialises to a string so it can outlive a restart. Pure: no I/O.

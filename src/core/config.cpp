@@ -1,7 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/config.h"
 
 #include "core/config_reader.h"
 #include "core/config_yaml.h"
+#include "core/recipe_path.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -259,11 +261,10 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                                   if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
                                   for (size_t i = 0; i < x.size(); ++i) {
                                     const auto ik = fmt::format("{}[{}]", xk, i);
-                                    auto path = r.string(x[i], ik);
-                                    if (path.empty() || path.front() != '/') {
-                                      r.fail(x[i], ik, "expected an absolute path");
-                                    }
-                                    c.attrib.recipe_files.push_back(std::move(path));
+                                    const auto path = r.string(x[i], ik);
+                                    if (path.empty()) r.fail(x[i], ik, "expected a path");
+                                    c.attrib.recipe_files.push_back(
+                                        resolve_recipe_file(path, source));
                                   }
                                 }}});
                   }},

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's configuration: its model, defaults, and YAML validation with errors that name
 // the file, the line and the key.
 #pragma once
@@ -63,7 +64,8 @@ struct AttribConfig {
   uint32_t pid = 0;    // attach to this process only; 0: every process that maps an SDK binary
   std::string binary;  // attach to this executable or library only; empty: discover them
   std::vector<Recipe> recipes;            // inline recipes
-  std::vector<std::string> recipe_files;  // absolute paths of recipe files (read at start)
+  // Recipe files (read at start); relative ones as resolve_recipe_file() found them.
+  std::vector<std::string> recipe_files;
   bool operator==(const AttribConfig&) const = default;
 };
 
@@ -120,6 +122,10 @@ struct BreakerSettings {
   uint32_t trip_after = 3;
   uint32_t quiet_s = 30;
   std::string socket = "/run/tailcause/breaker.sock";           // "": no socket
+  // Who may connect: the socket's group ("": the daemon's own; a name or a numeric gid) and
+  // mode (owner read-write, the group nothing or write too, others nothing).
+  std::string socket_group;
+  uint32_t socket_mode = 0600;
   std::string state_file = "/var/lib/tailcause/breaker.state";  // "": not kept over restarts
   bool operator==(const BreakerSettings&) const = default;
 };

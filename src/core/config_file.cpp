@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading the configuration file itself: only a regular file, only so many bytes. A directory
 // put in its place must not read as an empty file (every default applied on SIGHUP), and a
 // FIFO or /dev/zero must not hang or exhaust the daemon.

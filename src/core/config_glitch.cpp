@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration sections of the glitch path: detectors (glitch, cache_breakdown, entropy,
 // breaker) and sinks (journal, otlp), and the OTLP endpoint check.
+#include <algorithm>
 #include <cctype>
 
 #include "core/config.h"
@@ -45,6 +47,39 @@ void incident_section(Reader& r, const YAML::Node& n, const std::string& k, Inci
         }},
        {"quiet_s",
         [&](const YAML::Node& v, const std::string& kk) { i.quiet_s = r.positive(v, kk, 3600); }}});
+}
+
+// A group as useradd(8) allows it, or a numeric gid; "" keeps the daemon's own group.
+bool is_group_name(const std::string& s) {
+  if (s.empty()) return true;
+  if (s.size() > 32) return false;
+  if (std::all_of(s.begin(), s.end(), [](unsigned char ch) { return std::isdigit(ch); }))
+    return true;
+  if (!(std::islower(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char ch) {
+    return std::islower(ch) || std::isdigit(ch) || ch == '_' || ch == '-';
+  });
+}
+
+// Octal, as chmod takes it ("0660"): the owner reads and writes; the group may write too (a
+// client needs write permission to connect), read alone would be useless; others get nothing.
+uint32_t parse_socket_mode(const Reader& r, const YAML::Node& v, const std::string& key) {
+  const std::string text = r.string(v, key);
+  const bool octal =
+      text.size() >= 3 && text.size() <= 4 &&
+      std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '7'; });
+  const uint32_t mode = octal ? static_cast<uint32_t>(std::stoul(text, nullptr, 8)) : 0;
+  if (!octal || mode > 0777)
+    r.fail(v, key, fmt::format("expected an octal mode such as \"0660\", got '{}'", text));
+  if ((mode & 0700) != 0600) r.fail(v, key, "the owner needs read and write (06xx) and no execute");
+  if (mode & 0007) r.fail(v, key, "others must get nothing (xx0): the socket answers every tenant");
+  const uint32_t group = (mode >> 3) & 7;
+  if (group != 0 && group != 2 && group != 6) {
+    r.fail(v, key,
+           "the group gets nothing, or write with or without read (0620, 0660): connecting needs "
+           "write");
+  }
+  return mode;
 }
 
 }  // namespace
@@ -129,6 +164,17 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                  b.socket = r.path_or_empty(v, kk);
                  // sun_path holds 108 bytes with the NUL.
                  if (b.socket.size() > 107) r.fail(v, kk, "longer than 107 bytes");
+               }},
+              {"socket_group",
+               [&](const YAML::Node& v, const std::string& kk) {
+                 b.socket_group = r.string(v, kk);
+                 if (!is_group_name(b.socket_group)) {
+                   r.fail(v, kk, "expected a group name or a numeric gid (\"\": the daemon's own)");
+                 }
+               }},
+              {"socket_mode",
+               [&](const YAML::Node& v, const std::string& kk) {
+                 b.socket_mode = parse_socket_mode(r, v, kk);
                }},
               {"state_file", [&](const YAML::Node& v, const std::string& kk) {
                  b.state_file = r.path_or_empty(v, kk);

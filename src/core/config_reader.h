@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the configuration parser (config.cpp, config_glitch.cpp): the YAML mapping
 // walker that rejects unknown keys and names file, line and dotted key in every error, and the
 // per-section handlers. Not part of the configuration API (config.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the configuration parser: turns untrusted YAML text into one yaml-cpp document
 // within fixed limits. The daemon runs as root and reads this text on every SIGHUP, so a file
 // that would make the parser recurse or allocate without bound is refused before yaml-cpp sees it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of the cgroup CPU files that describe CFS bandwidth control (throttling): cpu.stat,
 // cpu.max / cpu.cfs_quota_us + cpu.cfs_period_us, cpu.weight / cpu.shares. Pure functions over
 // the files' text, no I/O: the throttle probe reads the files and hands their contents here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause diagnose`: a one-shot report from what the glitch analyzer saw during the
 // collection and from the probe families' metrics at its start and its end (their deltas give
 // throttled cgroups, noisy neighbours and the slowest TCP peers). Pure: no I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The diagnosis as terminal tables, as JSON, and as one sentence (diagnosis.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Durations as people type them on the command line: "30s", "5m", "2h", "1d", "1h30m",
 // "250ms". Each part is a whole number and a unit (ns, us, ms, s, m, h, d); parts add up.
 // Pure: no I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output-entropy spikes per request, joined to kernel anomalies of the same process. Pure: no I/O.
 //
 // Per (pid, request): the baseline is the mean entropy of the request's ordinary outputs so far

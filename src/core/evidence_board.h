@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Evidence the probe families leave for the verdicts: per cgroup, when it was throttled (from
 // cpu.stat reads) and who preempted its tasks (from the preemption matrix), as short
 // time-stamped histories, so a glitch that ended a moment ago can be explained by what

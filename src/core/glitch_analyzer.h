@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The detectors stage of the data flow: attribution records in, glitches with verdicts and
 // finished request traces out. It runs every detector the issue names — stage and request
 // glitches (SLO or recent P99), the circuit breaker per tenant and agent, vector-cache

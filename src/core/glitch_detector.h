@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decides which stages and requests were glitches: slower than their SLO, or far above their
 // own recent P99 (per tenant and stage, once the window has enough samples). Learns each
 // (tenant, stage)'s normal component profile from the non-glitch stages and explains each

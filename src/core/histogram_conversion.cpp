@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/histogram_conversion.h"
 
 #include <algorithm>

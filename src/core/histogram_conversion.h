@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns the in-kernel histograms of bpf/hist.h into Prometheus cumulative buckets.
 #pragma once
 

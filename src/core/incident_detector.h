@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sustained slowdowns as incidents. Each (tenant, stage) learns its normal latency over a long
 // horizon (DecayingQuantile, fed with a delay of `window` samples); a change-point test — the
 // median of the last `window` stages at `factor` times the baseline median or more — marks a

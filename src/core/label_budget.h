@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounds label cardinality: the first K values of a label are kept, later ones fold into
 // "__other__". Admission is sticky so that counters stay monotonic: a value never moves
 // between its own series and "__other__" while it is seen.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A (tenant, stage)'s normal latency, learned over a long horizon: a log-bucketed histogram
 // whose old samples fade slowly (exponential decay by sample count), so its median is robust
 // to outliers and moves only after many samples. The incident detector stops feeding it while a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The metric model every probe family fills on a scrape and the renderers print.
 // Pure data: no I/O, no libbpf.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parses /proc/PID/cgroup: which memory cgroup a process is in. Pure: the caller reads the file.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A finished request as one trace: the request, the stages it ran (on any thread), and the
 // glitches found in it, with the clock offset that dates its monotonic times. This is what the
 // analyzer hands the trace exporters (OTLP). Pure: no I/O.

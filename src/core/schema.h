@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names tailcause shows the world, each spelled once: the components a stage's wall time
 // splits into, and every metric family the daemon exports. The journal's columns, the OTLP
 // attributes, the `glitches` listing, the reports and the probe families derive from here, so a

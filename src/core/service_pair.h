@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Service pairs: the bounded labels a TCP connection is reported under. A connection is
 // "local <-> remote" with the client's ephemeral port replaced by "*", so all connections
 // from clients of one service to it share a pair:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Aggregates decoded attribution records into the series tailcause exports: per tenant, agent
 // and stage duration histograms (with trace-id exemplars) and component counters; per request
 // duration, outcome, time to first token and per output token; cache lookups and hit ages;

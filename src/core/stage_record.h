@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attribution family's ring-buffer records (bpf/attrib.h) decoded into label-ready values:
 // stage names, tenants validated as UTF-8, trace ids normalised, and the components of a stage
 // completed with the time nothing explained (unattributed). Pure: no I/O, no libbpf.

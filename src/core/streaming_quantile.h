@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quantiles of recent latencies in bounded memory: a ring of per-interval log-linear
 // histograms covering a sliding time window. Each power of two is split into 16 linear
 // sub-buckets and a quantile reports its bucket's midpoint, so the value returned is within

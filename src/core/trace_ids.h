@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trace and span ids for requests whose agent passed no trace id: derived from the process, the
 // request id and a per-daemon salt, so the stages (which end before their request) and the
 // request get the same trace id without keeping state, and exemplars and OTLP spans agree.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which finished requests become OTLP traces: every glitch trace and a fixed share of normal
 // ones, under a budget of spans per second (a token bucket). Glitch traces come first: normal
 // ones may only spend the part of the bucket above a reserve, so a burst of glitches still

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Why a glitch was slow: the component(s) whose time exceeds what the stage normally spends
 // in them, with a one-line human evidence string, e.g.
 //   "generation 1.42 s, 63% cpu_throttled: 12 throttled periods"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `diagnose` and `demo` share: the probe families plus the analysis-only glitch pipeline
 // (no journal, no OTLP, no breaker socket or state file), a scrape at the start and one at the
 // end, and the diagnosis built from them. The caller decides when it ends (SignalRouting's stop

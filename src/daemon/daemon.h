@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause run` as an object: the probe families, the glitch pipeline and the metrics
 // endpoint, driven by one loop until a stop request, with SIGHUP-style reloads in between.
 // The executable routes signals to request_stop()/request_reload() (SignalRouting); a test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause probes`' check: loads and attaches every family the configuration enables, notes
 // whether each one did (and why not), and detaches them all again.
 #pragma once

@@ -1,12 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/glitch_pipeline.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <variant>
@@ -112,6 +117,24 @@ exporter::IncidentRow incident_row(const core::Incident& i, std::string key,
   return row;
 }
 
+// breaker.socket_group as a gid: "" keeps the daemon's own group, digits are a gid, else the
+// group database (/etc/group, NSS) names it.
+std::optional<gid_t> socket_group(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    return static_cast<gid_t>(std::stoul(name));
+  }
+  group grp{};
+  group* found = nullptr;
+  std::vector<char> buf(16384);
+  const int err = getgrnam_r(name.c_str(), &grp, buf.data(), buf.size(), &found);
+  if (err != 0 || found == nullptr) {
+    throw PipelineError(fmt::format("breaker.socket_group: no group '{}'{}", name,
+                                    err ? fmt::format(" ({})", std::strerror(err)) : ""));
+  }
+  return grp.gr_gid;
+}
+
 // A name as an agent passes it to the breaker socket, as the attrib family labels it when the
 // SDK passes it (cut to the SDK's field, "unknown" when empty, "__invalid__" when not UTF-8),
 // so the two meet on the same breaker.
@@ -176,6 +199,7 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
             return core::answer_breaker_request(analyzer_->breaker(), request,
                                                 exporter::monotonic_now_ns());
           });
+      socket_->set_access(b.socket_mode, socket_group(b.socket_group));
       socket_->start();
     }
   } catch (const exporter::JournalError& e) {

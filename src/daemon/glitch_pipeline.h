@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's glitch path, from the attribution records to the sinks: the GlitchAnalyzer
 // (detectors and verdicts), the IncidentDetector (sustained slowdowns), the journal (batched about
 // once a second on its own thread), the OTLP exporter, the circuit breaker's socket and its state

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one way tailcause hears SIGINT/SIGTERM (stop) and SIGHUP (reload): the handlers only set
 // flags, which the daemon's loop (or a collection's) reads between polls. A test sets the same
 // flags directly (Daemon::request_stop) and needs no signal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks every command that loads probes makes first, in an order that leaves nothing
 // half-started: configuration, privileges, BTF, cgroup layout.
 #pragma once

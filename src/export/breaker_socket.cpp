@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "export/breaker_socket.h"
 
 #include <poll.h>
@@ -148,7 +149,16 @@ void BreakerSocket::bind_socket() {
     close(fd);
     throw BreakerSocketError(fmt::format("breaker socket {}: bind(): {}", path_, errno_text(err)));
   }
-  if (chmod(path_.c_str(), 0600) != 0 || listen(fd, kBacklog) != 0 ||
+  if (group_ && chown(path_.c_str(), static_cast<uid_t>(-1), *group_) != 0) {
+    err = errno;
+    close(fd);
+    unlink(path_.c_str());
+    throw BreakerSocketError(fmt::format(
+        "breaker socket {}: cannot give it to group {}: {} (the daemon must be a member of the "
+        "group, or have CAP_CHOWN)",
+        path_, *group_, errno_text(err)));
+  }
+  if (chmod(path_.c_str(), mode_) != 0 || listen(fd, kBacklog) != 0 ||
       lstat(path_.c_str(), &st) != 0) {
     err = errno;
     close(fd);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The circuit-breaker socket: a local Unix stream socket, owner-only (0600), where agents (the
 // SDK's tailcause_sdk_breaker_state(), Python's tailcause.breaker_state()) read their
 // breaker's state to shed or slow their load. Line protocol: core/breaker_protocol.h.
@@ -53,6 +54,13 @@ class BreakerSocket {
   BreakerSocket(const BreakerSocket&) = delete;
   BreakerSocket& operator=(const BreakerSocket&) = delete;
 
+  // Who may connect, applied by start(): the socket file's mode (default 0600) and group
+  // (default: the daemon's). Giving it to a group takes membership of that group or CAP_CHOWN.
+  void set_access(mode_t mode, std::optional<gid_t> group) {
+    mode_ = mode;
+    group_ = group;
+  }
+
   // Creates the directory (0755) if missing, replaces a stale socket file (nobody accepts on
   // it), binds the socket 0600 and serves on its own thread. Throws BreakerSocketError when
   // another process serves `path`, when `path` exists and is not a socket, or on any failure.
@@ -70,6 +78,9 @@ class BreakerSocket {
  private:
   struct Client;
   enum class CloseReason : uint8_t { idle, errors, too_long, slow_reader, count };
+
+  mode_t mode_ = 0600;
+  std::optional<gid_t> group_;
 
   void bind_socket();
   void run();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keeps the circuit breakers over a daemon restart: a small text file, written atomically.
 //
 //   tailcause-breaker-state v1 boot_id=<boot id> monotonic_ns=<time of the save>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders a MetricSet in the Prometheus text format (0.0.4) or OpenMetrics 1.0 (with
 // exemplars). Pure functions: the HTTP layer chooses the format from the Accept header.
 #pragma once

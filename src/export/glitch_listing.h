@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause glitches`: journal rows as a table people read (newest first, each explained by
 // its verdict's evidence line) or as JSON for machines. Pure: no I/O.
 #pragma once

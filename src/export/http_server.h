@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The read-only HTTP endpoint, a thin router: /metrics (Prometheus text or OpenMetrics by Accept
 // header), / (the web UI, embedded at build time from src/export/ui/), /api/v1/ (the JSON API,
 // export/api/), /healthz. Anything that changes behaviour goes elsewhere (local socket).

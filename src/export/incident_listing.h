@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause glitches --incidents`: the journal's incidents (sustained slowdowns) as a table
 // people read, newest first, or as JSON for machines. Pure: no I/O.
 #pragma once

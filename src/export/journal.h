@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The glitch journal: every glitch with its breakdown, evidence and trace id, kept in SQLite
 // (WAL mode, synchronous=NORMAL) so it survives kill -9 with at most the last uncommitted batch
 // lost. Bounded by age and by rows or bytes via prune(). One Journal is one connection: use it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finished requests (core::RequestTrace) as an OTLP/HTTP trace export body: one serialised
 // ExportTraceServiceRequest (protobuf) holding a request span per trace (kind SERVER, a root:
 // the agent's own span is not known) and one INTERNAL span per stage whose parent is the

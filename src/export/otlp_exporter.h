@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sends finished requests as OTLP/HTTP traces (protobuf) to otlp.endpoint without ever holding
 // up the caller: submit() samples the trace (core::TraceSampler: glitches first, a share of
 // normal ones, a span budget) and queues it; a worker thread batches (batch_spans, or whatever

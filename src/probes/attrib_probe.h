@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attribution probe family (bpf/attrib.bpf.c): attaches to the SDK's USDT probes in every
 // binary that carries them (or one process / one binary when narrowed), follows process churn,
 // and turns the kernel's per-stage records into per tenant/agent/stage series.

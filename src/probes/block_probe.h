@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Block probe family: block request latency (issue to completion) and bytes per whole disk and
 // operation (bpf/block.bpf.c), with disks named as in /dev ("vda", "nvme0n1").
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/bpf_loader.h"
 
 #include <spdlog/spdlog.h>

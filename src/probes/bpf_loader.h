@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small helpers every family's loader uses around libbpf skeletons.
 #pragma once
 

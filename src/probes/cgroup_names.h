@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which cgroup hierarchy tells tenants apart on this host, and the names of its cgroups.
 //
 // BPF programs report a cgroup by the kernfs id of its directory, which is the directory's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node-level probe families tailcause knows, and which part of the configuration each
 // one depends on (so a reload restarts only the families whose settings changed).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel feature probing. Every check loads or creates the real thing rather than trusting
 // `bpftool feature probe`, which misreports tracing programs on some kernels.
 #pragma once

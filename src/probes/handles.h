@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unique handles for what the probe families hold from libbpf and the kernel: skeletons, links,
 // ring buffer readers, parsed BTF and plain descriptors. Each frees its object exactly once, so a
 // start that fails halfway, or a stop, leaks nothing whatever the order of the members.

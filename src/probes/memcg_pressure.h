@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory pressure per memory cgroup: the limit reclaim the memory family's BPF programs time
 // (bpf/memory.bpf.c, memcg_reclaim), with each cgroup's usage and limit read from its control
 // files (v1 memory.usage_in_bytes / memory.limit_in_bytes, v2 memory.current / memory.max).

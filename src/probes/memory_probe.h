@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory probe family: page-cache misses and major faults per cgroup and per process
 // (bpf/memory.bpf.c). Kernel counts live in a per-process map; user space folds them into
 // monotonic totals per (cgroup, process name), so exited processes can leave the map.

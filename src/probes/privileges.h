@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks the capabilities the daemon needs before anything is loaded, so a missing one is
 // named instead of surfacing as an EPERM from deep inside libbpf.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The interface every probe family implements: load and attach independently, report
 // failures as exceptions with a user-facing reason, fill metrics on a scrape.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the probe families a configuration asks for: starts them independently (one that
 // fails is reported and the rest keep working), applies new configurations without touching
 // families whose settings did not change, drives their events and ticks, and collects their

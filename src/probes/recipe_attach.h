@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attaches the attribution family's uprobe recipes (bpf/attrib_recipe.bpf.h): each recipe's
 // library is looked for among the files running processes map, and its symbol attached there
 // by path for every process (pid -1), the recipe index as BPF cookie. Follows process churn

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Consumer of a BPF ring buffer map (BPF_MAP_TYPE_RINGBUF), written here instead of libbpf's
 // ring_buffer because of resident memory: libbpf (1.1.2, no option to change it) maps the data
 // area twice in a row so that a record wrapping around the end reads contiguously, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scheduler probe family: run-queue latency, off-CPU time by state and noisy-neighbour
 // preemptions per cgroup, and the sampled run-queue length per CPU (bpf/sched.bpf.c).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/syscall_classes.h"
 
 #include <sys/syscall.h>

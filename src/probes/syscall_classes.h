@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The syscall table the BPF programs classify system calls by (bpf/syscall_class.h), built from
 // this build's own <sys/syscall.h>, so the BPF code names no architecture's numbers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/tcp_probe.h"
 
 #include <bpf/bpf.h>

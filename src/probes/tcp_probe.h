@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TCP probe family: connection lifetimes, bytes, smoothed RTT and retransmits per service pair
 // (bpf/tcp.bpf.c). The kernel sends one record per closed connection, sampled RTTs and
 // retransmits through a ring buffer; consume() aggregates them here, so the pair labels

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CFS bandwidth throttling per cgroup, read from the cgroup files the kernel already keeps
 // (cpu.stat, the quota, the weight): no BPF program of its own. Every cgroup below the
 // layout's root is read on tick(), at most every config.throttle.interval_ms.

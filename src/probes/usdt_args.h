@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // USDT argument specifications ("8@%rdi -4@-20(%rbp) 8@$5") turned into the form libbpf's
 // <bpf/usdt.bpf.h> reads on the BPF side (bpf_usdt_arg()): one struct per probe site, kept
 // in the __bpf_usdt_specs map under the id the site's uprobe carries as its BPF cookie.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Our own USDT attachment, for the attribution family: the probe sites of a binary (from its
 // SDT notes) each get an argument spec in libbpf's __bpf_usdt_specs map, under an id the
 // site's uprobe hands the program as its BPF cookie, so <bpf/usdt.bpf.h>'s bpf_usdt_arg()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finds the executables and shared libraries that carry tailcause USDT probes: the ELF note
 // section .note.stapsdt with provider "tailcause", in the files running processes map.
 // Results per file are cached by (device, inode, mtime), so rescanning /proc is cheap.

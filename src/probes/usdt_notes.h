@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the SystemTap SDT notes (.note.stapsdt) of an ELF file: every probe site with its
 // argument specification, and where it lies in the file, which is what a uprobe is placed by
 // (the note holds link-time addresses; uprobes take file offsets).

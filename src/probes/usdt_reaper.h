@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Closes uprobe links away from the thread that serves scrapes. Closing a uprobe link waits in
 // the kernel (an RCU grace period for a uprobe_multi link; tens of milliseconds under a global
 // mutex for a perf-event uprobe), which must stall neither the endpoint (the probe set's lock)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fixture of the attribution family's root tests: runs tests/testprogs/attrib_target while the
 // family consumes, keeps the records of the targets it started, and checks on every test that
 // each stage's components add up to its wall time. ATTRIB_VERBOSE=1 prints every stage record.

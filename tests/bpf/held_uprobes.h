@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The uprobes this process holds, as the kernel sees them: uprobe_multi links (with the sites
 // each carries) and perf-event descriptors (each perf-event uprobe holds one).
 #pragma once

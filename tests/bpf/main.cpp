@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root test runner. A test may skip only where root is missing: as root (CI), a skip is a
 // failure, so `make test` cannot pass with BPF tests silently not run.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Producer for the ring reader's root tests (tests/bpf/test_ring_reader.cpp): run with
  * BPF_PROG_TEST_RUN on the calling thread's CPU, it reserves `count` records of five sizes in
  * turn (payloads of 16, 20, 100, 252 and 1000 bytes: unaligned lengths, records that wrap the
@@ -10,7 +11,7 @@
 
 #include "ring_test.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

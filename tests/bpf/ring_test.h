@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Shared by tests/bpf/ring_test.bpf.c and tests/bpf/test_ring_reader.cpp. */
 #ifndef TAILCAUSE_RING_TEST_H
 #define TAILCAUSE_RING_TEST_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An independent ktime measure of run-queue latency for the sched tests: bpftrace, timing each
 // wait from wake-up (or preemption) to switch-in with nsecs, as the classic one-liner does.
 #pragma once

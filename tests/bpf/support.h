@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared fixtures for the root tests: real cgroups, real child processes, metric look-ups.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the attribution family: the real SDK probes in tests/testprogs/attrib_target,
 // real cgroup quotas, a really dropped page cache, a real slow loopback peer, real contention.
 #include "attrib_fixture.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the kernel anomaly stamps: a thread under a real CPU quota reports output
 // quality right after being throttled, and its quality records carry that stall; an unloaded
 // thread's records carry no throttling. The entropy detector joins the two on real records.

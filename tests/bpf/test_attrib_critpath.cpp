@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Critical-path attribution (bpf/attrib_critpath.bpf.h): a stage's wait on another thread takes
 // the cause of what that thread was doing meanwhile, transitively; its helpers' own time is
 // reported apart, so the stage still adds up to its wall time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the network peer of a stage's network wait: real loopback TCP peers on real
 // ports (IPv4 and IPv6), the peer with the most wait when a stage waits on two, and no peer
 // for stages that never waited on a socket.

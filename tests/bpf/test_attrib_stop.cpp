@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stopping the attribution family with many uprobes attached: every uprobe it placed is gone
 // when stop() returns, on both attach paths. Prints the stop times and their ratio: the kernel
 // tears perf-event uprobes down one at a time under its event_mutex, each waiting for a

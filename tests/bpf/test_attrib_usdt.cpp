@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attribution family's own USDT attach: probe sites read from the SDT notes land on the
 // probes' instructions, uprobe_multi links carry every site of a probe in one link (one per
 // program and binary) with its argument spec as cookie, and both attach paths (uprobe_multi, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the block family: real reads and writes reaching the disk that holds the
 // scratch directory.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's glitch pipeline fed by the real attrib family: a stage of an SDK program that
 // runs over its SLO becomes a glitch the run loop routes to the journal (its tenant, stage,
 // cause and the agent's trace id), and the daemon's stop flushes it.

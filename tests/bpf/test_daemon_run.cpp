@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon in-process with real probes: run() attaches the configured families and serves
 // them; reloads re-apply families (a disabled one detaches, a changed one restarts, the others
 // keep their programs), a bad configuration changes nothing; request_stop() detaches all.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the probe families' resource handling: starts that fail halfway and
 // start/stop cycles give back every descriptor they took (skeletons, links, perf events,
 // ring buffers), and the parsed BTF is shared and dropped by the probe set.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root test of memory cgroup pressure (memory family): a child reads a file far larger than its
 // memory cgroup's limit, so the kernel must reclaim the cgroup's page cache over and over; the
 // BPF side times that reclaim per memory cgroup, and the evidence board gets it as a rate next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the memory family: real files on a real disk, dropped from the page cache,
 // read, written and faulted in by children in real cgroups.
 #include <fcntl.h>

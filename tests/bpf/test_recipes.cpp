@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Uprobe recipes of the attribution family: calls of library symbols named by a recipe file
 // become stages of the calling thread (tests/testprogs/lib/recipe_target.cpp, called by
 // tests/testprogs/recipe_user.cpp), GPU-sync calls become the gpu component, symbols not in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the ring buffer reader (probes/ring_reader.h) against a real BPF ring buffer
 // filled by tests/bpf/ring_test.bpf.c: records that wrap the end, discarded records, a full
 // ring, two producers on two CPUs, wakeups, and the resident memory of its mappings. Every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the sched family: real programs, real cgroups, real CPU contention.
 #include <sys/stat.h>
 #include <sys/wait.h>

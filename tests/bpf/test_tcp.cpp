@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the tcp family: real loopback connections with known payloads, real
 // retransmissions (a private network namespace whose loopback drops what it receives for a
 // while), the records aggregated per service pair.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root tests of the throttle family: real cgroups with real CFS quotas, real busy loops.
 #include <gtest/gtest.h>
 #include <sys/sysinfo.h>

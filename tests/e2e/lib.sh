@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared helpers for the end-to-end tests: start the real daemon, scrape it, clean up.
 # Sourced by tests/e2e/test_*.sh; ctest sets TAILCAUSE, BUILD_DIR and SRC_DIR.
 set -euo pipefail

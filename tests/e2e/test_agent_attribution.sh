@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The daemon attributes the example agent's stages to kernel causes, per tenant, through the
 # SDK's USDT probes (auto-discovered, no configuration): a tenant under a 10% CPU quota has
 # cpu_throttled as its generation stage's largest component while the other tenant does not;

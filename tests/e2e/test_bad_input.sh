@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Bad input gets a clear message and a non-zero exit, and leaves nothing half-started:
 # no BPF program loaded, no port bound.
 source "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The daemon with its built-in defaults attaches every node family and serves metrics that
 # promtool accepts without a warning, in both exposition formats.
 source "$(dirname "$0")/lib.sh"

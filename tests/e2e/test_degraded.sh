@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One family disabled, another failing to attach: the daemon still serves the rest, and says
 # which is which (log line + tailcause_probe_attached 0).
 source "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `tailcause demo` and `tailcause diagnose`: the demo runs the example agent with two tenants
 # and reports them (JSON shape, both tenants with QPS > 0, every stage, the agent and its
 # cgroups gone afterwards); diagnose, while an agent runs, reports its tenants too; Ctrl-C ends

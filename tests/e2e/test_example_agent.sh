@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The example agents do real work and their faults are real: the C++ rag-agent serves two
 # tenants from two cgroups (all stages, no errors), a 10% CPU quota on tenant a makes a's
 # generation clearly slower than b's in the agent's own measurements, the other faults run,

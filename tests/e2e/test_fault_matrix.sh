@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fault matrix (issue 4): `tailcause demo` runs the example agent with each fault on tenant
 # ta, and ta's glitches are explained by that fault's component — quota: cpu_throttled, CPU hog:
 # runqueue, dropped page cache: block_io, slow peer: network, lock contention: lock — while a

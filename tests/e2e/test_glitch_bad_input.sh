@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Bad input on the glitch path: a malformed OTLP endpoint, an unusable journal path and a
 # breaker socket another daemon serves are refused before any probe loads (clear message, exit
 # 2, nothing left); a corrupt breaker state file is reported and the daemon starts with closed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The glitch path end to end, with the real daemon and the example agent under a CPU quota on
 # tenant ta: glitches counted by cause, journaled with their verdicts and the cgroup's
 # throttling evidence; request and stage spans exported over OTLP/HTTP and decoded by the

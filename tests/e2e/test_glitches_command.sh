@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `tailcause glitches` lists and explains the journal's glitches: bad queries get a clear
 # message and exit 2, a missing journal exits 1 (and is not created); with a journal written by
 # a real daemon run (the example agent under a 20 ms stage SLO, so its stages glitch), the JSON

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The hardening issue's reproducers against the real daemon: bad numbers and hostile YAML at
 # start and on SIGHUP, a directory in place of the configuration, and an endpoint under idle,
 # slow and hostile clients. Each must get a clear error or a bounded answer, and the daemon

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sustained slowdowns become incidents (issue 11), with faults applied from OUTSIDE a running
 # example agent, the way they reach users: a CPU quota written into tenant ta's cgroup by this
 # script, then ta's index file dropped from the page cache every 50 ms (posix_fadvise DONTNEED)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The glitch journal survives kill -9 under load: the daemon journals the example agent's
 # glitches (a 20 ms stage SLO makes most stages glitch), is killed with SIGKILL three times
 # mid-run and restarted; each time the database passes SQLite's integrity check, every row a

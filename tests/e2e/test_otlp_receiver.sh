@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # OTLP on the wire: otlp_send (OtlpExporter: encode, batch, POST, retry) sends two known traces
 # to tests/e2e/otlp_receiver/receiver.js, which decodes them with the OpenTelemetry project's own
 # OTLP definitions (npm @opentelemetry/otlp-transformer's generated protobufjs root), not ours.

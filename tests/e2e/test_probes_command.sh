@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `tailcause probes` reports the kernel features and every family, as text and as JSON.
 source "$(dirname "$0")/lib.sh"
 require_root

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A real Prometheus server scrapes the daemon (text and OpenMetrics negotiation as Prometheus
 # does it) and can query the node-level series.
 source "$(dirname "$0")/lib.sh"

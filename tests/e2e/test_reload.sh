@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # SIGHUP reloads the configuration: only families whose settings changed are detached or
 # restarted (their BPF programs keep their ids), and a bad new configuration is rejected
 # while the running one stays.

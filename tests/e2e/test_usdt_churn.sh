@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Process churn: short SDK processes start continuously (2,000 a minute) from several copies of
 # the SDK binary, used in turn, so that binaries are attached and released while the endpoint
 # is scraped every 100 ms. Checks: no request is labelled tenant="unknown" and most are traced

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # SIGTERM with traced SDK processes running and 30 or more of their USDT probe sites attached:
 # the daemon exits cleanly, promptly (it used to sit in D state detaching uprobes one by one,
 # 77 ms each under the kernel's event_mutex), and leaves none of its links behind.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the breaker socket's line protocol, both sides. Any local process may connect to
 // the socket, so every request line is hostile; a parsed request must re-encode and parse back
 // to itself, and a decoded token must re-encode to something that decodes to it.

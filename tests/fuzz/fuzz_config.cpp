@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: configuration text (parse_config, parse_recipe_file). Every input must give a
 // Config or a ConfigError, within the fuzzer's time and memory limits (the ctest sets
 // -rss_limit_mb and -malloc_limit_mb: yaml-cpp's unbounded LoadAll on "," shows up as an OOM).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the cgroup files read for CPU throttling (cpu.stat, cpu.max, cpu.cfs_*, cpu.weight,
 // cpu.shares). A container can write nothing there, but a kernel may print what it likes.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: durations as typed on the command line. A value or a DurationError, never more
 // than kMaxDurationNs, and a value's canonical "<n>ns" spelling parses back to it.
 #include <cstddef>

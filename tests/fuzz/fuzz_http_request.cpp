@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the HTTP request path. Each input is sent as raw bytes to a real HttpServer
 // (libmicrohttpd, the daemon's limits) on a loopback port and the reply read back; it must stay
 // small (no range or pipelining amplification) and the server must not crash. The input's

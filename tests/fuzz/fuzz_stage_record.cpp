@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: ring-buffer records as the daemon decodes them. The SDK fills them from inside the
 // traced (untrusted) process, so names, trace ids and sizes are hostile; label values must come
 // out as valid UTF-8 whatever went in.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one libFuzzer harness on its checked-in corpus for a while:
 #   run.sh HARNESS NAME SECONDS SRC_DIR WORK_DIR
 # New inputs go to WORK_DIR/corpus/NAME (the checked-in tests/fuzz/corpus/NAME is only read);

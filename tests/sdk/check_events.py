@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks bpftrace's output (probes.bt.in) against what sdk_user / py_user fire for iteration
 i with request id base+i. Events of one request are compared as a multiset (bpftrace's per-CPU
 buffers do not keep order); every request seen whole must match exactly, and there must be at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python twin of sdk/tests/sdk_user.cpp: calls every probe through the tailcause package
 (so through libtailcause_sdk.so) with the values check_events.py expects.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prints the value of USDT semaphores in a running process, read from /proc/PID/mem the way a
 tracer finds them: the symbol's address (nm) -> file offset (ELF program headers) -> the
 process's mapping of that file (/proc/PID/maps).

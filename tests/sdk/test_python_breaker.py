@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tailcause.breaker_state() without root or a daemon: against a real BreakerSocket (the
 breaker_server test program), against no daemon, and against canned servers that answer
 garbage or nothing.

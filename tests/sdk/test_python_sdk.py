@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python SDK without root: it loads the built library, checks input before calling it, and
 its objects end once. (That the probes fire with these values is shown by test_usdt.sh.)
 

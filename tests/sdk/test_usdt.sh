@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Root test of the SDK's USDT probes with bpftrace as an independent tracer:
 #  A. C++ (sdk.hpp, probes in the binary): bpftrace -p attaches to a running sdk_user; every
 #     probe fires with the values the program used; the semaphores read 0 before, non-zero

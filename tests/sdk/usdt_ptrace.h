@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A minimal USDT tracer built on ptrace, for tests that must see the SDK's probes fire without
 // root (no BPF). It does what a real USDT tracer does, on a forked child of the test process:
 // reads the probe sites from this executable's .note.stapsdt, plants int3 on each site's nop,

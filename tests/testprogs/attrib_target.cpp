@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Target of the attribution tests: runs agent stages through the SDK's USDT probes, each mode
 // making one kernel cause dominate. It first waits (up to 30 s) until a tracer has enabled the
 // probes it uses, so the test need not race the daemon's attachment. Prints "key=value" lines.

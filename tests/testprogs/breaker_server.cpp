@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Serves a real BreakerSocket on a given path with a fixed table of breakers, for the SDK
 // clients' tests (C gtest and Python) without a daemon.
 //

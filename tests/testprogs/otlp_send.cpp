@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sends two known traces through OtlpExporter (encode + batch + POST) to an OTLP/HTTP endpoint,
 // then prints, as JSON on stdout, the spans a receiver must have decoded: ids, parent links,
 // names, kinds, times, status and the attributes to compare. Used by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calls the symbols of librecipe_target.so (tests/testprogs/lib/recipe_target.cpp) as a
 // runtime without the SDK would, once told to on stdin (so the test attaches first):
 //   recipe_user plain ROUNDS   tokenize + decode + recursive search + unlisted, per round

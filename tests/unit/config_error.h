@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The error parse_config() gives for `yaml` (read as file "f.yaml"); a test failure when it
 // accepts it.
 #pragma once

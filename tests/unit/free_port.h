@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A loopback TCP port that was free a moment ago, for tests that start a daemon on a fixed
 // `listen:` address (the unit and BPF tests share it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A directory under the system temp dir that lives as long as the test object; for unit tests
 // that need real files or sockets (journal, breaker socket and state).
 #pragma once

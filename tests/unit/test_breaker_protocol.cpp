@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The breaker socket's line protocol: request parsing (good and bad lines), percent-encoding,
 // the server's replies and the client's reply parsers, and answers from a real CircuitBreaker.
 #include <gtest/gtest.h>

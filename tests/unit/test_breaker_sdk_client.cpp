@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tailcause_sdk_breaker_state() from libtailcause_sdk.so against a real BreakerSocket (the
 // breaker_server test program), against no daemon, and against canned servers that answer
 // garbage or nothing.

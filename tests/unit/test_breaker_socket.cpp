@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The circuit-breaker socket on a real Unix socket in a temporary directory: owner-only mode,
 // answers, stale and live socket files, and clients that misbehave (random bytes, NULs, 10 KiB
 // lines, half lines, 100 clients at once, a client that never reads, idle clients). After each

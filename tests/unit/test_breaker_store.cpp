@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Circuit-breaker persistence on real files in a temporary directory: atomic owner-only saves,
 // round trips on the same boot, clock restarts after a reboot, missing and corrupt files.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vector-cache breakdown per (tenant, cache): the sliding window, entry and hysteresis, stale-age
 // quantiles, the evidence text and the bound on tracked series.
 #include <gtest/gtest.h>

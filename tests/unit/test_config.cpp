@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config parsing: defaults, every key, and errors that name the source, the line and the
 // full dotted key, so that a user can fix the file from the message alone.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile configuration text and files: each reproducer of the hardening issue is a clear
 // ConfigError, never a crash, a hang or unbounded memory.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Incidents through the daemon's glitch pipeline (no probes): stage records in, the incident in
 // the journal (ended when the pipeline stops), in the metrics and the summary `diagnose` reads;
 // a reload with new incident settings ends the open incident and starts learning afresh; and

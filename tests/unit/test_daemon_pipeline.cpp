@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's glitch pipeline without probes: records fed as the attrib family would route
 // them, glitches journaled by the journal thread (about once a second, the rest on stop), the
 // breaker's state saved and restored across pipelines, SIGHUP-style reconfiguration keeping

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon object without probes (every family disabled, so no root is needed): reloads
 // re-read the file given at start, reject a bad one and keep the running configuration,
 // refuse a new listen address, re-apply glitch settings; run() serves /metrics on its thread

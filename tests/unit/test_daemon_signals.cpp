@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one stop/reload signal mechanism: handlers only set the run's flags, SIGHUP is taken
 // only where a reload is wanted, and the previous actions come back afterwards.
 #include <gtest/gtest.h>

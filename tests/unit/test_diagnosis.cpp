@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The diagnose report: tenants' QPS and cache breakdown, stage leaders, why each tenant
 // glitched, and the deltas of the probe families' metrics (throttling, noisy neighbours, TCP).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line durations: the accepted spellings and clear refusals of everything else.
 #include <gtest/gtest.h>
 

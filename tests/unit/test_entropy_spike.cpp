@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output-entropy spikes per request: the baseline, the spike rule, one glitch per run, the
 // correlation with kernel anomalies within the window, and freeing per-request state.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The evidence board: throttling over a stage's interval from cpu.stat samples bracketing it,
 // the cgroup that preempted a victim most around a stage, bounds and expiry.
 #include <gtest/gtest.h>

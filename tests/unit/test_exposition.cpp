@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rendering of the Prometheus text format 0.0.4 and OpenMetrics 1.0, checked line by line and
 // then by Prometheus' own tools: `promtool check metrics` lints the text format, and
 // `promtool tsdb create-blocks-from openmetrics` runs Prometheus' OpenMetrics parser.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The analyzer: records in, glitches with verdicts (and the other families' evidence), the
 // circuit breaker, request traces for export, the glitch series and the diagnose summary.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-(tenant, agent) circuit breaker: trip, reset, quiet-period close, persistence.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The issue-4 configuration sections (glitch, cache_breakdown, entropy, breaker, journal, otlp):
 // every key parsed, and bad values rejected with the file, line and key.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The glitch detector: SLO and P99 rules, per-stage SLOs, per-(tenant, stage) windows, and
 // verdicts against the profile learned from normal stages.
 #include <gtest/gtest.h>

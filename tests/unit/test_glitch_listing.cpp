@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tailcause glitches` output: local ISO times, the table with evidence lines, and JSON with
 // every journal field.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sliding-window quantile: bucket geometry, accuracy against exact quantiles, expiry.
 #include <gtest/gtest.h>
 

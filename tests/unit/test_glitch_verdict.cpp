@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verdicts for each fault, from synthetic records against a learned normal profile.
 #include <gtest/gtest.h>
 

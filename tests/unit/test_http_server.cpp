@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP endpoint on a real loopback socket, fed hostile requests byte for byte: other
 // methods, thousands of ranges, a megabyte of headers, pipelining, idle and slow clients.
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // glitch.incident: every key parsed, the defaults as shipped, bad values refused with the file,
 // line and key, and the detector's settings derived from it.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sustained slowdowns as incidents: synthetic latency streams (a step up of 2x and 5x, a ramp,
 // a spike train, noise only, two tenants, a long fault, warm-up) against the long-horizon
 // baseline and its change-point test. Recall: the share of slowed stages (at 2x the true

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The glitch journal on a real SQLite file under /tmp: round trip, filters, pruning bounds,
 // reopen, refusing corrupt or newer files, and surviving kill -9 in the middle of appends.
 #include "export/journal.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Incidents in the journal (schema v2): written when they open and rewritten by key as they
 // grow and end, queried newest first with the glitch filters (a stage matches any stage an
 // incident slowed), a v1 journal upgraded in place, pruning by age, rows a killed writer left

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LabelBudget (top-K admission, sticky, folding into "__other__") and FoldedSeries (keeps
 // exported counters monotonic while series are folded, vanish and come back).
 #include <gtest/gtest.h>

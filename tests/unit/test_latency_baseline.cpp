@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The long-horizon baseline: a log-bucketed quantile whose old samples fade by sample count.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MetricSet: what a scrape fills. Families are found or created by name, keep the order in
 // which they were first added, and a name cannot change its type.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RequestTrace -> ExportTraceServiceRequest, decoded back with the generated protobuf classes:
 // ids, parent links, kinds, names, times, GenAI and tailcause attributes, glitch status.
 #include <gtest/gtest.h>

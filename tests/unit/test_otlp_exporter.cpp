@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OtlpExporter against a real HTTP collector (httplib::Server on 127.0.0.1): batching, retry
 // with backoff and Retry-After, final 4xx, partial success, a collector that is down (bounded
 // queue, drops counted, memory flat), stop() that neither hangs nor loses count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /proc/PID/cgroup parsing: the memory controller's cgroup on v1, hybrid and v2 hosts.
 #include <gtest/gtest.h>
 

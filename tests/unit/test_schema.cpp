@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/schema.h against what derives from it: component names, the metric registry, the
 // families the core emitters add, and the sources (every metric name literal is registered and
 // spelled only in schema.h; every family diagnose reads is emitted by a family, with the type

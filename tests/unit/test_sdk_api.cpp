@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ SDK (sdk.hpp) without root: its probes are observed by a small ptrace-based USDT
 // tracer (tests/sdk/usdt_ptrace.h) on a forked child, which plants traps on this binary's
 // probe sites and sets the semaphores the way the kernel does for a uprobe tracer. That shows

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Service-pair labels: ephemeral ports folded to "*", IPv6 bracketed, v4-mapped as IPv4.
 #include "core/service_pair.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The example configuration shipped in deploy/ documents the defaults: it must parse and equal
 // them.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attribution aggregator: series per tenant/agent/stage, exemplars, folding, errors.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The probes.attrib configuration section.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding of the attribution family's ring-buffer records: labels, UTF-8, trace ids, sums.
 #include <gtest/gtest.h>
 

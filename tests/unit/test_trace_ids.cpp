@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Derived trace and span ids: well-formed, stable for one request within a daemon run (so its
 // stages and the request agree), different across requests, processes and daemon runs.
 #include <gtest/gtest.h>

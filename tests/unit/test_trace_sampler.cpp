@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The OTLP trace budget: a token bucket of spans per second, glitch traces first, a stable
 // hash-of-trace-id sample of normal ones.
 #include <gtest/gtest.h>

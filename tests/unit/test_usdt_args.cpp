@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // USDT argument strings as compilers write them into SDT notes, turned into the specs the BPF
 // side's bpf_usdt_arg() reads.
 #include <gtest/gtest.h>

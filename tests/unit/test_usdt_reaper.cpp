@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The link reaper closes what it is handed on its own threads, then runs each batch's `done`
 // once, after the last descriptor of that batch is closed; drain() waits for all of it.
 #include <gtest/gtest.h>

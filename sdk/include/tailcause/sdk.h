@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * tailcause SDK: USDT probes (provider "tailcause") that mark requests, agent stages and
  * inference events so the tailcause daemon can attribute kernel time to them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tailcause SDK, C++20 RAII layer over the USDT probes of sdk.h.
 //
 //   tailcause::Request req("tenant-a", "rag");            // request_begin, auto id

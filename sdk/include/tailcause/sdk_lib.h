@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libtailcause_sdk.so: the probes of sdk.h as plain exported C functions, for FFI users
  * (the Python package, other languages). C and C++ programs can use sdk.h directly instead.

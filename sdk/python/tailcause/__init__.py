@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tailcause SDK for Python: marks requests, stages and inference events with the USDT probes
 of libtailcause_sdk.so, so the tailcause daemon can attribute kernel time to them.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The daemon's circuit breaker for one (tenant, agent), read over its local socket (pure
 Python, no ctypes): an agent sheds or slows its load while its breaker is open.
 

@@ -1,12 +1,17 @@
+# SPDX-License-Identifier: MIT
 """Finds and binds libtailcause_sdk.so (the SDK's probes as C functions) with ctypes.
 
 Lookup order: the TAILCAUSE_SDK_LIB environment variable (a path; used alone when set), the
 package directory (an installed copy), the source tree's build/sdk/, then the system loader.
+A TAILCAUSE_SDK_LIB that cannot be loaded is an ImportError (the user asked for that file); a
+library found nowhere makes every probe a no-op, with one RuntimeWarning at import, so an agent
+runs unchanged (untraced) on a machine without the SDK.
 """
 
 import ctypes
 import ctypes.util
 import os
+import warnings
 from pathlib import Path
 
 LIBRARY_NAME = "libtailcause_sdk.so"
@@ -34,10 +39,43 @@ def _load():
     tried.append(f"system loader ({system})")
     try:
         return ctypes.CDLL(system), system
-    except OSError as err:
-        raise ImportError(
-            "tailcause: libtailcause_sdk.so not found; build it (target tailcause_sdk) or set "
-            "TAILCAUSE_SDK_LIB. Tried: " + ", ".join(tried)) from err
+    except OSError:
+        warnings.warn(
+            "tailcause: libtailcause_sdk.so not found, every probe is a no-op (install "
+            "libtailcause-sdk-dev or build the tailcause_sdk target, or set TAILCAUSE_SDK_LIB). "
+            "Tried: " + ", ".join(tried), RuntimeWarning, stacklevel=2)
+        return _Absent(), None
+
+
+class _Function:
+    """A probe of the absent library: takes any arguments, does nothing."""
+    argtypes = None
+    restype = None
+
+    def __call__(self, *args):
+        return None
+
+
+class _Absent:
+    """Stands in for libtailcause_sdk.so when it is not installed: its semaphores are zeros of
+    our own, so no probe ever calls into it, and a direct call does nothing."""
+
+    def __init__(self):
+        self._zeros = [ctypes.c_ushort(0) for _ in range(32)]
+
+    def __getattr__(self, name):
+        if not name.startswith("tailcause_sdk_"):
+            raise AttributeError(name)
+        return _Function()
+
+    def tailcause_sdk_enabled_mask(self):
+        return 0
+
+    def tailcause_sdk_version(self):
+        return b"none"
+
+    def tailcause_sdk_semaphore(self, index):
+        return ctypes.addressof(self._zeros[index]) if 0 <= index < len(self._zeros) else None
 
 
 lib, library_path = _load()
@@ -60,19 +98,20 @@ _SIGNATURES = {
     "tailcause_sdk_output_quality": [_u64, _u64],
 }
 
-for _name, _args in _SIGNATURES.items():
-    _fn = getattr(lib, _name)
-    _fn.argtypes = _args
-    _fn.restype = None
+if library_path is not None:
+    for _name, _args in _SIGNATURES.items():
+        _fn = getattr(lib, _name)
+        _fn.argtypes = _args
+        _fn.restype = None
 
-lib.tailcause_sdk_enabled_mask.argtypes = []
-lib.tailcause_sdk_enabled_mask.restype = ctypes.c_uint32
+    lib.tailcause_sdk_enabled_mask.argtypes = []
+    lib.tailcause_sdk_enabled_mask.restype = ctypes.c_uint32
 
-lib.tailcause_sdk_version.argtypes = []
-lib.tailcause_sdk_version.restype = ctypes.c_char_p
+    lib.tailcause_sdk_version.argtypes = []
+    lib.tailcause_sdk_version.restype = ctypes.c_char_p
 
-lib.tailcause_sdk_semaphore.argtypes = [ctypes.c_uint32]
-lib.tailcause_sdk_semaphore.restype = ctypes.c_void_p
+    lib.tailcause_sdk_semaphore.argtypes = [ctypes.c_uint32]
+    lib.tailcause_sdk_semaphore.restype = ctypes.c_void_p
 
 # The library's probes, in the order of enum tailcause_sdk_probe (sdk_lib.h).
 PROBES = ("request_begin", "request_end", "stage_begin", "stage_end", "context_attach",

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Input checks done in Python, before anything reaches the C library: a wrong type or an
 out-of-range value raises here instead of being silently converted by ctypes."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // A test-only OTLP/HTTP trace receiver. It decodes each POST body with the OpenTelemetry
 // project's own OTLP definitions -- the protobufjs module generated from opentelemetry-proto
 // that @opentelemetry/otlp-transformer ships (build/src/generated/root.js) -- not with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small shared library exporting symbols shaped like those the shipped uprobe recipes name
 // (llama.cpp, a CUDA sync call, a FAISS-like recursive search), doing real work, for
 // tests/bpf/test_recipes.cpp. C linkage, so the recipe names the plain symbol.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+// SPDX-License-Identifier: Apache-2.0
 /* A C ABI over the vector cache (libtailcause_cache.so), for the Python binding and other FFI
  * users. Every function returns a negative value on an error; tc_cache_last_error() then says
  * what was wrong (per thread). Results: 0 hit, 1 miss, 2 stale (enum tailcause_cache_result). */
