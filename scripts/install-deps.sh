@@ -14,6 +14,7 @@ run_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux procps curl python3 python3-numpy
+  python3-torch python3-faiss  # zero-code tests: recipes and `tailcause instrument` (tests/zerocode)
 )
 case "$profile" in
   run) pkgs=("${run_pkgs[@]}") ;;

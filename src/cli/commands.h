@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/startup.h"
 
@@ -43,5 +44,13 @@ struct DemoOptions {
   bool json = false;
 };
 int run_demo(const CommonOptions& options, const DemoOptions& demo_options);
+
+// `instrument`: execs a Python agent under tailcause.instrument; returns only on failure
+// (2 bad command or no SDK package, 127 cannot exec).
+struct InstrumentOptions {
+  std::string entry, wsgi, asgi, tenant_arg, tenant_header, tenant_env, agent, sdk_python;
+  std::vector<std::string> command;  // python3 agent.py ARGS...
+};
+int run_instrument(const InstrumentOptions& options);
 
 }  // namespace tailcause::cli

@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <tuple>
+
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "core/duration.h"
@@ -102,6 +104,23 @@ int main(int argc, char** argv) {
   glitches->add_flag("--incidents", glitches_options.incidents,
                      "The incidents (sustained slowdowns over a stage's learned baseline) instead");
 
+  auto* instrument = app.add_subcommand(
+      "instrument", "Run a Python agent with its libraries' calls as stages: -- python3 agent.py");
+  InstrumentOptions instrument_options;
+  for (auto [flag, into, help] :
+       {std::tuple{"--entry", &instrument_options.entry, "Each call of this function is a request"},
+        {"--wsgi", &instrument_options.wsgi, "MODULE:APP, each HTTP request a request"},
+        {"--asgi", &instrument_options.asgi, "MODULE:APP, each HTTP request a request"},
+        {"--tenant-arg", &instrument_options.tenant_arg, "The entry's argument naming the tenant"},
+        {"--tenant-header", &instrument_options.tenant_header, "The request header naming it"},
+        {"--tenant-env", &instrument_options.tenant_env, "The environment variable naming it"},
+        {"--agent", &instrument_options.agent, "The agent name (default: the script's)"},
+        {"--sdk-python", &instrument_options.sdk_python, "The SDK's Python package directory"}}) {
+    instrument->add_option(flag, *into, help);
+  }
+  instrument->add_option("command", instrument_options.command, "python3 agent.py ARGS...")
+      ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -124,6 +143,7 @@ int main(int argc, char** argv) {
     if (*diagnose) return tailcause::cli::diagnose(options, diagnose_options);
     if (*demo) return run_demo(options, demo_options);
     if (*glitches) return list_glitches(glitches_options);
+    if (*instrument) return run_instrument(instrument_options);
   } catch (const tailcause::daemon::StartupError& e) {
     fmt::print(stderr, "tailcause: {}\n", e.what());
     return 2;
