@@ -90,6 +90,28 @@ spans=$(scrape | awk '/^tailcause_recipe_spans_total\{library="_swigfaiss/ { s +
 [ "$spans" -gt 0 ] || fail "no spans counted for the faiss recipes"
 pass "recipe status: faiss attached in _swigfaiss*.so ($spans spans), torch's fused layer attached"
 
+# `probes` while the agents run: recipes and their states, exit 1 for a symbol the library lacks.
+cat >"$WORK/probes.yaml" <<YAML
+probes:
+  attrib:
+    recipe_files: [$SRC_DIR/deploy/recipes/faiss.yaml]
+    recipes:
+      - {library: _swigfaiss*.so, symbol: no_such_symbol_zc, stage: tool}
+YAML
+rc=0
+"$TAILCAUSE" probes --json --config "$WORK/probes.yaml" >"$WORK/probes.json" 2>"$WORK/probes.err" || rc=$?
+[ "$rc" -eq 1 ] || fail "probes with an unresolvable symbol exited $rc: $(tail -3 "$WORK/probes.err")"
+"$PY" - "$WORK/probes.json" <<'PYCHECK' || fail "probes --json recipes: $(cat "$WORK/probes.json")"
+import json, sys
+r = {(x["library"], x["symbol"][:30]): x for x in json.load(open(sys.argv[1]))["recipes"]}
+flat = r[("_swigfaiss*.so", "_ZNK5faiss9IndexFlat6searchElPK")]
+assert flat["state"] == "attached" and flat["attached_files"] == 1, flat
+assert r[("libfaiss*.so*", "_ZNK5faiss9IndexFlat6searchElPK")]["state"] == "library_unmapped"
+assert r[("_swigfaiss*.so", "no_such_symbol_zc")]["state"] == "symbol_missing"
+PYCHECK
+grep -q "no_such_symbol_zc" "$WORK/probes.err" || fail "no log line names the missing symbol"
+pass "probes --json: faiss attached in _swigfaiss, the missing symbol reported, exit 1"
+
 # Fault-free: no glitch but what other processes' CPU load brings (the machine is shared).
 sleep 6
 blamed=$(scrape | awk '/^tailcause_glitches_total\{/ && index($0, "tenant=\"zc-") &&
