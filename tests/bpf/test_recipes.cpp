@@ -28,7 +28,7 @@ class RecipeTest : public AttribTest {
            "  - {library: librecipe_target.so*, symbol: cuStreamSynchronize, kind: gpu_sync}\n"
            "  - {library: librecipe_target.so*, symbol: no_such_symbol, stage: tool}\n"
            "  - {library: /nonexistent/libmissing.so, symbol: f, stage: tool}\n"
-           "  - {library: librecipe_targe?.so.2, symbol: unlisted_work, stage: tool}\n";
+           "  - {library: 'librecipe_targe?.so.2', symbol: unlisted_work, stage: tool}\n";
     config.attrib.recipe_files = {recipe_file, "/nonexistent/recipes.yaml"};
   }
   void TearDown() override {
