@@ -132,7 +132,10 @@ enum attrib_sdk_error {
 	/* a string argument on a page not present (a non-sleepable program cannot fault it in;
 	 * the SDK touches its strings first, so this means a caller that bypassed it) */
 	ATTRIB_ERR_UNREADABLE_STRING = 15,
-	ATTRIB_KERNEL_ERRORS = 16,
+	/* a uprobe recipe call whose return was never seen (longjmp, probes attached or released
+	 * mid-call): its state was dropped at the thread's next call */
+	ATTRIB_ERR_RECIPE_RETURN_MISSED = 16,
+	ATTRIB_KERNEL_ERRORS = 17,
 };
 
 /* Who a piece of work is for: copied from the request at stage_begin / context_attach. */

@@ -49,6 +49,8 @@ struct attrib_task {
 	__u64 thread_request; /* request_begin'ed on this thread and not yet ended (0: none) */
 	__u32 recipe_depth;   /* nested calls of span recipes in progress (recursion) */
 	__u32 pad2;
+	__u64 recipe_sp; /* user stack pointer at the outermost span recipe call's entry */
+	__u64 gpu_sp;	 /* the same for the outermost GPU-sync call */
 	struct attrib_anomaly anomaly; /* the thread's last kernel anomaly (kept across spans) */
 	struct attrib_peer off_peer;   /* the socket peer of the current sleep (family 0: none) */
 	struct attrib_peer peers[ATTRIB_PEER_SLOTS]; /* the span's peers, with their network wait */
@@ -173,6 +175,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } attrib_recipe_calls SEC(".maps");
+
+/* Per recipe (index = cookie): spans its calls produced (outermost calls that returned),
+ * read by collect() as tailcause_recipe_spans_total. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ATTRIB_MAX_RECIPES);
+	__type(key, __u32);
+	__type(value, __u64);
+} attrib_recipe_spans SEC(".maps");
 
 /* Bad SDK input of `kind` (enum attrib_sdk_error), counted. */
 static __always_inline void count_error(__u32 kind)

@@ -11,7 +11,14 @@
  *             recipe calling another) only count depth. A thread already in an SDK stage keeps
  *             it: the call is part of that stage.
  *   gpu_sync: time inside the call is the current stage's gpu component (see add()).
- *   count:    calls are counted, nothing else (tiny calls such as kernel launches). */
+ *   count:    calls are counted, nothing else (tiny calls such as kernel launches).
+ *
+ * Depth must never stick: a call whose return the uretprobe does not see (the return probe
+ * attached after the entry, the process left the call by longjmp or a signal handler, the
+ * probes were released mid-call) would otherwise leave the thread "nested" for good, and no
+ * later call of it would ever be a span. So the outermost entry records the user stack
+ * pointer; an entry at or above it (a sibling call, not a nested one: the stack grows down)
+ * means the call in progress is over, and its state is dropped. */
 #ifndef TAILCAUSE_ATTRIB_RECIPE_BPF_H
 #define TAILCAUSE_ATTRIB_RECIPE_BPF_H
 
@@ -41,6 +48,22 @@ static __always_inline void recipe_identity(struct attrib_task *c, __u32 tgid, _
 	bpf_get_current_comm(c->id.agent, 16);
 }
 
+/* A recipe span whose return was missed: retired without being sent (its end is unknown);
+ * the time it held stays in the thread's cumulative components (the critical path's ring). */
+static __always_inline void drop_recipe_span(struct attrib_task *c)
+{
+	if (!c->active || !(c->span.flags & ATTRIB_SPAN_RECIPE))
+		return;
+	c->active = 0;
+	__sync_fetch_and_add(&attrib_active_spans, -1);
+	compiler_barrier();
+	count_error(ATTRIB_ERR_RECIPE_RETURN_MISSED);
+	fold_span(c, bpf_ktime_get_ns());
+	c->last_in = 0;
+	c->off_ts = 0;
+	c->wait_ts = 0;
+}
+
 /* On-CPU time up to now is closed before a GPU-sync call's depth changes, so the call's own
  * CPU time (and only it) is counted as gpu. */
 static __always_inline void split_on_cpu(struct attrib_task *c)
@@ -61,7 +84,7 @@ int attrib_recipe_entry(struct pt_regs *ctx)
 	__u32 tid = (__u32)pid_tgid, index;
 	struct attrib_recipe *recipe = recipe_of(ctx, &index);
 	struct attrib_task *c;
-	__u64 *calls, now;
+	__u64 *calls, now, sp = PT_REGS_SP(ctx);
 
 	if (!recipe)
 		return 0;
@@ -75,11 +98,21 @@ int attrib_recipe_entry(struct pt_regs *ctx)
 		return 0;
 	if (recipe->mode == ATTRIB_RECIPE_GPU_SYNC) {
 		split_on_cpu(c);
-		c->gpu_wait += 1;
+		if (c->gpu_wait && sp >= c->gpu_sp) {
+			count_error(ATTRIB_ERR_RECIPE_RETURN_MISSED);
+			c->gpu_wait = 0; /* the previous sync's return was missed */
+		}
+		if (c->gpu_wait++ == 0)
+			c->gpu_sp = sp;
 		return 0;
+	}
+	if (c->recipe_depth && sp >= c->recipe_sp) {
+		drop_recipe_span(c); /* the previous outermost call's return was missed */
+		c->recipe_depth = 0;
 	}
 	if (c->recipe_depth++ > 0)
 		return 0; /* nested: the outermost call is the span */
+	c->recipe_sp = sp;
 	if (!c->active) {
 		now = bpf_ktime_get_ns();
 	} else if (c->span.flags & ATTRIB_SPAN_WORKER) {
@@ -105,7 +138,7 @@ int attrib_recipe_return(struct pt_regs *ctx)
 	struct attrib_recipe *recipe = recipe_of(ctx, &index);
 	struct attrib_task *c;
 	struct attrib_request *req;
-	__u64 now;
+	__u64 now, *spans;
 
 	if (!recipe || recipe->mode == ATTRIB_RECIPE_COUNT)
 		return 0;
@@ -124,6 +157,9 @@ int attrib_recipe_return(struct pt_regs *ctx)
 	if (!c->active || !(c->span.flags & ATTRIB_SPAN_RECIPE))
 		return 0; /* an SDK stage, or the span was closed by an SDK stage_begin */
 	now = span_end(c, 0, (__u32)pid_tgid);
+	spans = bpf_map_lookup_elem(&attrib_recipe_spans, &index);
+	if (spans)
+		*spans += 1;
 	if (c->attached_request) {
 		req = find_request(pid_tgid >> 32, c->attached_request);
 		if (req)

@@ -11,10 +11,13 @@ namespace tailcause::cli {
 
 int print_probes(const CommonOptions& options, bool json) {
   const auto startup = daemon::prepare(options);
-  const auto statuses = daemon::check_families(startup);
+  const auto check = daemon::check_families(startup);
+  const auto& statuses = check.families;
 
   bool any_failed = false;
   for (const auto& s : statuses) any_failed = any_failed || (s.enabled && !s.attached);
+  // A recipe whose library is mapped but lacks the symbol is broken, not merely idle.
+  for (const auto& r : check.recipes) any_failed = any_failed || r.state == "symbol_missing";
   if (json) {
     nlohmann::json out;
     for (const auto& f : startup.features.list) {
@@ -25,6 +28,15 @@ int print_probes(const CommonOptions& options, bool json) {
     for (const auto& s : statuses) {
       out["families"].push_back(
           {{"name", s.name}, {"enabled", s.enabled}, {"attached", s.attached}, {"error", s.error}});
+    }
+    out["recipes"] = nlohmann::json::array();
+    for (const auto& r : check.recipes) {
+      out["recipes"].push_back({{"library", r.library},
+                                {"symbol", r.symbol},
+                                {"state", r.state},
+                                {"attached_files", r.attached_files},
+                                {"calls", r.calls},
+                                {"spans", r.spans}});
     }
     fmt::print("{}\n", out.dump(2));
   } else {
@@ -37,6 +49,17 @@ int print_probes(const CommonOptions& options, bool json) {
     for (const auto& s : statuses) {
       const char* state = !s.enabled ? "disabled" : (s.attached ? "attached" : "FAILED");
       fmt::print("  {:<10} {:<9} {}\n", s.name, state, s.attached ? "" : s.error);
+    }
+    if (!check.recipes.empty()) {
+      // States: attached, symbol_missing (FAILED: the library lacks it), library_mismatch (a
+      // process maps a file that looks like the runtime but no glob matches it: see the log),
+      // library_unmapped (no running process maps it yet; attached when one does).
+      fmt::print("Recipes (library symbol: state, files, calls, spans)\n");
+      for (const auto& r : check.recipes) {
+        fmt::print("  {} {}: {}{}, {} file{}, {} calls, {} spans\n", r.library, r.symbol,
+                   r.state == "symbol_missing" ? "FAILED " : "", r.state, r.attached_files,
+                   r.attached_files == 1 ? "" : "s", r.calls, r.spans);
+      }
     }
   }
   return any_failed ? 1 : 0;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/startup.h"
 
@@ -61,5 +62,12 @@ struct HeatmapOptions {
   std::string out;     // FILE.svg | FILE.png
 };
 int write_heatmap(const HeatmapOptions& options);
+// `instrument`: execs a Python agent under tailcause.instrument; returns only on failure
+// (2 bad command or no SDK package, 127 cannot exec).
+struct InstrumentOptions {
+  std::string entry, wsgi, asgi, tenant_arg, tenant_header, tenant_env, agent, sdk_python;
+  std::vector<std::string> command;  // python3 agent.py ARGS...
+};
+int run_instrument(const InstrumentOptions& options);
 
 }  // namespace tailcause::cli

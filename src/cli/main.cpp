@@ -5,6 +5,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <tuple>
+
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "core/duration.h"
@@ -122,6 +124,22 @@ int main(int argc, char** argv) {
                    "stage:NAME (time x latency), tcp_rtt, tcp_duration (pair x hour), layers")
       ->required();
   heatmap->add_option("--out,-o", heatmap_options.out, "FILE.svg or FILE.png")->required();
+  auto* instrument = app.add_subcommand(
+      "instrument", "Run a Python agent with its libraries' calls as stages: -- python3 agent.py");
+  InstrumentOptions instrument_options;
+  for (auto [flag, into, help] :
+       {std::tuple{"--entry", &instrument_options.entry, "Each call of this function is a request"},
+        {"--wsgi", &instrument_options.wsgi, "MODULE:APP, each HTTP request a request"},
+        {"--asgi", &instrument_options.asgi, "MODULE:APP, each HTTP request a request"},
+        {"--tenant-arg", &instrument_options.tenant_arg, "The entry's argument naming the tenant"},
+        {"--tenant-header", &instrument_options.tenant_header, "The request header naming it"},
+        {"--tenant-env", &instrument_options.tenant_env, "The environment variable naming it"},
+        {"--agent", &instrument_options.agent, "The agent name (default: the script's)"},
+        {"--sdk-python", &instrument_options.sdk_python, "The SDK's Python package directory"}}) {
+    instrument->add_option(flag, *into, help);
+  }
+  instrument->add_option("command", instrument_options.command, "python3 agent.py ARGS...")
+      ->required();
 
   try {
     app.parse(argc, argv);
@@ -147,6 +165,7 @@ int main(int argc, char** argv) {
     if (*glitches) return list_glitches(glitches_options);
     if (*top) return run_top(top_options);
     if (*heatmap) return write_heatmap(heatmap_options);
+    if (*instrument) return run_instrument(instrument_options);
   } catch (const tailcause::daemon::StartupError& e) {
     fmt::print(stderr, "tailcause: {}\n", e.what());
     return 2;

@@ -4,6 +4,7 @@
 #include "core/config_reader.h"
 #include "core/config_yaml.h"
 #include "core/recipe_path.h"
+#include "core/identity_rules.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -40,49 +41,61 @@ bool has_space(const std::string& s) {
   return false;
 }
 
-// One recipe: {library, symbol, stage, kind}, checked as a whole once its keys are read.
-Recipe parse_recipe(Reader& r, const YAML::Node& n, const std::string& key,
-                    std::string_view source) {
+// One recipe: {library, symbol, stage, kind}, checked as a whole once its keys are read; a
+// list of libraries gives one recipe per library.
+std::vector<Recipe> parse_recipe(Reader& r, const YAML::Node& n, const std::string& key,
+                                 std::string_view source) {
   Recipe recipe;
+  std::vector<std::string> libraries;
   if (!n.IsMap()) r.fail(n, key, "expected a mapping {library, symbol, stage, kind}");
   recipe.source = fmt::format("{}:{}", source, n.Mark().line + 1);
   bool has_stage = false;
-  r.mapping(
-      n, key,
-      {{"library",
-        [&](const YAML::Node& v, const std::string& k) {
-          recipe.library = r.string(v, k);
-          if (recipe.library.empty() || has_space(recipe.library)) {
-            r.fail(v, k, "expected a library path or file-name glob (libllama.so*)");
-          }
-          if (recipe.library.find('/') != std::string::npos && recipe.library.front() != '/') {
-            r.fail(v, k, "a path must be absolute (or give a file-name glob)");
-          }
-        }},
-       {"symbol",
-        [&](const YAML::Node& v, const std::string& k) {
-          recipe.symbol = r.string(v, k);
-          if (recipe.symbol.empty() || has_space(recipe.symbol)) {
-            r.fail(v, k, "expected an ELF symbol name (mangled for C++)");
-          }
-        }},
-       {"stage",
-        [&](const YAML::Node& v, const std::string& k) {
-          recipe.stage = r.string(v, k);
-          has_stage = true;
-          if (!is_free_stage_name(recipe.stage)) {
-            r.fail(v, k,
-                   fmt::format("expected prompt, embedding, retrieval, generation, "
-                               "tool, response or a name of 1-{} letters, digits, "
-                               "'_', '-', '.', ':'",
-                               kMaxStageName));
-          }
-        }},
-       {"kind", [&](const YAML::Node& v, const std::string& k) {
-          recipe.kind = r.one_of(v, k, {"span", "gpu_sync", "count"});
-        }}});
+  r.mapping(n, key,
+            {{"library",
+              [&](const YAML::Node& v, const std::string& k) {
+                // One library, or a list of them (the same code shipped as a shared library and
+                // linked into a Python extension module): one recipe per library.
+                auto one = [&](const YAML::Node& item, const std::string& ik) {
+                  std::string lib = r.string(item, ik);
+                  if (lib.empty() || has_space(lib)) {
+                    r.fail(item, ik, "expected a library path or file-name glob (libllama.so*)");
+                  }
+                  if (lib.find('/') != std::string::npos && lib.front() != '/') {
+                    r.fail(item, ik, "a path must be absolute (or give a file-name glob)");
+                  }
+                  libraries.push_back(std::move(lib));
+                };
+                if (v.IsSequence()) {
+                  if (v.size() == 0) r.fail(v, k, "expected at least one library");
+                  for (size_t i = 0; i < v.size(); ++i) one(v[i], fmt::format("{}[{}]", k, i));
+                } else {
+                  one(v, k);
+                }
+              }},
+             {"symbol",
+              [&](const YAML::Node& v, const std::string& k) {
+                recipe.symbol = r.string(v, k);
+                if (recipe.symbol.empty() || has_space(recipe.symbol)) {
+                  r.fail(v, k, "expected an ELF symbol name (mangled for C++)");
+                }
+              }},
+             {"stage",
+              [&](const YAML::Node& v, const std::string& k) {
+                recipe.stage = r.string(v, k);
+                has_stage = true;
+                if (!is_free_stage_name(recipe.stage)) {
+                  r.fail(v, k,
+                         fmt::format("expected prompt, embedding, retrieval, generation, "
+                                     "tool, response or a name of 1-{} letters, digits, "
+                                     "'_', '-', '.', ':'",
+                                     kMaxStageName));
+                }
+              }},
+             {"kind", [&](const YAML::Node& v, const std::string& k) {
+                recipe.kind = r.one_of(v, k, {"span", "gpu_sync", "count"});
+              }}});
   const int line = n.Mark().line + 1;
-  if (recipe.library.empty()) r.fail_at(line, key + ".library", "missing");
+  if (libraries.empty()) r.fail_at(line, key + ".library", "missing");
   if (recipe.symbol.empty()) r.fail_at(line, key + ".symbol", "missing");
   if (recipe.kind == "span" && !has_stage) {
     r.fail_at(line, key + ".stage", "missing (a span recipe names its stage)");
@@ -92,7 +105,12 @@ Recipe parse_recipe(Reader& r, const YAML::Node& n, const std::string& key,
               "only span recipes name a stage (" + recipe.kind +
                   " counts toward the thread's current one)");
   }
-  return recipe;
+  std::vector<Recipe> out;
+  for (auto& lib : libraries) {
+    out.push_back(recipe);
+    out.back().library = std::move(lib);
+  }
+  return out;
 }
 
 void parse_recipe_list(Reader& r, const YAML::Node& n, const std::string& key,
@@ -100,7 +118,50 @@ void parse_recipe_list(Reader& r, const YAML::Node& n, const std::string& key,
   if (n.IsNull()) return;
   if (!n.IsSequence()) r.fail(n, key, "expected a list of {library, symbol, stage, kind}");
   for (size_t i = 0; i < n.size(); ++i) {
-    out.push_back(parse_recipe(r, n[i], fmt::format("{}[{}]", key, i), source));
+    for (auto& recipe : parse_recipe(r, n[i], fmt::format("{}[{}]", key, i), source)) {
+      out.push_back(std::move(recipe));
+    }
+  }
+}
+
+// probes.attrib.identity: [{from, env, pattern, tenant, agent}], each checked whole.
+void parse_identity_rules(Reader& r, const YAML::Node& n, const std::string& key,
+                          std::string_view source, std::vector<IdentityRule>& out) {
+  if (n.IsNull()) return;
+  if (!n.IsSequence()) r.fail(n, key, "expected a list of {from, pattern, tenant, agent}");
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string k = fmt::format("{}[{}]", key, i);
+    const YAML::Node& item = n[i];
+    if (!item.IsMap()) r.fail(item, k, "expected a mapping {from, pattern, tenant, agent}");
+    IdentityRule rule;
+    rule.source = fmt::format("{}:{}", source, item.Mark().line + 1);
+    bool has_pattern = false;
+    auto text = [&](std::string& into) {
+      return [&](const YAML::Node& v, const std::string& vk) { into = r.string(v, vk); };
+    };
+    r.mapping(item, k,
+              {{"from",
+                [&](const YAML::Node& v, const std::string& vk) {
+                  rule.from = r.one_of(v, vk, {"cgroup", "comm", "cmdline", "env"});
+                }},
+               {"env", text(rule.env)},
+               {"pattern",
+                [&](const YAML::Node& v, const std::string& vk) {
+                  rule.pattern = r.string(v, vk);
+                  has_pattern = true;
+                }},
+               {"tenant", text(rule.tenant)},
+               {"agent", text(rule.agent)}});
+    const int line = item.Mark().line + 1;
+    if (rule.from.empty()) r.fail_at(line, k + ".from", "missing (cgroup, comm, cmdline or env)");
+    if (!has_pattern) rule.pattern = rule.from == "env" ? "^.+$" : "";
+    if (!has_pattern && rule.from != "env") r.fail_at(line, k + ".pattern", "missing");
+    if (const std::string e = identity_rule_error(rule); !e.empty()) {
+      const std::string field = e.substr(0, e.find(':'));
+      r.fail_at(r.key_line(k + "." + field).value_or(line), k + "." + field,
+                e.substr(e.find(':') + 2));
+    }
+    out.push_back(std::move(rule));
   }
 }
 
@@ -256,7 +317,8 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                                 [&](const YAML::Node& x, const std::string& xk) {
                                   parse_recipe_list(r, x, xk, source, c.attrib.recipes);
                                 }},
-                               {"recipe_files", [&](const YAML::Node& x, const std::string& xk) {
+                               {"recipe_files",
+                                [&](const YAML::Node& x, const std::string& xk) {
                                   if (x.IsNull()) return;
                                   if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
                                   for (size_t i = 0; i < x.size(); ++i) {
@@ -266,6 +328,9 @@ Config parse_config(std::string_view yaml_text, std::string_view source) {
                                     c.attrib.recipe_files.push_back(
                                         resolve_recipe_file(path, source));
                                   }
+                                }},
+                               {"identity", [&](const YAML::Node& x, const std::string& xk) {
+                                  parse_identity_rules(r, x, xk, source, c.attrib.identity);
                                 }}});
                   }},
              });

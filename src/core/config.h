@@ -40,11 +40,28 @@ struct BlockConfig {
   bool operator==(const BlockConfig&) const = default;
 };
 
+// An identity rule (probes.attrib.identity; matching in core/identity_rules.h): the tenant and
+// agent of a process without the SDK, from its cgroup path, name, command line or environment.
+struct IdentityRule {
+  std::string from;     // cgroup | comm | cmdline | env
+  std::string env;      // the variable's name, for from: env
+  std::string pattern;  // ECMAScript regex, searched in the value (anchor it with ^...$)
+  // Templates: $0 the whole match, $1..$9 its groups, ${comm} the process name, ${pid}.
+  std::string tenant = "$0";
+  std::string agent = "${comm}";
+  std::string source;  // "file:line", for messages
+  bool operator==(const IdentityRule& o) const {
+    return from == o.from && env == o.env && pattern == o.pattern && tenant == o.tenant &&
+           agent == o.agent;
+  }
+};
+
 // A uprobe recipe: calls of `symbol` in `library` are stages (or GPU waits) for runtimes
 // without the SDK (deploy/recipes/*.yaml).
 struct Recipe {
   // An absolute path or a file-name glob ("libllama.so*"), matched against the files running
-  // processes map (a glob with '/' against the whole path, else against the file name).
+  // processes map (a glob with '/' against the whole path, else against the file name). A
+  // recipe file may give a list (`library: [libfaiss*.so*, _swigfaiss*.so]`): one Recipe each.
   std::string library;
   std::string symbol;  // as the ELF symbol table spells it (C++: mangled)
   // span: prompt|embedding|retrieval|generation|tool|response or a free name; gpu_sync and
@@ -66,6 +83,8 @@ struct AttribConfig {
   std::vector<Recipe> recipes;            // inline recipes
   // Recipe files (read at start); relative ones as resolve_recipe_file() found them.
   std::vector<std::string> recipe_files;
+  // Tenant and agent of processes without the SDK (recipe spans), first match wins.
+  std::vector<IdentityRule> identity;
   bool operator==(const AttribConfig&) const = default;
 };
 
@@ -95,6 +114,9 @@ struct GlitchSettings {
   std::map<std::string, uint32_t> stage_slos_ms;  // stage name -> SLO
   double p99_factor = 2.0;    // also a glitch when over this many times its recent P99 ...
   uint32_t min_samples = 50;  // ... once its window holds this many samples
+  // Uprobe recipe spans (no SDK) shorter than this are too short to judge against their P99:
+  // a millisecond call doubled by one scheduler tick is noise, not a glitch. The SLO still holds.
+  uint32_t recipe_noise_floor_ms = 20;
   IncidentSettings incident;
   bool operator==(const GlitchSettings&) const = default;
 };

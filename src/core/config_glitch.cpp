@@ -115,6 +115,10 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                      [&](const YAML::Node& v, const std::string& kk) {
                        g.min_samples = r.positive(v, kk, 1000000);
                      }},
+                    {"recipe_noise_floor_ms",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       g.recipe_noise_floor_ms = static_cast<uint32_t>(r.number(v, kk, 0, 3600000));
+                     }},
                     {"incident", [&](const YAML::Node& v, const std::string& kk) {
                        incident_section(r, v, kk, g.incident);
                      }}});

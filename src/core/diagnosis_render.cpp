@@ -78,6 +78,62 @@ std::string incidents_clause(const Diagnosis& d) {
          (d.incidents.size() > 1 ? fmt::format(" and {} more", d.incidents.size() - 1) : "");
 }
 
+// No glitch and no SDK request (recipe spans only, or nothing traced at all): what was seen
+// instead, so the tables below are not contradicted by "0 requests from 0 tenants".
+std::string seen_without_requests(const Diagnosis& d) {
+  std::vector<std::string> seen;
+  std::vector<const StageReport*> stages;
+  for (const auto& s : d.stages) {
+    if (s.summary.count) stages.push_back(&s);
+  }
+  std::stable_sort(stages.begin(), stages.end(), [](const auto* a, const auto* b) {
+    return a->summary.count > b->summary.count;
+  });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < stages.size() && i < 3; ++i) {
+    const auto& s = *stages[i];
+    names.push_back(fmt::format(
+        "{} {} x{} (P99 {}{})", s.summary.tenant, s.summary.stage, s.summary.count,
+        format_duration(s.summary.p99_ns),
+        s.leading ? fmt::format(", {} {}", component_name(*s.leading), percent(s.leading_share))
+                  : ""));
+  }
+  if (!names.empty()) {
+    seen.push_back(
+        fmt::format("stages {}{}", fmt::join(names, ", "),
+                    stages.size() > 3 ? fmt::format(" and {} more", stages.size() - 3) : ""));
+  }
+  if (!d.throttled.empty() && d.throttled.front().throttled_seconds > 0) {
+    const auto& t = d.throttled.front();
+    seen.push_back(fmt::format(
+        "cgroup {} throttled {:.1f} s ({} of its periods)", t.cgroup, t.throttled_seconds,
+        t.periods ? percent(static_cast<double>(t.throttled_periods) / t.periods) : "-"));
+  }
+  if (!d.neighbours.empty()) {
+    const auto& n = d.neighbours.front();
+    seen.push_back(fmt::format("cgroup {} preempted by {} for {:.2f} s", n.cgroup, n.by_cgroup,
+                               n.preempted_seconds));
+  }
+  if (!d.peers.empty()) {
+    const auto& p = d.peers.front();
+    if (p.mean_connection_seconds) {
+      seen.push_back(
+          fmt::format("slowest TCP peer {} -> {} ({} per connection)", p.local, p.remote,
+                      format_duration(static_cast<uint64_t>(*p.mean_connection_seconds * 1e9))));
+    } else if (p.mean_rtt_seconds) {
+      seen.push_back(
+          fmt::format("slowest TCP peer {} -> {} (RTT {})", p.local, p.remote,
+                      format_duration(static_cast<uint64_t>(*p.mean_rtt_seconds * 1e9))));
+    }
+  }
+  std::string out = fmt::format(
+      "no glitches: 0 requests from 0 tenants in {:.0f} s (no SDK requests)", d.duration_seconds);
+  out += seen.empty() ? "; nothing traced (no recipe matched, no SDK program ran)"
+                      : "; seen: " + fmt::format("{}", fmt::join(seen, "; "));
+  if (!d.incidents.empty()) out += "; " + incidents_clause(d);
+  return out;
+}
+
 }  // namespace
 
 std::string incident_sentence(const Incident& i) {
@@ -88,6 +144,7 @@ std::string incident_sentence(const Incident& i) {
 
 std::string diagnosis_headline(const Diagnosis& d) {
   if (d.verdicts.empty() && !d.incidents.empty()) return incidents_clause(d);
+  if (d.verdicts.empty() && d.requests == 0) return seen_without_requests(d);
   if (d.verdicts.empty()) {
     std::vector<std::string> names;
     for (const auto& t : d.tenants) names.push_back(t.tenant);

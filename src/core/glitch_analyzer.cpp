@@ -26,6 +26,7 @@ AnalyzerSettings AnalyzerSettings::from(const Config& config) {
   }
   s.glitch.p99_factor = config.glitch.p99_factor;
   s.glitch.min_samples = config.glitch.min_samples;
+  s.glitch.recipe_noise_floor_ns = config.glitch.recipe_noise_floor_ms * kMs;
   s.breaker.slow_ns = config.breaker.slow_ms * kMs;
   s.breaker.trip_after = config.breaker.trip_after;
   s.breaker.quiet_ns = static_cast<uint64_t>(config.breaker.quiet_s) * 1000 * kMs;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/glitch_detector.h"
 
+#include "bpf/attrib.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -99,6 +101,11 @@ std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, uint64_t now
                                               const EvidenceHints& hints) {
   Series* s = series_for(r.id.tenant, r.stage);
   GlitchCheck c = check(s, r.wall_ns(), slo_for(r.stage), now_ns);
+  // A uprobe recipe span too short to judge: its P99 rule is noise (see recipe_noise_floor_ns).
+  if ((r.flags & ATTRIB_SPAN_RECIPE) && r.wall_ns() < config_.recipe_noise_floor_ns) {
+    if (c.reason == GlitchReason::over_p99) c.reason = GlitchReason::none;
+    if (c.reason == GlitchReason::both) c.reason = GlitchReason::over_slo;
+  }
   std::optional<Glitch> out;
   if (c.glitch()) {
     // Explain against the profile as it stood before this record.

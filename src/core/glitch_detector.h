@@ -25,6 +25,7 @@ struct GlitchConfig {
   std::map<std::string, uint64_t> stage_slo_ns_by_stage;  // stage name -> SLO
   double p99_factor = 2.0;                       // glitch when wall > factor x recent P99 ...
   uint64_t min_samples = 50;                     // ... once the window holds this many samples
+  uint64_t recipe_noise_floor_ns = 20'000'000;   // recipe spans below this: SLO rule only
   uint64_t window_interval_ns = 10'000'000'000;  // P99 window: 6 x 10 s
   size_t window_intervals = 6;
   size_t max_series = 4096;  // (tenant, stage) pairs tracked; beyond, SLO checks only

@@ -111,6 +111,9 @@ inline constexpr const char kLayerDurationSeconds[] = "tailcause_layer_duration_
 inline constexpr const char kSdkErrors[] = "tailcause_sdk_errors";
 inline constexpr const char kAttribMissedSwitches[] = "tailcause_attrib_missed_switches";
 inline constexpr const char kRecipeCalls[] = "tailcause_recipe_calls";
+inline constexpr const char kRecipeSpans[] = "tailcause_recipe_spans";
+inline constexpr const char kRecipeStatus[] = "tailcause_recipe_status";
+inline constexpr const char kRecipeAttachedFiles[] = "tailcause_recipe_attached_files";
 inline constexpr const char kUsdtAttachedBinaries[] = "tailcause_usdt_attached_binaries";
 inline constexpr const char kUsdtBinaryChanges[] = "tailcause_usdt_binary_changes";
 // glitch pipeline (core/glitch_analyzer, the journal, OTLP, the breaker socket)
@@ -197,6 +200,9 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kSdkErrors, MetricType::Counter, "attrib"},
     {metric::kAttribMissedSwitches, MetricType::Counter, "attrib"},
     {metric::kRecipeCalls, MetricType::Counter, "attrib"},
+    {metric::kRecipeSpans, MetricType::Counter, "attrib"},
+    {metric::kRecipeStatus, MetricType::Gauge, "attrib"},
+    {metric::kRecipeAttachedFiles, MetricType::Gauge, "attrib"},
     {metric::kUsdtAttachedBinaries, MetricType::Gauge, "attrib"},
     {metric::kUsdtBinaryChanges, MetricType::Counter, "attrib"},
     {metric::kGlitches, MetricType::Counter, "glitch"},

@@ -28,7 +28,8 @@ constexpr std::array<const char*, ATTRIB_KERNEL_ERRORS> kKernelErrors = {
     "bad_cache_result",
     "layer_end_without_begin",
     "bad_trace_id",
-    "unreadable_string"};
+    "unreadable_string",
+    "recipe_return_missed"};
 static_assert(kKernelErrors.size() == ATTRIB_KERNEL_ERRORS);
 
 constexpr std::array<const char*, ATTRIB_STAGE_KINDS> kStageNames = {

@@ -1,14 +1,55 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/family_check.h"
 
-namespace tailcause::daemon {
+#include "core/schema.h"
 
-std::vector<probes::FamilyStatus> check_families(const Startup& startup) {
+namespace tailcause::daemon {
+namespace {
+
+std::string label(const core::Labels& labels, const std::string& key) {
+  for (const auto& [k, v] : labels) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+}  // namespace
+
+FamilyCheck check_families(const Startup& startup) {
   probes::ProbeSet set(startup.features, startup.layout);
   set.apply(startup.config);
-  auto statuses = set.status();
+  FamilyCheck out;
+  out.families = set.status();
+  core::MetricSet metrics;
+  set.collect(metrics);
+  out.recipes = recipe_checks(metrics);
   set.stop_all();
-  return statuses;
+  return out;
+}
+
+std::vector<RecipeCheck> recipe_checks(const core::MetricSet& metrics) {
+  std::vector<RecipeCheck> out;
+  const core::MetricFamily* status = nullptr;
+  for (const auto& f : metrics.families()) {
+    if (f.name == core::metric::kRecipeStatus) status = &f;
+  }
+  if (!status) return out;
+  auto value = [&](const char* name, const core::Labels& want) -> uint64_t {
+    const core::Sample* s = metrics.find(name, want);
+    return s ? static_cast<uint64_t>(s->value) : 0;
+  };
+  for (const auto& s : status->samples) {
+    RecipeCheck r;
+    r.library = label(s.labels, "library");
+    r.symbol = label(s.labels, "symbol");
+    r.state = label(s.labels, "state");
+    const core::Labels key{{"library", r.library}, {"symbol", r.symbol}};
+    r.attached_files = value(core::metric::kRecipeAttachedFiles, key);
+    r.calls = value(core::metric::kRecipeCalls, key);
+    r.spans = value(core::metric::kRecipeSpans, key);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace tailcause::daemon

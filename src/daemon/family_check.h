@@ -3,13 +3,30 @@
 // whether each one did (and why not), and detaches them all again.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "core/metrics.h"
 #include "daemon/startup.h"
 #include "probes/probe_set.h"
 
 namespace tailcause::daemon {
 
-std::vector<probes::FamilyStatus> check_families(const Startup& startup);
+// One uprobe recipe as the attach left it (from the attribution family's own series).
+struct RecipeCheck {
+  std::string library, symbol, state;  // state: core::recipe_state_name()
+  uint64_t attached_files = 0, calls = 0, spans = 0;
+};
+
+struct FamilyCheck {
+  std::vector<probes::FamilyStatus> families;
+  std::vector<RecipeCheck> recipes;
+};
+
+FamilyCheck check_families(const Startup& startup);
+
+// The recipes' rows from a scrape (tailcause_recipe_status / _attached_files / _calls /
+// _spans), in the order of their status series.
+std::vector<RecipeCheck> recipe_checks(const core::MetricSet& metrics);
 
 }  // namespace tailcause::daemon

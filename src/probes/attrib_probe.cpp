@@ -121,6 +121,11 @@ void AttribProbe::start(const ProbeContext& ctx) {
   cgroups_ = &ctx.cgroups;
   attach_core_programs(ctx);
   load_recipes(cfg);
+  try {
+    identity_.configure(core::IdentityRules(cfg.identity));
+  } catch (const std::exception& e) {  // the config parser checked them: not expected
+    spdlog::error("attrib: {}; identity rules ignored", e.what());
+  }
   ring_ = std::make_unique<RingReader>(bpf_map__fd(skel_->maps.attrib_events),
                                        [this](std::span<const std::byte> r) { on_record(r); });
   if (!only_binary_.empty()) {
@@ -196,6 +201,12 @@ std::vector<std::string> AttribProbe::recipe_problems() const {
   return out;
 }
 
+uint64_t AttribProbe::recipe_spans(size_t index) const {
+  return skel_ ? percpu_sum(bpf_map__fd(skel_->maps.attrib_recipe_spans),
+                            static_cast<uint32_t>(index))
+               : 0;
+}
+
 uint64_t AttribProbe::recipe_calls(size_t index) const {
   return skel_ ? percpu_sum(bpf_map__fd(skel_->maps.attrib_recipe_calls),
                             static_cast<uint32_t>(index))
@@ -269,13 +280,9 @@ void AttribProbe::on_record(std::span<const std::byte> bytes) {
                           (p.exec ? pending_execs_ : pending_exits_).insert(p.pid);
                         },
                         [this](core::StageRecord& r) {
-                          // A runtime without the SDK: its tenant is its cgroup, if any.
-                          if (r.id.synthetic && cgroups_ && r.cgroup_id) {
-                            std::string name = cgroups_->name(r.cgroup_id);
-                            if (!name.empty() && name != "/" && !name.starts_with("id:")) {
-                              r.id.tenant = std::move(name);
-                            }
-                          }
+                          // A runtime without the SDK: the identity rules' tenant, else
+                          // its cgroup, else its process name.
+                          if (r.id.synthetic) identity_.apply(r, cgroups_);
                           aggregator_->add(r);
                         },
                         [this](const auto& r) { aggregator_->add(r); }},
@@ -306,8 +313,10 @@ void AttribProbe::handle_pending() {
       }
     }
   }
+  for (uint32_t pid : pending_execs_) identity_.forget(pid);  // a new program: ask again
   pending_execs_.clear();
   if (!pending_exits_.empty()) {
+    for (uint32_t pid : pending_exits_) identity_.forget(pid);
     free_requests(pending_exits_, false);
     pending_exits_.clear();
   }
@@ -495,9 +504,23 @@ void AttribProbe::collect(core::MetricSet& out) {
           {}, static_cast<double>(missed_switches()));
   for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
     const core::Recipe& r = recipes_.recipes()[i];
+    const core::Labels labels{{"library", r.library}, {"symbol", r.symbol}};
     out.add(core::metric::kRecipeCalls, core::MetricType::Counter,
-            "Calls of the symbols uprobe recipes name (all threads, nested calls included)",
-            {{"library", r.library}, {"symbol", r.symbol}}, static_cast<double>(recipe_calls(i)));
+            "Calls of the symbols uprobe recipes name (all threads, nested calls included)", labels,
+            static_cast<double>(recipe_calls(i)));
+    out.add(core::metric::kRecipeSpans, core::MetricType::Counter,
+            "Stage spans uprobe recipes produced (outermost calls that returned)", labels,
+            static_cast<double>(recipe_spans(i)));
+    const auto st = recipes_.status(i);
+    out.add(core::metric::kRecipeAttachedFiles, core::MetricType::Gauge,
+            "Library files a uprobe recipe's symbol is attached in", labels,
+            static_cast<double>(st.attached_files));
+    core::Labels with_state = labels;
+    with_state.emplace_back("state", core::recipe_state_name(st.state));
+    out.add(core::metric::kRecipeStatus, core::MetricType::Gauge,
+            "Where each uprobe recipe stands (1 for its state: attached, symbol_missing, "
+            "library_mismatch, library_unmapped)",
+            with_state, 1);
   }
   out.add(core::metric::kUsdtAttachedBinaries, core::MetricType::Gauge,
           "Executables and libraries whose tailcause USDT probes are attached", {},

@@ -21,6 +21,7 @@
 #include "probes/handles.h"
 #include "probes/probe_family.h"
 #include "probes/recipe_attach.h"
+#include "probes/recipe_identity.h"
 #include "probes/usdt_attach.h"
 #include "probes/usdt_discovery.h"
 #include "probes/usdt_reaper.h"
@@ -81,6 +82,7 @@ class AttribProbe final : public ProbeFamily {
   const RecipeAttacher& recipes() const { return recipes_; }
   std::vector<std::string> recipe_problems() const;
   uint64_t recipe_calls(size_t index) const;
+  uint64_t recipe_spans(size_t index) const;
   uint64_t events_lost() const;      // dropped: ring buffer or a map full
   uint64_t missed_switches() const;  // switch-ins the kernel did not report, recovered
 
@@ -117,6 +119,7 @@ class AttribProbe final : public ProbeFamily {
   RecipeAttacher recipes_;
   std::vector<std::string> recipe_file_errors_;
   CgroupNames* cgroups_ = nullptr;  // synthetic recipe requests: tenant = the process's cgroup
+  RecipeIdentity identity_;         // ... or what probes.attrib.identity says
   std::unique_ptr<core::StageAggregator> aggregator_;
   Observer observer_;
   pid_t only_pid_ = 0;

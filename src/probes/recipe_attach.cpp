@@ -53,6 +53,8 @@ void RecipeAttacher::configure(bpf_program* entry, bpf_program* ret,
   ret_ = ret;
   recipes_ = std::move(recipes);
   ever_matched_.assign(recipes_.size(), false);
+  symbol_problem_.assign(recipes_.size(), "");
+  lookalike_.assign(recipes_.size(), "");
   first_sync_done_ = false;
   for (const auto& r : recipes_) {
     if (r.library.front() == '/' && !has_glob(r.library) && access(r.library.c_str(), R_OK) != 0) {
@@ -64,21 +66,46 @@ void RecipeAttacher::configure(bpf_program* entry, bpf_program* ret,
 void RecipeAttacher::sync(pid_t only_pid) {
   if (recipes_.empty() || !entry_) return;
   std::map<BinaryId, std::pair<std::string, std::string>> found;  // reachable path, maps path
+  std::vector<std::string> runtimes;
+  for (const auto& r : recipes_) runtimes.push_back(core::recipe_runtime(r.library));
+  if (!only_pid) lookalike_.assign(recipes_.size(), "");  // a full scan sees every process
   for (pid_t pid : process_ids(only_pid)) {
     std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
     std::string line;
     std::set<BinaryId> in_this_process;
+    std::vector<bool> matched_here(recipes_.size(), false);
+    std::vector<std::string> similar_here(recipes_.size());
     while (std::getline(maps, line)) {
       auto e = parse_maps_line(line);
-      if (!e || found.count(e->id) || !in_this_process.insert(e->id).second) continue;
+      if (!e || !in_this_process.insert(e->id).second) continue;
       bool wanted = false;
       for (size_t i = 0; i < recipes_.size(); ++i) {
-        if (recipe_matches(recipes_[i].library, e->path)) wanted = ever_matched_[i] = true;
+        if (recipe_matches(recipes_[i].library, e->path)) {
+          wanted = ever_matched_[i] = matched_here[i] = true;
+        } else if (similar_here[i].empty() && core::looks_like(runtimes[i], e->path)) {
+          similar_here[i] = e->path;
+        }
       }
-      if (!wanted) continue;
+      if (!wanted || found.count(e->id)) continue;
       if (auto path = reachable_path(pid, *e); !path.empty()) {
         found.emplace(e->id, std::make_pair(path, e->path));
       }
+    }
+    // A process of the recipe's runtime that no recipe for the same symbol covers: said once.
+    for (size_t i = 0; i < recipes_.size(); ++i) {
+      if (similar_here[i].empty() || matched_here[i]) continue;
+      bool covered = false;
+      for (size_t j = 0; j < recipes_.size() && !covered; ++j) {
+        covered = matched_here[j] && recipes_[j].symbol == recipes_[i].symbol;
+      }
+      if (covered) continue;
+      if (reported_.insert("lookalike " + recipes_[i].source + " " + similar_here[i]).second) {
+        spdlog::warn(
+            "attrib: recipe {}: process {} maps {}, which looks like {}, but no file it maps "
+            "matches {}: its calls are not traced (add the file to the recipe's library list)",
+            recipes_[i].source, pid, similar_here[i], runtimes[i], recipes_[i].library);
+      }
+      lookalike_[i] = fmt::format("process {} maps {}", pid, similar_here[i]);
     }
   }
   for (const auto& [id, paths] : found) {
@@ -105,32 +132,42 @@ void RecipeAttacher::sync(pid_t only_pid) {
 
 void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
                             const std::string& mapped_as) {
-  Library lib{path, {}, {}};
+  Library lib{path, {}, {}, {}, {}};
   for (size_t i = 0; i < recipes_.size(); ++i) {
     const core::Recipe& r = recipes_[i];
     if (!recipe_matches(r.library, mapped_as)) continue;
-    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = false,
+    lib.matched.insert(i);
+    // The return first, then the entry: a call that enters between the two attaches is then
+    // seen returning without having entered (ignored), never entering without a return (the
+    // BPF side heals that case too, at the thread's next call). Released in the other order.
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = true,
                 .func_name = r.symbol.c_str());
+    LinkHandle ret;
+    if (r.kind != "count") {
+      ret = LinkHandle(bpf_program__attach_uprobe_opts(ret_, -1, path.c_str(), 0, &opts));
+      if (!ret) {
+        const int err = errno;
+        symbol_problem_[i] =
+            fmt::format("cannot attach {} in {}: {}", r.symbol, path,
+                        err == ENOENT || err == ESRCH ? "no such symbol exported" : strerror(err));
+        report(fmt::format("recipe {}: {}", r.source, symbol_problem_[i]));
+        continue;
+      }
+    }
+    opts.retprobe = false;
     LinkHandle entry(bpf_program__attach_uprobe_opts(entry_, -1, path.c_str(), 0, &opts));
     if (!entry) {
       const int err = errno;
-      report(
-          fmt::format("recipe {}: cannot attach {} in {}: {}", r.source, r.symbol, path,
-                      err == ENOENT || err == ESRCH ? "no such symbol exported" : strerror(err)));
-      continue;
+      symbol_problem_[i] =
+          fmt::format("cannot attach {} in {}: {}", r.symbol, path,
+                      err == ENOENT || err == ESRCH ? "no such symbol exported" : strerror(err));
+      report(fmt::format("recipe {}: {}", r.source, symbol_problem_[i]));
+      continue;  // `ret` goes with it
     }
-    if (r.kind != "count") {
-      opts.retprobe = true;
-      LinkHandle ret(bpf_program__attach_uprobe_opts(ret_, -1, path.c_str(), 0, &opts));
-      if (!ret) {
-        report(fmt::format("recipe {}: cannot attach the return of {} in {}: {}", r.source,
-                           r.symbol, path, strerror(errno)));
-        continue;  // `entry` goes with it
-      }
-      lib.links.push_back(std::move(ret));
-    }
-    lib.links.push_back(std::move(entry));
+    lib.links.push_back(std::move(entry));  // destroyed first
+    if (ret) lib.links.push_back(std::move(ret));
     lib.symbols.insert(r.symbol);
+    lib.attached.insert(i);
   }
   if (!lib.symbols.empty()) {
     spdlog::info("attrib: attached {} recipe symbol(s) in {}", lib.symbols.size(), path);
@@ -150,6 +187,27 @@ size_t RecipeAttacher::attached_libraries() const {
   size_t n = 0;
   for (const auto& [id, lib] : libraries_) n += lib.symbols.empty() ? 0 : 1;
   return n;
+}
+
+RecipeAttacher::Status RecipeAttacher::status(size_t index) const {
+  Status st;
+  for (const auto& [id, lib] : libraries_) {
+    st.attached_files += lib.attached.count(index);
+    st.matched_files += lib.matched.count(index);
+  }
+  if (st.attached_files) {
+    st.state = core::RecipeState::attached;
+  } else if (st.matched_files) {
+    st.state = core::RecipeState::symbol_missing;
+    st.detail = index < symbol_problem_.size() ? symbol_problem_[index] : "";
+  } else if (index < lookalike_.size() && !lookalike_[index].empty()) {
+    st.state = core::RecipeState::library_mismatch;
+    st.detail = lookalike_[index] + ", no file matches " + recipes_[index].library;
+  } else {
+    st.detail =
+        "no running process maps " + (index < recipes_.size() ? recipes_[index].library : "");
+  }
+  return st;
 }
 
 bool RecipeAttacher::attached(const std::string& path, const std::string& symbol) const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/recipe_match.h"
 #include "probes/handles.h"
 #include "probes/usdt_discovery.h"
 
@@ -45,11 +46,21 @@ class RecipeAttacher {
   // Uprobes attached for `symbol` (entry and return count as one) in the file at `path`.
   bool attached(const std::string& path, const std::string& symbol) const;
 
+  // Where recipe `index` stands now, and the library files it is attached in / matches.
+  struct Status {
+    core::RecipeState state = core::RecipeState::library_unmapped;
+    size_t attached_files = 0, matched_files = 0;
+    std::string detail;  // the problem or the similar-looking file, when not attached
+  };
+  Status status(size_t index) const;
+
  private:
   struct Library {
     std::string path;
     std::vector<LinkHandle> links;
     std::set<std::string> symbols;  // attached ones
+    std::set<size_t> attached;      // recipe indexes attached here
+    std::set<size_t> matched;       // recipe indexes whose library glob matches it
   };
   // `path` reaches the file from here; `mapped_as` is the path the process maps it by.
   void attach(const BinaryId& id, const std::string& path, const std::string& mapped_as);
@@ -58,8 +69,10 @@ class RecipeAttacher {
   bpf_program* entry_ = nullptr;
   bpf_program* ret_ = nullptr;
   std::vector<core::Recipe> recipes_;
-  std::map<BinaryId, Library> libraries_;  // files that match a recipe (links may be empty)
-  std::vector<bool> ever_matched_;         // per recipe
+  std::map<BinaryId, Library> libraries_;    // files that match a recipe (links may be empty)
+  std::vector<bool> ever_matched_;           // per recipe
+  std::vector<std::string> symbol_problem_;  // per recipe: why its symbol did not attach
+  std::vector<std::string> lookalike_;       // per recipe: a similar file no glob matched
   bool first_sync_done_ = false;
   std::vector<std::string> problems_;
   std::set<std::string> reported_;

@@ -28,7 +28,8 @@ class RecipeTest : public AttribTest {
            "  - {library: librecipe_target.so*, symbol: faiss_search, stage: vector-search}\n"
            "  - {library: librecipe_target.so*, symbol: cuStreamSynchronize, kind: gpu_sync}\n"
            "  - {library: librecipe_target.so*, symbol: no_such_symbol, stage: tool}\n"
-           "  - {library: /nonexistent/libmissing.so, symbol: f, stage: tool}\n";
+           "  - {library: /nonexistent/libmissing.so, symbol: f, stage: tool}\n"
+           "  - {library: 'librecipe_targe?.so.2', symbol: unlisted_work, stage: tool}\n";
     config.attrib.recipe_files = {recipe_file, "/nonexistent/recipes.yaml"};
   }
   void TearDown() override {
@@ -169,6 +170,112 @@ TEST_F(RecipeTest, SpansJoinTheThreadsSdkRequest) {
     EXPECT_EQ(s.id.agent, "recipe-test");
     EXPECT_TRUE(s.id.request_id == 1000 || s.id.request_id == 1001) << s.id.request_id;
   }
+}
+
+// A call left without returning (siglongjmp out of a signal handler: the uretprobe never
+// fires) must not leave the thread "nested" for good: every later call is a span again.
+TEST_F(RecipeTest, AMissedReturnDoesNotStopLaterSpans) {
+  TestCgroup cgroup("recipe-escape");
+  names.all();
+  probe->start(ctx);
+  run_user("escape", 4, cgroup);
+  const auto generation = named("generation");
+  EXPECT_EQ(generation.size(), 4u) << "one span per decode that returned";
+  for (const auto& s : generation) {
+    EXPECT_LT(seconds(s.wall_ns()), 0.4) << "not the escaped 500 ms call: " << describe(s);
+  }
+  EXPECT_EQ(probe->recipe_calls(1), 8u);
+  EXPECT_GE(value(scrape(), "tailcause_sdk_errors", {{"kind", "recipe_return_missed"}}), 4);
+}
+
+// Attaching while the target calls the probed symbol back to back (as when `run` or `diagnose`
+// is pointed at a live server): every call entered after the attach is a span, 10 of 10
+// trials, each attaching afresh (the library is released between trials).
+TEST_F(RecipeTest, AttachingMidCallKeepsEveryLaterCall) {
+  TestCgroup cgroup("recipe-midcall");
+  names.all();
+  probe->start(ctx);
+  for (int trial = 0; trial < 10; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    stages.clear();
+    const uint64_t calls_before = probe->recipe_calls(0);
+    const uint64_t spans_before = probe->recipe_spans(0);
+    int out[2];
+    ASSERT_EQ(pipe(out), 0);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(out[0]);
+      dup2(out[1], 1);
+      execl(kUser.c_str(), kUser.c_str(), "loop", "600", nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    targets.insert(pid);
+    cgroup.add(pid);
+    char r = 0;
+    ASSERT_EQ(read(out[0], &r, 1), 1);  // it is calling llama_tokenize now
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!probe->recipes().attached(kLib, "llama_tokenize") &&
+           std::chrono::steady_clock::now() < deadline) {
+      probe->rescan_recipes();
+      if (!probe->recipes().attached(kLib, "llama_tokenize")) std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_TRUE(probe->recipes().attached(kLib, "llama_tokenize"));
+    if (trial == 0) {
+      // While the target runs: each recipe's state, in the attacher and on /metrics.
+      using core::RecipeState;
+      EXPECT_EQ(probe->recipes().status(0).state, RecipeState::attached);
+      EXPECT_EQ(probe->recipes().status(0).attached_files, 1u);
+      EXPECT_EQ(probe->recipes().status(4).state, RecipeState::symbol_missing);
+      EXPECT_NE(probe->recipes().status(4).detail.find("no such symbol"), std::string::npos);
+      EXPECT_EQ(probe->recipes().status(5).state, RecipeState::library_unmapped);
+      // A file that looks like the runtime (librecipe_target.so for librecipe_targe?.so.2)
+      // mapped while no file matches: said, not silently missed.
+      EXPECT_EQ(probe->recipes().status(6).state, RecipeState::library_mismatch);
+      EXPECT_NE(probe->recipes().status(6).detail.find(kLib), std::string::npos)
+          << probe->recipes().status(6).detail;
+      const auto m = scrape();
+      const std::string lib = "librecipe_target.so*";
+      EXPECT_EQ(
+          value(m, "tailcause_recipe_status",
+                {{"library", lib}, {"symbol", "no_such_symbol"}, {"state", "symbol_missing"}}),
+          1);
+      EXPECT_EQ(value(m, "tailcause_recipe_status",
+                      {{"library", lib}, {"symbol", "llama_tokenize"}, {"state", "attached"}}),
+                1);
+      EXPECT_EQ(value(m, "tailcause_recipe_status",
+                      {{"library", "librecipe_targe?.so.2"},
+                       {"symbol", "unlisted_work"},
+                       {"state", "library_mismatch"}}),
+                1);
+      EXPECT_EQ(value(m, "tailcause_recipe_attached_files",
+                      {{"library", lib}, {"symbol", "llama_decode"}}),
+                1);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      probe->tick(ctx);
+      std::this_thread::sleep_for(10ms);
+    }
+    std::string printed;
+    char buf[64];
+    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) printed.append(buf, n);
+    close(out[0]);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << printed;
+    probe->consume();
+    const uint64_t entered = probe->recipe_calls(0) - calls_before;
+    const auto prompt = named("prompt");
+    EXPECT_GT(entered, 0u) << printed;
+    EXPECT_EQ(prompt.size(), entered)
+        << "calls entered after the attach: " << entered << ", the target's own count:" << printed;
+    EXPECT_EQ(probe->recipe_spans(0) - spans_before, entered) << "tailcause_recipe_spans";
+    // Released before the next trial attaches afresh.
+    for (int i = 0; i < 100 && probe->recipes().attached_libraries() > 0; ++i) {
+      probe->rescan_recipes();
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  EXPECT_EQ(value(scrape(), "tailcause_sdk_errors", {{"kind", "recipe_return_missed"}}), 0);
 }
 
 }  // namespace

@@ -1,0 +1,421 @@
+# SPDX-License-Identifier: MIT
+"""Auto-instrumentation: runs a Python agent unchanged with its libraries' calls as tailcause
+stages, the way OpenTelemetry's `opentelemetry-instrument` does it for traces.
+
+    python3 -m tailcause.instrument [OPTIONS] agent.py ARGS...
+    python3 -m tailcause.instrument [OPTIONS] -m package.module ARGS...
+    tailcause instrument [OPTIONS] -- python3 agent.py ARGS...      (the same, from the CLI)
+
+What becomes a stage (each only at the top level of a thread: a stage inside a stage is part
+of it), wrapped as the library is imported (or at once when it already is):
+  faiss        Index*.search / range_search                         retrieval
+  torch        nn.Module calls (the outermost module call only)     embedding when called from
+               a function whose name says embed/encode, else generation
+  urllib       OpenerDirector.open (urlopen)                        tool
+  http.client  HTTPConnection.request / getresponse                 tool
+  requests     Session.request                                      tool
+  httpx        Client.send / AsyncClient.send                       tool
+  openai       chat.completions.create, completions.create          generation
+  anthropic    messages.create                                      generation
+
+The request boundary: --entry FUNC (a function the script defines, or MODULE:FUNC), each call
+of it one request; --wsgi MODULE:APP / --asgi MODULE:APP, each HTTP request one request.
+Without either, each top-level stage is its own request. The tenant: --tenant-arg NAME (the
+entry function's argument of that name), --tenant-header NAME (WSGI/ASGI request header),
+--tenant-env VAR (the process's environment), else $TAILCAUSE_TENANT, else the script's name.
+The agent name: --agent, else the script's name.
+
+Options may also come from the environment (what `tailcause instrument` sets):
+TAILCAUSE_INSTRUMENT_ENTRY, _WSGI, _ASGI, _TENANT_ARG, _TENANT_HEADER, _TENANT_ENV, _AGENT.
+
+Cost: nothing unless run this way. Run this way with no tracer attached, each wrapped call
+costs a thread-local lookup and the SDK's semaphore reads; with the daemon attached each stage
+costs two USDT traps (measured by tests/zerocode/bench.sh).
+"""
+
+import ast
+import functools
+import importlib.abc
+import importlib.util
+import inspect
+import os
+import runpy
+import sys
+import threading
+
+import tailcause
+
+_state = threading.local()  # .request: the thread's Request; .depth: stages open on the thread
+_settings = {}
+
+
+# ---- stages and requests -----------------------------------------------------------------------
+
+def _tenant_default():
+    if _settings.get("tenant_env"):
+        v = os.environ.get(_settings["tenant_env"])
+        if v:
+            return v
+    return os.environ.get("TAILCAUSE_TENANT") or _settings.get("name", "python")
+
+
+def _agent():
+    return _settings.get("agent") or _settings.get("name", "python")
+
+
+class _StageScope:
+    """A stage on this thread, or nothing when one is already open (top level only). Without a
+    request on the thread, the stage is its own request."""
+
+    __slots__ = ("stage", "request", "kind")
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.stage = None
+        self.request = None
+
+    def __enter__(self):
+        depth = getattr(_state, "depth", 0)
+        _state.depth = depth + 1
+        if depth:
+            return self
+        request = getattr(_state, "request", None)
+        if request is None:
+            request = self.request = tailcause.Request(_tenant_default(), _agent())
+        self.stage = tailcause.Stage(request, self.kind)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        _state.depth -= 1
+        if self.stage is not None:
+            self.stage.end()
+        if self.request is not None:
+            self.request.end(0 if exc_type is None else 1)
+        return False
+
+
+def _staged(fn, kind):
+    """`fn` as a stage of `kind` (an int, or a callable returning one, given the call)."""
+    if getattr(fn, "__tailcause_wrapped__", False):
+        return fn
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args, **kwargs):
+            with _StageScope(kind(args, kwargs) if callable(kind) else kind):
+                return await fn(*args, **kwargs)
+        async_wrapper.__tailcause_wrapped__ = True
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if getattr(_state, "depth", 0):  # inside a stage already: the fast path
+            return fn(*args, **kwargs)
+        with _StageScope(kind(args, kwargs) if callable(kind) else kind):
+            return fn(*args, **kwargs)
+    wrapper.__tailcause_wrapped__ = True
+    return wrapper
+
+
+def _patch(owner, name, kind):
+    fn = getattr(owner, name, None)
+    if fn is not None and callable(fn):
+        setattr(owner, name, _staged(fn, kind))
+
+
+def _request_scope(tenant):
+    """Runs the body as one request of `tenant` (nested calls join the outer request)."""
+    class _Scope:
+        def __enter__(self):
+            self.outer = getattr(_state, "request", None)
+            self.request = None
+            if self.outer is None:
+                self.request = _state.request = tailcause.Request(str(tenant), _agent())
+            return self
+
+        def __exit__(self, exc_type, exc, tb):
+            if self.request is not None:
+                _state.request = None
+                self.request.end(0 if exc_type is None else 1)
+            return False
+    return _Scope()
+
+
+def wrap_entry(fn):
+    """Each call of `fn` is one request; the tenant from its --tenant-arg argument."""
+    arg = _settings.get("tenant_arg")
+    signature = inspect.signature(fn) if arg else None
+
+    def tenant_of(args, kwargs):
+        if signature is not None:
+            try:
+                bound = signature.bind_partial(*args, **kwargs)
+                if arg in bound.arguments:
+                    return bound.arguments[arg]
+            except TypeError:
+                pass
+        return _tenant_default()
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_entry(*args, **kwargs):
+            with _request_scope(tenant_of(args, kwargs)):
+                return await fn(*args, **kwargs)
+        return async_entry
+
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        with _request_scope(tenant_of(args, kwargs)):
+            return fn(*args, **kwargs)
+    return entry
+
+
+def wrap_wsgi(app):
+    header = "HTTP_" + (_settings.get("tenant_header") or "X-Tenant").upper().replace("-", "_")
+
+    @functools.wraps(app)
+    def wsgi(environ, start_response):
+        with _request_scope(environ.get(header) or _tenant_default()):
+            return app(environ, start_response)  # a streamed body ends outside the request
+    return wsgi
+
+
+def wrap_asgi(app):
+    header = (_settings.get("tenant_header") or "x-tenant").lower().encode("latin-1")
+
+    async def asgi(scope, receive, send):
+        if scope.get("type") != "http":
+            return await app(scope, receive, send)
+        tenant = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == header),
+                      None)
+        with _request_scope(tenant or _tenant_default()):
+            return await app(scope, receive, send)
+    return asgi
+
+
+# ---- the libraries --------------------------------------------------------------------------
+
+def _instrument_torch(torch):
+    module = torch.nn.Module
+    call = module.__call__
+    if getattr(call, "__tailcause_wrapped__", False):
+        return
+
+    @functools.wraps(call)
+    def module_call(self, *args, **kwargs):
+        if getattr(_state, "depth", 0):  # a submodule: part of the outer module's stage
+            return call(self, *args, **kwargs)
+        name = sys._getframe(1).f_code.co_name.lower()
+        kind = (tailcause.Stage.EMBEDDING if "embed" in name or "encode" in name
+                else tailcause.Stage.GENERATION)
+        with _StageScope(kind):
+            return call(self, *args, **kwargs)
+    module_call.__tailcause_wrapped__ = True
+    module.__call__ = module_call
+
+
+def _instrument_faiss(faiss):
+    for name in dir(faiss):
+        cls = getattr(faiss, name)
+        if isinstance(cls, type) and name.startswith("Index"):
+            for method in ("search", "range_search"):
+                if method in cls.__dict__:
+                    _patch(cls, method, tailcause.Stage.RETRIEVAL)
+
+
+def _instrument_urllib(request):
+    _patch(request.OpenerDirector, "open", tailcause.Stage.TOOL)
+
+
+def _instrument_http_client(client):
+    for method in ("request", "getresponse"):
+        _patch(client.HTTPConnection, method, tailcause.Stage.TOOL)
+
+
+def _instrument_requests(requests):
+    _patch(requests.Session, "request", tailcause.Stage.TOOL)
+
+
+def _instrument_httpx(httpx):
+    _patch(httpx.Client, "send", tailcause.Stage.TOOL)
+    _patch(httpx.AsyncClient, "send", tailcause.Stage.TOOL)
+
+
+def _instrument_openai(resources):
+    for path in (("chat", "completions", "Completions"), ("chat", "completions", "AsyncCompletions"),
+                 ("completions", "Completions"), ("completions", "AsyncCompletions")):
+        owner = resources
+        for part in path:
+            owner = getattr(owner, part, None)
+        if owner is not None:
+            _patch(owner, "create", tailcause.Stage.GENERATION)
+
+
+def _instrument_anthropic(resources):
+    for cls in ("Messages", "AsyncMessages"):
+        owner = getattr(getattr(resources, "messages", None), cls, None)
+        if owner is not None:
+            _patch(owner, "create", tailcause.Stage.GENERATION)
+
+
+_HOOKS = {
+    "torch": _instrument_torch,
+    "faiss": _instrument_faiss,
+    "urllib.request": _instrument_urllib,
+    "http.client": _instrument_http_client,
+    "requests": _instrument_requests,
+    "httpx": _instrument_httpx,
+    "openai.resources": _instrument_openai,
+    "anthropic.resources": _instrument_anthropic,
+}
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Wraps the loader of every module with a hook (or an entry/app to wrap) so the hook runs
+    right after the module's own code."""
+
+    def __init__(self, targets):
+        self.targets = targets  # module name -> [callable(module)]
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.targets:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader, hooks = spec.loader, self.targets[name]
+
+        class _Loader(importlib.abc.Loader):
+            def create_module(self, s):
+                return loader.create_module(s)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                for hook in hooks:
+                    hook(module)
+        spec.loader = _Loader()
+        return spec
+
+
+def install(entry=None, wsgi=None, asgi=None, tenant_arg=None, tenant_header=None,
+            tenant_env=None, agent=None, name="python"):
+    """Installs the hooks (idempotent per process)."""
+    _settings.update(entry=entry, tenant_arg=tenant_arg, tenant_header=tenant_header,
+                     tenant_env=tenant_env, agent=agent, name=name)
+    targets = {}
+    for module, hook in _HOOKS.items():
+        targets.setdefault(module, []).append(hook)
+    for spec, wrap in ((entry, wrap_entry), (wsgi, wrap_wsgi), (asgi, wrap_asgi)):
+        if spec and ":" in spec:
+            module, attr = spec.split(":", 1)
+
+            def hook(mod, attr=attr, wrap=wrap):
+                setattr(mod, attr, wrap(getattr(mod, attr)))
+            targets.setdefault(module, []).append(hook)
+    for module, hooks in targets.items():
+        if module in sys.modules:
+            for hook in hooks:
+                hook(sys.modules[module])
+    sys.meta_path.insert(0, _Finder({m: h for m, h in targets.items() if m not in sys.modules}))
+
+
+class _WrapEntry(ast.NodeTransformer):
+    """After `def NAME` at a script's top level: NAME = __tailcause_wrap_entry__(NAME)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def visit_Module(self, node):
+        body = []
+        for stmt in node.body:
+            body.append(stmt)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == self.name:
+                body.append(ast.parse(f"{self.name} = __tailcause_wrap_entry__({self.name})").body[0])
+        node.body = body
+        return ast.fix_missing_locations(node)
+
+
+def _run_script(path, entry):
+    with open(path, "rb") as f:
+        source = f.read()
+    tree = ast.parse(source, path)
+    if entry and ":" not in entry:
+        tree = _WrapEntry(entry).visit(tree)
+    code = compile(tree, path, "exec")
+    main = type(sys)("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__
+    main.__tailcause_wrap_entry__ = wrap_entry
+    sys.modules["__main__"] = main
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    exec(code, main.__dict__)
+
+
+_OPTIONS = ("entry", "wsgi", "asgi", "tenant_arg", "tenant_header", "tenant_env", "agent")
+_USAGE = ("usage: python3 -m tailcause.instrument [--entry FUNC|MODULE:FUNC] [--wsgi MODULE:APP] "
+          "[--asgi MODULE:APP] [--tenant-arg NAME] [--tenant-header NAME] [--tenant-env VAR] "
+          "[--agent NAME] (script.py | -m MODULE) [ARGS...]")
+
+
+def _parse(argv):
+    """Our options up to the program; everything from the script (or -m MODULE) on is the
+    program's own, options included."""
+    opts = {k: os.environ.get("TAILCAUSE_INSTRUMENT_" + k.upper()) for k in _OPTIONS}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg in ("-h", "--help"):
+            print(_USAGE)
+            sys.exit(0)
+        if arg == "-m":
+            if i + 1 == len(argv):
+                raise SystemExit("tailcause.instrument: -m needs a module name\n" + _USAGE)
+            return opts, argv[i + 1], argv[i + 2:]
+        if not arg.startswith("--"):
+            break
+        key, eq, value = arg[2:].partition("=")
+        key = key.replace("-", "_")
+        if key not in _OPTIONS:
+            raise SystemExit(f"tailcause.instrument: unknown option {arg}\n" + _USAGE)
+        if not eq:
+            if i + 1 == len(argv):
+                raise SystemExit(f"tailcause.instrument: {arg} needs a value\n" + _USAGE)
+            i += 1
+            value = argv[i]
+        opts[key] = value
+        i += 1
+    if i == len(argv):
+        raise SystemExit("tailcause.instrument: give a script (agent.py ARGS...) or -m MODULE\n"
+                         + _USAGE)
+    return opts, None, argv[i:]
+
+
+def main(argv=None):
+    # Run as `python3 -m tailcause.instrument` this module is __main__: make an import of
+    # tailcause.instrument (by the agent, or by a hook) find this instance and its settings.
+    sys.modules.setdefault("tailcause.instrument", sys.modules[__name__])
+    opts, module, program = _parse(sys.argv[1:] if argv is None else argv)
+    if module:
+        name = module
+    else:
+        name = os.path.splitext(os.path.basename(program[0]))[0]
+    install(opts["entry"], opts["wsgi"], opts["asgi"], opts["tenant_arg"], opts["tenant_header"],
+            opts["tenant_env"], opts["agent"], name)
+    if module:
+        sys.argv = [module] + program
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = program
+        _run_script(program[0], opts["entry"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tailcause.instrument without root: its option parsing, and what it turns into requests and
+stages (the entry function a script defines, WSGI/ASGI apps, nested calls, http.client). The
+script under test swaps the SDK's Request and Stage for recorders, so this checks the wrapping;
+that the probes then reach the daemon is shown by tests/e2e/test_zerocode_instrument.sh.
+
+Run by ctest with TAILCAUSE_SDK_LIB and PYTHONPATH set (sdk/CMakeLists.txt)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+from tailcause import instrument
+
+AGENT = textwrap.dedent('''
+    import asyncio, http.client, http.server, json, sys, threading
+    import tailcause, tailcause.instrument as ti
+    log = []
+    class Request:
+        def __init__(self, tenant, agent): self.tenant = tenant; log.append(["request", tenant, agent])
+        def end(self, status=0): log.append(["end", self.tenant, status])
+    class Stage:
+        TOOL, EMBEDDING = tailcause.Stage.TOOL, tailcause.Stage.EMBEDDING
+        GENERATION, RETRIEVAL = tailcause.Stage.GENERATION, tailcause.Stage.RETRIEVAL
+        def __init__(self, request, kind): log.append(["stage", request.tenant, kind])
+        def end(self): log.append(["stage_end"])
+    ti.tailcause = type("sdk", (), {"Request": Request, "Stage": Stage})
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
+            self.wfile.write(b"ok")
+        def log_message(self, *a): pass
+    srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    def fetch():
+        c = http.client.HTTPConnection("127.0.0.1", srv.server_address[1])
+        c.request("GET", "/")  # a stage
+        return c.getresponse().read()  # another top-level stage
+
+    def handle(query, tenant="dflt"):
+        fetch()
+        handle_inner(tenant)  # nested entry call: joins the outer request
+        return query
+
+    def handle_inner(tenant):
+        return tenant
+
+    handle("q", tenant="t-one")
+    fetch()  # outside a request: each stage its own request
+    def app(environ, start_response): return [b"x"]
+    ti.wrap_wsgi(app)({"HTTP_X_TENANT": "t-wsgi"}, None)
+    async def asgi_app(scope, receive, send): return None
+    asyncio.run(ti.wrap_asgi(asgi_app)({"type": "http", "headers": [(b"x-tenant", b"t-asgi")]}, None, None))
+    print(json.dumps({"log": log, "argv": sys.argv}))
+''')
+
+
+class Options(unittest.TestCase):
+    def test_the_programs_own_options_stay_its_own(self):
+        opts, module, program = instrument._parse(
+            ["--entry", "handle", "--tenant-arg=tenant", "agent.py", "--tenant", "x", "--entry"])
+        self.assertEqual(opts["entry"], "handle")
+        self.assertEqual(opts["tenant_arg"], "tenant")
+        self.assertIsNone(module)
+        self.assertEqual(program, ["agent.py", "--tenant", "x", "--entry"])
+        self.assertEqual(instrument._parse(["-m", "pkg.mod", "-v"])[1:], ("pkg.mod", ["-v"]))
+
+    def test_bad_options_exit_with_a_message(self):
+        for argv in (["--colour", "red", "a.py"], [], ["--entry"], ["-m"]):
+            with self.assertRaises(SystemExit) as e:
+                instrument._parse(argv)
+            self.assertIn("tailcause.instrument", str(e.exception))
+
+
+class Wrapping(unittest.TestCase):
+    def test_requests_and_stages(self):
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "agent.py")
+            with open(script, "w") as f:
+                f.write(AGENT)
+            out = subprocess.run(
+                [sys.executable, "-m", "tailcause.instrument", "--entry", "handle",
+                 "--tenant-arg", "tenant", "--agent", "ag", script, "--flag", "v"],
+                capture_output=True, text=True, timeout=60, env=os.environ)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+        log = result["log"]
+        self.assertEqual(result["argv"], [script, "--flag", "v"])
+        tool = 4
+        # One request for the entry call (the nested entry call joins it), two tool stages.
+        self.assertEqual(log[0], ["request", "t-one", "ag"])
+        self.assertEqual(log[1:5], [["stage", "t-one", tool], ["stage_end"],
+                                    ["stage", "t-one", tool], ["stage_end"]])
+        self.assertEqual(log[5], ["end", "t-one", 0])
+        # Outside a request: each top-level stage is its own request, tenant the script's name.
+        self.assertEqual(log[6], ["request", "agent", "ag"])
+        self.assertEqual(log[7], ["stage", "agent", tool])
+        self.assertIn(["request", "t-wsgi", "ag"], log)
+        self.assertIn(["request", "t-asgi", "ag"], log)
+        self.assertEqual(sum(1 for e in log if e[0] == "request"), 5, log)
+
+
+if __name__ == "__main__":
+    unittest.main()
