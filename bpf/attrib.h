@@ -28,8 +28,9 @@
 #define ATTRIB_MAX_NAME	      32
 #define ATTRIB_TENANT_SIZE    72
 #define ATTRIB_NAME_SIZE      40
-#define ATTRIB_TRACE_ID_CHARS 32 /* W3C trace id as hex text; validated in user space */
-#define ATTRIB_TRACE_ID_SIZE  40
+/* A W3C trace id (32 hex digits) or traceparent (55 characters) as text; validated in user space */
+#define ATTRIB_TRACE_ID_CHARS 55
+#define ATTRIB_TRACE_ID_SIZE  64
 
 /* Where a stage's wall time went. Unattributed (wall minus the rest) is computed in user space. */
 enum attrib_component {
@@ -66,7 +67,7 @@ enum attrib_record_type {
 #define ATTRIB_ID_NO_REQUEST	   (1u << 0) /* request id unknown (no request_begin seen) */
 #define ATTRIB_ID_TENANT_TRUNCATED (1u << 1) /* tenant longer than ATTRIB_MAX_TENANT */
 #define ATTRIB_ID_AGENT_TRUNCATED  (1u << 2)
-#define ATTRIB_ID_BAD_TRACE_ID	   (1u << 3) /* trace id longer than 32 characters */
+#define ATTRIB_ID_BAD_TRACE_ID	   (1u << 3) /* trace context longer than 55 characters */
 #define ATTRIB_ID_SYNTHETIC                                                                        \
 	(1u << 4) /* no SDK request on the thread: a recipe span's own                             \
 		   * per-thread request (tenant and agent: the comm) */
@@ -143,7 +144,7 @@ struct attrib_identity {
 	__u64 request_id;
 	char tenant[ATTRIB_TENANT_SIZE]; /* NUL-terminated, unvalidated bytes */
 	char agent[ATTRIB_NAME_SIZE];
-	char trace_id[ATTRIB_TRACE_ID_SIZE]; /* NUL-terminated hex text, empty when none */
+	char trace_id[ATTRIB_TRACE_ID_SIZE]; /* NUL-terminated text, empty when none */
 	__u32 flags;			     /* ATTRIB_ID_* */
 	__u32 tgid;
 };

@@ -29,6 +29,9 @@ case "$profile" in
     if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
       pkgs+=(nodejs npm)
     fi
+    # The Kubernetes manifests test renders deploy/kubernetes with `kubectl kustomize`: Debian's
+    # kubectl only when there is none on the PATH.
+    command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
     ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac

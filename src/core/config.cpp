@@ -220,9 +220,13 @@ ListenAddress parse_listen(std::string_view text) {
 }
 
 Config parse_config(std::string_view yaml_text, std::string_view source) {
+  return parse_config(yaml_text, source, Config{});
+}
+
+Config parse_config(std::string_view yaml_text, std::string_view source, Config base) {
   // Bounded, and a second non-empty document refused (it would be silently ignored).
   const YAML::Node root = load_yaml_document(yaml_text, source);
-  Config c;
+  Config c = std::move(base);
   Reader r(source);
   auto enabled = [&](bool& field) {
     return [&r, &field](const YAML::Node& n, const std::string& k) { field = r.boolean(n, k); };

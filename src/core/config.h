@@ -170,7 +170,22 @@ struct OtlpSettings {
   uint32_t queue_spans = 8192;        // spans waiting to be sent; beyond, dropped and counted
   uint32_t batch_spans = 512;
   uint32_t timeout_ms = 5000;
+  std::string compression = "gzip";  // of the request body: gzip | none
+  // Resource attributes sent with every span besides service.name/version and host.name.
+  std::map<std::string, std::string> resource_attributes;
   bool operator==(const OtlpSettings&) const = default;
+};
+
+// Kubernetes: namespace/pod/container labels on every per-cgroup series (kubepods.h).
+struct KubernetesSettings {
+  bool pod_labels = true;  // from kubepods cgroup paths (pod uid, container id)
+  // The kubelet's pod list (GET /pods JSON) for names: a file, or an http(s):// URL such as
+  // https://127.0.0.1:10250/pods (read again every 30 s at most); "": uids and ids only.
+  std::string pod_list;
+  std::string token_file;  // bearer token sent to a pod_list URL (a service account's)
+  std::string ca_file;     // CA bundle for an https pod_list; "": the system's
+  bool insecure_skip_tls_verify = false;  // the kubelet's self-signed serving certificate
+  bool operator==(const KubernetesSettings&) const = default;
 };
 
 struct Config {
@@ -191,6 +206,7 @@ struct Config {
   BreakerSettings breaker;
   JournalSettings journal;
   OtlpSettings otlp;
+  KubernetesSettings kubernetes;
   bool operator==(const Config&) const = default;
 };
 
@@ -202,12 +218,16 @@ class ConfigError : public std::runtime_error {
 // Parses and validates YAML text; `source` names it in errors ("/etc/tailcause.yaml").
 // Keys that are absent keep their defaults. Throws ConfigError.
 Config parse_config(std::string_view yaml_text, std::string_view source);
+// The same over `base` instead of the defaults: what the file sets wins over what `base` holds
+// (the OpenTelemetry environment variables, otel_env.h).
+Config parse_config(std::string_view yaml_text, std::string_view source, Config base);
 
 // Reads a configuration or recipe file: a regular file (not a directory, FIFO or device) of at
 // most kMaxConfigBytes (config_yaml.h, 1 MiB). Throws ConfigError naming the path and the reason.
 std::string read_config_file(const std::string& path);
 // read_config_file() then parse_config().
 Config load_config_file(const std::string& path);
+Config load_config_file(const std::string& path, Config base);
 
 // Parses a recipe file: YAML with one key, `recipes:`, a list like probes.attrib.recipes.
 // Throws ConfigError naming the file, the line and the key.

@@ -57,4 +57,8 @@ Config load_config_file(const std::string& path) {
   return parse_config(read_config_file(path), path);
 }
 
+Config load_config_file(const std::string& path, Config base) {
+  return parse_config(read_config_file(path), path, std::move(base));
+}
+
 }  // namespace tailcause::core

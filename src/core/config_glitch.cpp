@@ -198,6 +198,34 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                        j.max_mb = r.positive(v, kk, 1024 * 1024);
                      }}});
        }},
+      {"kubernetes",
+       [&](const YAML::Node& n, const std::string& k) {
+         auto& kc = c.kubernetes;
+         auto flag = [&](bool& field) {
+           return [&r, &field](const YAML::Node& v, const std::string& kk) {
+             field = r.boolean(v, kk);
+           };
+         };
+         r.mapping(
+             n, k,
+             {{"pod_labels", flag(kc.pod_labels)},
+              {"pod_list",
+               [&](const YAML::Node& v, const std::string& kk) {
+                 kc.pod_list = r.string(v, kk);
+                 const bool url =
+                     kc.pod_list.starts_with("http://") || kc.pod_list.starts_with("https://");
+                 if (!kc.pod_list.empty() && !url && kc.pod_list.front() != '/') {
+                   r.fail(v, kk, "expected an absolute path, an http(s):// URL or \"\"");
+                 }
+               }},
+              {"token_file",
+               [&](const YAML::Node& v, const std::string& kk) {
+                 kc.token_file = r.path_or_empty(v, kk);
+               }},
+              {"ca_file", [&](const YAML::Node& v,
+                              const std::string& kk) { kc.ca_file = r.path_or_empty(v, kk); }},
+              {"insecure_skip_tls_verify", flag(kc.insecure_skip_tls_verify)}});
+       }},
       {"otlp", [&](const YAML::Node& n, const std::string& k) {
          auto& o = c.otlp;
          r.mapping(n, k,
@@ -249,7 +277,25 @@ std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config
                      [&](const YAML::Node& v, const std::string& kk) {
                        o.batch_spans = r.positive(v, kk, 100000);
                      }},
-                    {"timeout_ms", ms_handler(r, o.timeout_ms)}});
+                    {"timeout_ms", ms_handler(r, o.timeout_ms)},
+                    {"compression",
+                     [&](const YAML::Node& v, const std::string& kk) {
+                       o.compression = r.one_of(v, kk, {"gzip", "none"});
+                     }},
+                    {"resource_attributes", [&](const YAML::Node& v, const std::string& kk) {
+                       if (v.IsNull()) return;
+                       if (!v.IsMap()) r.fail(v, kk, "expected a mapping KEY: VALUE");
+                       for (const auto& item : v) {
+                         const std::string name = item.first.Scalar();
+                         const std::string ak = kk + "." + name;
+                         if (name.empty()) r.fail(item.first, ak, "empty attribute name");
+                         std::string value = r.string(item.second, ak);
+                         if (name == "service.name") {
+                           r.fail(item.first, ak, "set otlp.service_name instead");
+                         }
+                         o.resource_attributes[name] = std::move(value);
+                       }
+                     }}});
        }}};
 }
 

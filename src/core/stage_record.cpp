@@ -8,6 +8,7 @@
 
 #include "bpf/attrib.h"
 #include "core/service_pair.h"
+#include "core/traceparent.h"
 
 namespace tailcause::core {
 namespace {
@@ -81,8 +82,11 @@ Identity decode_identity(const attrib_identity& raw) {
                          raw.flags & ATTRIB_ID_AGENT_TRUNCATED, &bad_agent);
   id.invalid_utf8 = bad_tenant || bad_agent;
   const std::string_view trace = c_field(raw.trace_id, sizeof raw.trace_id);
-  if (auto t = normalize_trace_id(trace)) {
-    id.trace_id = std::move(*t);
+  // A bare trace id or a W3C traceparent (traceparent.h): the traced process's bytes.
+  if (auto t = parse_trace_context(trace)) {
+    id.trace_id = std::move(t->trace_id);
+    id.parent_span_id = std::move(t->parent_span_id);
+    id.trace_flags = t->flags;
   } else {
     // An over-long one was already counted by the kernel and arrives empty.
     id.bad_trace_id = !trace.empty();
@@ -101,6 +105,11 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
   r.end_ns = raw.span.end_ns;
   r.stage = stage_label(r.kind, c_field(raw.span.stage_name, sizeof raw.span.stage_name),
                         r.flags & ATTRIB_SPAN_NAME_TRUNCATED, &r.invalid_name);
+  if (r.kind < ATTRIB_STAGE_OTHER) {
+    std::string_view name = c_field(raw.span.stage_name, sizeof raw.span.stage_name);
+    if (r.flags & ATTRIB_SPAN_NAME_TRUNCATED) name = trim_partial_utf8(name);
+    if (!name.empty() && name != r.stage && valid_utf8(name)) r.detail = std::string(name);
+  }
   uint64_t measured = 0;
   for (size_t c = 0; c < ATTRIB_KERNEL_COMPONENTS; ++c) {
     r.component_ns[c] = raw.span.component_ns[c];
@@ -324,7 +333,7 @@ std::optional<std::string> peer_label(uint32_t family, const std::array<uint8_t,
 }
 
 std::optional<std::string> normalize_trace_id(std::string_view text) {
-  if (text.size() != ATTRIB_TRACE_ID_CHARS) return std::nullopt;
+  if (text.size() != 32) return std::nullopt;
   std::string out(text);
   bool all_zero = true;
   for (char& c : out) {

@@ -37,10 +37,13 @@ struct Identity {
   std::string tenant;  // label-ready (see decode_identity)
   std::string agent;
   std::string trace_id;           // 32 lower-case hex digits, or empty
+  std::string parent_span_id;     // 16 hex digits from the agent's traceparent, or empty
+  uint8_t trace_flags = 1;        // the traceparent's flags (bit 0: the agent sampled its span)
   bool known_request = true;      // false: no request_begin was seen for the id
   bool derived_trace_id = false;  // trace_id was derived by the daemon (trace_ids.h), not passed
   bool invalid_utf8 = false;      // tenant or agent were not UTF-8 and were replaced
-  bool bad_trace_id = false;      // a trace id was given but was not 32 hex digits
+  bool bad_trace_id = false;      // a trace context was given but was neither 32 hex digits nor a
+                                  // valid traceparent
   // No SDK request on the thread: a uprobe recipe's per-thread request (request_id: the
   // thread id; tenant and agent: the process name, the tenant replaced by the process's cgroup
   // by the loader when it has one).
@@ -71,6 +74,10 @@ struct StageRecord {
   uint32_t throttled_waits = 0;  // run-queue waits the kernel's throttle clock saw throttled
   uint64_t bytes_read = 0;
   bool invalid_name = false;  // a free stage name that was not UTF-8 (replaced)
+  // The stage_begin name of a fixed stage when it is not the stage's own name: for a
+  // generation stage, the model as "[provider:]model" (OTLP gen_ai.provider.name and
+  // gen_ai.request.model). Valid UTF-8 or empty; never a label.
+  std::string detail;
   // The remote end of the connected socket the stage waited on longest in socket system calls
   // (their sleeps summed per peer), "10.0.0.7:443" or "[::1]:8080"; absent when the stage
   // waited on none (only poll/epoll/select, Unix sockets or no network at all).

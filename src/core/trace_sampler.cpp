@@ -2,18 +2,29 @@
 #include "core/trace_sampler.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace tailcause::core {
 namespace {
 
-// FNV-1a, then a SplitMix64 finaliser: agent-supplied ids need not be random in every bit.
-uint64_t hash_id(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  h += 0x9e3779b97f4a7c15ULL;
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
+// The trace id's last 8 bytes (hex digits 16..31), big-endian.
+std::optional<uint64_t> low_64_bits(std::string_view trace_id) {
+  if (trace_id.size() != 32) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : trace_id.substr(16)) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else if (c >= 'A' && c <= 'F') {
+      d = c - 'A' + 10;
+    } else {
+      return std::nullopt;
+    }
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
 }
 
 }  // namespace
@@ -26,12 +37,16 @@ TraceSampler::TraceSampler(SamplerConfig config)
   config_.glitch_reserve = std::clamp(config_.glitch_reserve, 0.0, 1.0);
 }
 
+uint64_t TraceSampler::ratio_upper_bound(double share) {
+  if (!(share > 0.0)) return 0;
+  if (share >= 1.0) return uint64_t{1} << 63;
+  return static_cast<uint64_t>(share * 0x1p63);  // truncated, as Go's uint64(float64)
+}
+
 bool TraceSampler::in_sample(std::string_view trace_id, double share) {
   if (share >= 1.0) return true;
-  if (share <= 0.0) return false;
-  // The top 53 bits as a uniform double in [0, 1).
-  const double u = static_cast<double>(hash_id(trace_id) >> 11) * 0x1p-53;
-  return u < share;
+  const auto low = low_64_bits(trace_id);
+  return low && (*low >> 1) < ratio_upper_bound(share);
 }
 
 void TraceSampler::refill(uint64_t now_ns) {
@@ -44,8 +59,10 @@ void TraceSampler::refill(uint64_t now_ns) {
 }
 
 SampleResult TraceSampler::decide(std::string_view trace_id, bool glitch, size_t spans,
-                                  uint64_t now_ns) {
-  if (!glitch && !in_sample(trace_id, config_.sample_normal)) {
+                                  uint64_t now_ns, std::optional<bool> parent_sampled) {
+  const bool sampled =
+      parent_sampled ? *parent_sampled : in_sample(trace_id, config_.sample_normal);
+  if (!glitch && !sampled) {
     unsampled_spans_ += spans;
     return SampleResult::unsampled;
   }

@@ -3,8 +3,10 @@
 // ones, under a budget of spans per second (a token bucket). Glitch traces come first: normal
 // ones may only spend the part of the bucket above a reserve, so a burst of glitches still
 // finds room. The decision covers a whole trace (its request and all its stages), and the
-// normal-trace sample is a hash of the trace id, so a trace is all in or all out wherever it is
-// decided. Pure: no I/O; the caller passes the clock (CLOCK_MONOTONIC in the daemon).
+// normal-trace sample is OpenTelemetry's TraceIdRatioBased rule on the trace id, so a trace is
+// all in or all out wherever it is decided, and an agent sampling the same ratio with an
+// OpenTelemetry SDK keeps the same traces. Pure: no I/O; the caller passes the clock
+// (CLOCK_MONOTONIC in the daemon).
 #pragma once
 
 #include <cstddef>
@@ -31,12 +33,22 @@ class TraceSampler {
   explicit TraceSampler(SamplerConfig config = {});
 
   // Decides for a trace of `spans` spans at `now_ns`; a kept trace spends `spans` tokens.
-  // A trace larger than the whole bucket is always over budget.
-  SampleResult decide(std::string_view trace_id, bool glitch, size_t spans, uint64_t now_ns);
+  // A trace larger than the whole bucket is always over budget. `parent_sampled`: the sampled
+  // flag of the agent's traceparent, when it passed one; a normal trace then follows it as
+  // OpenTelemetry's ParentBased sampler does (the agent's trace is kept: ours too; it is not:
+  // ours would be an orphan) instead of the ratio.
+  SampleResult decide(std::string_view trace_id, bool glitch, size_t spans, uint64_t now_ns,
+                      std::optional<bool> parent_sampled = std::nullopt);
 
-  // Whether a normal trace with this id falls in the sampled share: a stable function of the
-  // id, uniform over ids.
+  // OpenTelemetry's TraceIdRatioBased decision for a 32-hex-digit trace id: its last 8 bytes
+  // (hex digits 16..31) read big-endian, shifted right by one, below uint64(share * 2^63). The
+  // rule of the Go SDK (sdk/trace/sampling.go), which the Python, Ruby and Erlang SDKs share
+  // (theirs: the low 64 bits below round(share * 2^64)); Java compares |signed low 64 bits|,
+  // JavaScript XORs 32-bit words, so those keep other traces. An id that is not 32 hex digits
+  // (never exported) is never in the sample unless share is 1.
   static bool in_sample(std::string_view trace_id, double share);
+  // uint64(share * 2^63): the bound the shifted low 64 bits must stay below.
+  static uint64_t ratio_upper_bound(double share);
 
   double tokens() const { return tokens_; }
   double capacity() const { return capacity_; }

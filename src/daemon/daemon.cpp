@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "export/process_metrics.h"
+
 namespace tailcause::daemon {
 
 Daemon::Daemon(StartOptions options, Startup startup)
@@ -15,7 +17,10 @@ Daemon::Daemon(StartOptions options, Startup startup)
       http_([this](core::MetricSet& out) {
         set_.collect(out);
         pipeline_->collect(out);
+        exporter::collect_process_metrics(out);
+        pods_.apply(out);
       }) {
+  pods_.configure(config_.kubernetes);
   try {
     http_.bind(core::parse_listen(config_.listen));
   } catch (const std::exception& e) {  // ConfigError, or the bind's runtime_error
@@ -99,6 +104,7 @@ ReloadResult Daemon::reload() {
   }
   set_.apply(next);
   pipeline_->reconfigure(next);
+  pods_.configure(next.kubernetes);
   {
     std::lock_guard lock(mu_);
     config_ = next;

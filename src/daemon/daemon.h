@@ -18,6 +18,7 @@
 #include "daemon/signals.h"
 #include "daemon/startup.h"
 #include "export/http_server.h"
+#include "export/pod_labels.h"
 #include "probes/probe_set.h"
 
 namespace tailcause::daemon {
@@ -74,6 +75,7 @@ class Daemon {
   // Destroyed in reverse: the endpoint (which scrapes both) first, the set last.
   probes::ProbeSet set_;
   std::unique_ptr<GlitchPipeline> pipeline_;
+  exporter::PodLabeler pods_;  // namespace/pod/container on per-cgroup series
   exporter::HttpServer http_;
 };
 

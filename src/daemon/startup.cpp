@@ -2,20 +2,28 @@
 #include "daemon/startup.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/otel_env.h"
 #include "probes/bpf_loader.h"
 #include "probes/privileges.h"
 
 namespace tailcause::daemon {
 
 core::Config load_config(const StartOptions& options) {
+  // The OpenTelemetry variables first, so that what the configuration file sets wins.
   core::Config config;
+  for (const std::string& w : core::apply_otel_env(core::OtelEnv::read(std::getenv), config.otlp)) {
+    spdlog::warn("{}", w);
+  }
   if (!options.config_path.empty()) {
-    config = core::load_config_file(options.config_path);
+    config = core::load_config_file(options.config_path, std::move(config));
   }
   if (!options.listen.empty()) {
     core::parse_listen(options.listen);  // throws with a clear message

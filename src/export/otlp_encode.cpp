@@ -46,6 +46,14 @@ uint64_t unix_ns(uint64_t mono_ns, int64_t offset_ns) {
   return t > 0 ? static_cast<uint64_t>(t) : 0;
 }
 
+constexpr uint32_t kGenerationKind = 3;  // TAILCAUSE_STAGE_GENERATION
+
+void set_model(Attributes* a, std::string_view detail) {
+  const ModelName m = split_model(detail);
+  if (!m.provider.empty()) set_str(a, "gen_ai.provider.name", m.provider);
+  set_str(a, "gen_ai.request.model", m.model);
+}
+
 void set_identity(Attributes* a, const core::Identity& id) {
   set_str(a, "tailcause.tenant", id.tenant);
   set_str(a, "tailcause.agent", id.agent);
@@ -84,13 +92,27 @@ void add_request_span(const core::RequestTrace& t, const std::string& trace_id,
   span->set_trace_id(trace_id);
   span->set_span_id(span_id);
   span->set_name("invoke_agent " + r.id.agent);
-  span->set_kind(pb_trace::Span::SPAN_KIND_SERVER);
+  // A child of the agent's own span (its traceparent) is in-process work: INTERNAL, as the
+  // GenAI conventions say of an in-process agent. Without one it stands for the request the
+  // agent served: SERVER, a root.
+  const auto parent = t.trace_id_from_agent && r.id.parent_span_id.size() == 16
+                          ? hex_to_bytes(r.id.parent_span_id)
+                          : std::nullopt;
+  if (parent) span->set_parent_span_id(*parent);
+  span->set_kind(parent ? pb_trace::Span::SPAN_KIND_INTERNAL : pb_trace::Span::SPAN_KIND_SERVER);
   span->set_start_time_unix_nano(unix_ns(r.start_ns, t.unix_offset_ns));
   span->set_end_time_unix_nano(unix_ns(r.end_ns, t.unix_offset_ns));
   auto* a = span->mutable_attributes();
   set_str(a, "gen_ai.operation.name", "invoke_agent");
   set_str(a, "gen_ai.agent.name", r.id.agent);
   if (r.tokens > 0) set_int(a, "gen_ai.usage.output_tokens", static_cast<int64_t>(r.tokens));
+  for (const core::StageRecord& s : t.stages) {  // the model of its first generation stage
+    if (s.kind != kGenerationKind || s.detail.empty()) continue;
+    set_model(a, s.detail);
+    break;
+  }
+  // A failed request: its status code, the class of error the agent reported.
+  if (r.status != 0) set_str(a, "error.type", std::to_string(r.status));
   set_identity(a, r.id);
   set_int(a, "tailcause.status", r.status);
   set_bool(a, "tailcause.trace_id_from_agent", t.trace_id_from_agent);
@@ -127,12 +149,17 @@ void add_stage_span(const core::RequestTrace& t, size_t index, const std::string
   span->set_trace_id(trace_id);
   span->set_span_id(*hex_to_bytes(core::derive_span_id(trace_hex, s.start_ns, s.tid)));
   span->set_parent_span_id(parent_id);
-  span->set_name(stage_span_name(s.stage));
+  const bool model = s.kind == kGenerationKind && !s.detail.empty();
+  span->set_name(model ? stage_span_name(s.stage) + " " + split_model(s.detail).model
+                       : stage_span_name(s.stage));
   span->set_kind(pb_trace::Span::SPAN_KIND_INTERNAL);
   span->set_start_time_unix_nano(unix_ns(s.start_ns, t.unix_offset_ns));
   span->set_end_time_unix_nano(unix_ns(s.end_ns, t.unix_offset_ns));
   auto* a = span->mutable_attributes();
   if (auto op = gen_ai_operation(s.stage)) set_str(a, "gen_ai.operation.name", *op);
+  if (model) set_model(a, s.detail);
+  // A stage cut short by the thread's exit.
+  if (s.aborted()) set_str(a, "error.type", "aborted");
   set_identity(a, s.id);
   set_str(a, "tailcause.stage", s.stage);
   set_int(a, "tailcause.tid", s.tid);
@@ -158,6 +185,14 @@ OtlpResourceInfo local_resource(std::string service_name) {
   std::array<char, 256> host{};
   if (gethostname(host.data(), host.size() - 1) == 0) info.host_name = host.data();
   return info;
+}
+
+ModelName split_model(std::string_view detail) {
+  const size_t colon = detail.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == detail.size()) {
+    return {"", std::string(detail)};
+  }
+  return {std::string(detail.substr(0, colon)), std::string(detail.substr(colon + 1))};
 }
 
 std::string component_attribute(core::Component c) {
@@ -201,6 +236,10 @@ std::string encode_traces(std::span<const core::RequestTrace> traces,
   if (!resource.service_version.empty())
     set_str(res_attrs, "service.version", resource.service_version);
   if (!resource.host_name.empty()) set_str(res_attrs, "host.name", resource.host_name);
+  for (const auto& [key, value] : resource.attributes) {
+    if (key == "service.name" || key == "service.version" || key == "host.name") continue;
+    set_str(res_attrs, key, value);
+  }
   auto* scope = rs->add_scope_spans();
   scope->mutable_scope()->set_name("tailcause");
   scope->mutable_scope()->set_version(resource.service_version);

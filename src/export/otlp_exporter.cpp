@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/schema.h"
+#include "export/otlp_gzip.h"
 #include "otlp/trace_service.pb.h"
 
 namespace tailcause::exporter {
@@ -99,6 +100,7 @@ OtlpExporter::OtlpExporter(const core::OtlpSettings& settings, OtlpTuning tuning
   headers.emplace("User-Agent", std::string("tailcause/") + TAILCAUSE_VERSION_STRING);
   client_->set_default_headers(std::move(headers));
   if (settings_.batch_spans == 0) settings_.batch_spans = 1;
+  resource_.attributes = settings_.resource_attributes;
   worker_ = std::thread([this] { run(); });
 }
 
@@ -113,7 +115,11 @@ void OtlpExporter::submit(core::RequestTrace trace) {
   if (stopping_) return drop(DropReason::shutdown, spans);
   if (!valid_trace_id(trace.trace_id)) return drop(DropReason::invalid, spans);
   // Unsampled and over-budget traces are counted by the sampler.
-  if (sampler_.decide(trace.trace_id, trace.glitch(), spans, steady_ns(now)) !=
+  const core::Identity& id = trace.request.id;
+  const std::optional<bool> parent_sampled = trace.trace_id_from_agent && !id.parent_span_id.empty()
+                                                 ? std::optional<bool>((id.trace_flags & 1) != 0)
+                                                 : std::nullopt;
+  if (sampler_.decide(trace.trace_id, trace.glitch(), spans, steady_ns(now), parent_sampled) !=
       core::SampleResult::keep) {
     return;
   }
@@ -190,7 +196,11 @@ bool OtlpExporter::wait_to_retry(Clock::duration delay) {
 }
 
 void OtlpExporter::send(const std::vector<core::RequestTrace>& batch, size_t spans) {
-  const std::string body = encode_traces(batch, resource_);
+  const bool gzip = settings_.compression == "gzip";
+  const std::string body =
+      gzip ? gzip_compress(encode_traces(batch, resource_)) : encode_traces(batch, resource_);
+  const httplib::Headers body_headers =
+      gzip ? httplib::Headers{{"Content-Encoding", "gzip"}} : httplib::Headers{};
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> jitter(1.0 - tuning_.jitter, 1.0 + tuning_.jitter);
   milliseconds backoff = tuning_.initial_backoff;
@@ -211,7 +221,8 @@ void OtlpExporter::send(const std::vector<core::RequestTrace>& batch, size_t spa
     client_->set_write_timeout(limit);
 
     const auto t0 = Clock::now();
-    httplib::Result res = client_->Post(endpoint_.path, body, "application/x-protobuf");
+    httplib::Result res =
+        client_->Post(endpoint_.path, body_headers, body, "application/x-protobuf");
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     const bool ok = res && res->status >= 200 && res->status < 300;
     const std::string kind = ok ? "" : res ? "http_" + std::to_string(res->status) : "connection";

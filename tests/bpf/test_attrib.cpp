@@ -233,6 +233,18 @@ TEST_F(AttribTest, BadInputIsCountedAndNothingLeaks) {
   EXPECT_NE(find_sample(m, "tailcause_stage_duration_seconds",
                         {{"tenant", core::kUnknownLabel}, {"stage", "embedding"}}),
             nullptr);
+  // A traceparent reached the daemon whole: trace id, parent span id, flags; the generation
+  // stage's name is its model. One with upper-case hex is refused.
+  const auto linked = only_stage(0xBADA);
+  EXPECT_EQ(linked.id.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(linked.id.parent_span_id, "00f067aa0ba902b7");
+  EXPECT_EQ(linked.id.trace_flags, 1);
+  EXPECT_EQ(linked.stage, "generation");
+  EXPECT_EQ(linked.detail, "openai:gpt-4o");
+  const auto upper = only_stage(0xBADB);
+  EXPECT_TRUE(upper.id.trace_id.empty() || upper.id.derived_trace_id);
+  EXPECT_TRUE(upper.id.parent_span_id.empty());
+  EXPECT_TRUE(upper.id.bad_trace_id);
   // Both threads of the exited process sent their stage, flagged.
   int aborted = 0;
   for (const auto& s : stages_of(0x701)) aborted += s.aborted();

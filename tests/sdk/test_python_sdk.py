@@ -95,6 +95,31 @@ class InputChecks(unittest.TestCase):
         with self.assertRaises(TypeError):
             tailcause.Request("t", "a", trace_id=12345)
 
+    def test_traceparent(self):
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        self.assertTrue(tailcause.valid_traceparent(tp))
+        request = tailcause.Request("t", "a", trace_id=tp)
+        self.assertEqual(request.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736")
+        request.end()
+        for bad in (tp.upper().replace("00-", "00-", 1), "01" + tp[2:], "ff" + tp[2:],
+                    tp[:3] + "0" * 32 + tp[35:], tp[:36] + "0" * 16 + tp[52:],
+                    tp[:35] + "_" + tp[36:], tp[:53] + "0g", tp[:54] + "\n"):
+            self.assertFalse(tailcause.valid_traceparent(bad), bad)
+            with self.assertRaises(ValueError, msg=bad):
+                tailcause.Request("t", "a", trace_id=bad)
+        self.assertFalse(tailcause.valid_traceparent(None))
+        self.assertFalse(tailcause.valid_traceparent(tp + "-"))
+
+    def test_generation_model(self):
+        stage = tailcause.Stage(1, tailcause.Stage.GENERATION, model="gpt-4o", provider="openai")
+        self.assertEqual(stage.name, "openai:gpt-4o")
+        stage.end()
+        self.assertEqual(tailcause.Stage(1, tailcause.Stage.GENERATION, model="m").name, "m")
+        with self.assertRaises(ValueError):
+            tailcause.Stage(1, tailcause.Stage.RETRIEVAL, model="gpt-4o")
+        with self.assertRaises(ValueError):
+            tailcause.Stage(1, tailcause.Stage.GENERATION, provider="openai")
+
     def test_stage_cache_result_and_entropy(self):
         with self.assertRaises(ValueError):
             tailcause.Stage(1, 7)

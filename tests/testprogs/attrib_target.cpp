@@ -354,8 +354,21 @@ void bad_mode() {
   tailcause_request_end(0xBAD8, 1);  // end without begin
   tailcause_request_begin(0xBAD9, "attrib-bad", "attrib-test", nullptr);
   tailcause_request_begin(0xBAD9, "attrib-bad", "attrib-test",
-                          "0123456789abcdef0123456789abcdef01234567");  // twice, over-long id
+                          "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01-and-more");
+  // (twice; over-long: longer than a traceparent)
   tailcause_request_end(0xBAD9, 0);
+  // A W3C traceparent: the request joins the caller's trace as a child of its span ...
+  tailcause_request_begin(0xBADA, "attrib-bad", "attrib-test",
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  tailcause_stage_begin(0xBADA, TAILCAUSE_STAGE_GENERATION, "openai:gpt-4o");
+  tailcause_stage_end(0xBADA, TAILCAUSE_STAGE_GENERATION);
+  tailcause_request_end(0xBADA, 0);
+  // ... and one with upper-case hex is not a traceparent (counted as a bad trace id).
+  tailcause_request_begin(0xBADB, "attrib-bad", "attrib-test",
+                          "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01");
+  tailcause_stage_begin(0xBADB, TAILCAUSE_STAGE_PROMPT, "prompt");
+  tailcause_stage_end(0xBADB, TAILCAUSE_STAGE_PROMPT);
+  tailcause_request_end(0xBADB, 0);
   tailcause_layer_end(3, 8);  // without begin
 }
 

@@ -15,6 +15,8 @@
 #include <spdlog/spdlog.h>
 
 #include "core/trace_ids.h"
+#include "core/traceparent.h"
+#include "export/otlp_encode.h"
 #include "export/otlp_exporter.h"
 
 using namespace tailcause;
@@ -49,7 +51,12 @@ core::RequestTrace glitch_trace() {
   r.id.pid = 4242;
   r.id.tenant = "acme";
   r.id.agent = "rag";
-  r.id.trace_id = t.trace_id;
+  // The agent passed its W3C traceparent: read by the daemon's own parser.
+  const auto tp =
+      core::parse_trace_context("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  r.id.trace_id = tp->trace_id;
+  r.id.parent_span_id = tp->parent_span_id;
+  r.id.trace_flags = tp->flags;
   r.start_ns = 1000 * ms;
   r.end_ns = 2000 * ms;
   r.tokens = 12;
@@ -62,6 +69,8 @@ core::RequestTrace glitch_trace() {
   gen.component_ns[size_t(Component::cpu_throttled)] = 400 * ms;
   gen.component_ns[size_t(Component::on_cpu)] = 150 * ms;
   gen.component_ns[size_t(Component::unattributed)] = 50 * ms;
+  gen.kind = 3;  // generation, naming its model as the SDK passes it
+  gen.detail = "openai:gpt-4o-mini";
   t.stages = {emb, stage(r.id, "retrieval", 1200 * ms, 1300 * ms, 4243), gen,
               stage(r.id, "tool", 1900 * ms, 1950 * ms, 4243)};
   core::Glitch g;
@@ -92,6 +101,7 @@ core::RequestTrace normal_trace() {
   r.id.agent = "chatbot";
   r.start_ns = 3000 * ms;
   r.end_ns = 3100 * ms;
+  r.status = 2;  // failed: error.type
   auto emb = stage(r.id, "embedding", 3010 * ms, 3090 * ms, 4245);
   emb.component_ns[size_t(Component::on_cpu)] = 80 * ms;
   t.stages = {emb};
@@ -112,14 +122,15 @@ json component_attrs(const core::StageRecord& s) {
 void expect(const core::RequestTrace& t, json& out) {
   const std::string root = core::derive_span_id(t.trace_id, 0, 0);
   const auto& r = t.request;
+  const bool child = !r.id.parent_span_id.empty();
   json req = {{"trace_id", t.trace_id},
               {"span_id", root},
-              {"parent_span_id", ""},
+              {"parent_span_id", r.id.parent_span_id},
               {"name", "invoke_agent " + r.id.agent},
-              {"kind", "SPAN_KIND_SERVER"},
+              {"kind", child ? "SPAN_KIND_INTERNAL" : "SPAN_KIND_SERVER"},
               {"start_time_unix_nano", std::to_string(r.start_ns + kOffset)},
               {"end_time_unix_nano", std::to_string(r.end_ns + kOffset)},
-              {"status_code", "STATUS_CODE_UNSET"},
+              {"status_code", r.status ? "STATUS_CODE_ERROR" : "STATUS_CODE_UNSET"},
               {"attributes",
                {{"gen_ai.operation.name", "invoke_agent"},
                 {"gen_ai.agent.name", r.id.agent},
@@ -129,6 +140,13 @@ void expect(const core::RequestTrace& t, json& out) {
                 {"tailcause.pid", r.id.pid},
                 {"tailcause.glitch", false}}}};
   if (r.tokens) req["attributes"]["gen_ai.usage.output_tokens"] = r.tokens;
+  if (r.status) req["attributes"]["error.type"] = std::to_string(r.status);
+  for (const auto& s : t.stages) {
+    if (s.detail.empty()) continue;
+    const auto m = exporter::split_model(s.detail);
+    req["attributes"]["gen_ai.request.model"] = m.model;
+    break;
+  }
   out.push_back(req);
   for (size_t i = 0; i < t.stages.size(); ++i) {
     const auto& s = t.stages[i];
@@ -141,6 +159,13 @@ void expect(const core::RequestTrace& t, json& out) {
     a["tailcause.glitch"] = g != nullptr;
     if (auto op = exporter::gen_ai_operation(s.stage))
       a["gen_ai.operation.name"] = std::string(*op);
+    std::string name = exporter::stage_span_name(s.stage);
+    if (!s.detail.empty()) {
+      const auto m = exporter::split_model(s.detail);
+      a["gen_ai.request.model"] = m.model;
+      a["gen_ai.provider.name"] = m.provider;
+      name += " " + m.model;
+    }
     if (g) {
       a["tailcause.glitch.cause"] = g->cause;
       a["tailcause.verdict"] = g->verdict.evidence;
@@ -148,7 +173,7 @@ void expect(const core::RequestTrace& t, json& out) {
     json span = {{"trace_id", t.trace_id},
                  {"span_id", core::derive_span_id(t.trace_id, s.start_ns, s.tid)},
                  {"parent_span_id", root},
-                 {"name", exporter::stage_span_name(s.stage)},
+                 {"name", name},
                  {"kind", "SPAN_KIND_INTERNAL"},
                  {"start_time_unix_nano", std::to_string(s.start_ns + kOffset)},
                  {"end_time_unix_nano", std::to_string(s.end_ns + kOffset)},
@@ -174,6 +199,8 @@ int main(int argc, char** argv) {
   settings.sample_normal = 1.0;  // export the normal trace too
   settings.budget_spans_per_s = 1000;
   settings.timeout_ms = 5000;
+  settings.compression = "gzip";
+  settings.resource_attributes = {{"deployment.environment", "e2e"}};
 
   const std::vector<core::RequestTrace> traces = {glitch_trace(), normal_trace()};
   json spans = json::array();

@@ -279,6 +279,70 @@ TEST(OtlpEncode, FailedRequestWithoutGlitchAndNoTokens) {
   EXPECT_EQ(span.events_size(), 0);
 }
 
+TEST(OtlpEncode, FailedRequestCarriesErrorType) {
+  auto t = sample_trace();
+  t.request.status = 503;
+  auto ok = sample_trace();
+  ok.trace_id = core::derive_trace_id(1, 2, 3);
+  const auto req = decode({t, ok});
+  const auto& spans = req.resource_spans(0).scope_spans(0).spans();
+  EXPECT_EQ(std::get<std::string>(attrs(spans[0].attributes())["error.type"]), "503");
+  EXPECT_EQ(attrs(spans[6].attributes()).count("error.type"), 0u);  // status 0: no error
+}
+
+// The agent passed a traceparent: the request span is a child of the agent's span (INTERNAL),
+// in the agent's trace; its stages stay children of the request span.
+TEST(OtlpEncode, RequestSpanIsAChildOfTheAgentsTraceparent) {
+  auto t = sample_trace();
+  t.request.id.parent_span_id = "00f067aa0ba902b7";
+  const auto req = decode({t});
+  const auto& spans = req.resource_spans(0).scope_spans(0).spans();
+  EXPECT_EQ(spans[0].trace_id(), bytes(kTraceId));
+  EXPECT_EQ(spans[0].parent_span_id(), bytes("00f067aa0ba902b7"));
+  EXPECT_EQ(spans[0].kind(), pb::trace::v1::Span::SPAN_KIND_INTERNAL);
+  EXPECT_EQ(spans[1].parent_span_id(), spans[0].span_id());
+  EXPECT_EQ(spans[1].kind(), pb::trace::v1::Span::SPAN_KIND_INTERNAL);
+
+  // A parent on a trace id the daemon derived (not the agent's) is never used.
+  t.trace_id_from_agent = false;
+  const auto derived = decode({t});
+  EXPECT_TRUE(derived.resource_spans(0).scope_spans(0).spans(0).parent_span_id().empty());
+  EXPECT_EQ(derived.resource_spans(0).scope_spans(0).spans(0).kind(),
+            pb::trace::v1::Span::SPAN_KIND_SERVER);
+}
+
+TEST(OtlpEncode, GenerationModelAndProvider) {
+  auto t = sample_trace();
+  t.stages[2].kind = 3;  // generation
+  t.stages[2].detail = "ollama:llama3:8b";
+  const auto req = decode({t});
+  const auto& spans = req.resource_spans(0).scope_spans(0).spans();
+  auto chat = attrs(spans[3].attributes());
+  EXPECT_EQ(spans[3].name(), "chat llama3:8b");
+  EXPECT_EQ(std::get<std::string>(chat["gen_ai.request.model"]), "llama3:8b");
+  EXPECT_EQ(std::get<std::string>(chat["gen_ai.provider.name"]), "ollama");
+  auto request = attrs(spans[0].attributes());
+  EXPECT_EQ(std::get<std::string>(request["gen_ai.request.model"]), "llama3:8b");
+  // Other stages name no model.
+  EXPECT_EQ(attrs(spans[1].attributes()).count("gen_ai.request.model"), 0u);
+
+  EXPECT_EQ(split_model("gpt-4o").model, "gpt-4o");
+  EXPECT_EQ(split_model("gpt-4o").provider, "");
+  EXPECT_EQ(split_model("openai:gpt-4o").provider, "openai");
+  EXPECT_EQ(split_model(":x").model, ":x");  // no provider before the ':'
+  EXPECT_EQ(split_model("x:").model, "x:");
+}
+
+TEST(OtlpEncode, ResourceAttributes) {
+  OtlpResourceInfo res{
+      "svc", "1.0", "node-1", {{"deployment.environment", "prod"}, {"service.name", "ignored"}}};
+  pb::collector::trace::v1::ExportTraceServiceRequest req;
+  ASSERT_TRUE(req.ParseFromString(encode_traces(std::vector{sample_trace()}, res)));
+  auto ra = attrs(req.resource_spans(0).resource().attributes());
+  EXPECT_EQ(std::get<std::string>(ra["deployment.environment"]), "prod");
+  EXPECT_EQ(std::get<std::string>(ra["service.name"]), "svc");
+}
+
 TEST(OtlpEncode, SeveralTracesAndABadTraceId) {
   auto a = sample_trace();
   auto b = sample_trace();

@@ -21,6 +21,7 @@
 
 #include "core/trace_ids.h"
 #include "export/otlp_exporter.h"
+#include "export/otlp_gzip.h"
 #include "otlp/trace_service.pb.h"
 
 namespace tailcause::exporter {
@@ -49,7 +50,7 @@ struct Reply {
 };
 
 struct Received {
-  std::string content_type, test_header, path;
+  std::string content_type, test_header, path, content_encoding;
   int spans = 0;
   Clock::time_point at;
   std::string body;
@@ -63,6 +64,7 @@ class Collector {
       Received r;
       r.content_type = req.get_header_value("Content-Type");
       r.test_header = req.get_header_value("X-Test");
+      r.content_encoding = req.get_header_value("Content-Encoding");
       r.path = req.path;
       r.at = Clock::now();
       r.body = req.body;
@@ -226,6 +228,36 @@ TEST(OtlpExporter, BatchesUpToBatchSpansAndSendsProtobuf) {
   const auto s = e.stats();
   EXPECT_EQ(dropped_total(s), 0u);
   EXPECT_TRUE(s.errors.empty());
+}
+
+// gzip by default (cpp-httplib's server inflates it before the handler: the spans arriving
+// whole show the body was a gzip member); otlp.compression none sends the protobuf as is.
+TEST(OtlpExporter, GzipsBodiesUnlessCompressionIsNone) {
+  for (const char* compression : {"gzip", "none"}) {
+    Collector c;
+    auto settings = settings_for(c.endpoint());
+    settings.compression = compression;
+    OtlpExporter e(settings, fast());
+    for (uint64_t i = 0; i < 10; ++i) e.submit(make_trace(i));
+    ASSERT_TRUE(eventually([&] { return c.spans() == 10; })) << compression;
+    for (const auto& r : c.received()) {
+      EXPECT_EQ(r.content_encoding, std::string(compression) == "gzip" ? "gzip" : "");
+    }
+  }
+}
+
+TEST(OtlpGzip, RoundTripAndRefusals) {
+  std::string body;
+  for (int i = 0; i < 1000; ++i) body += "tailcause.component.runqueue ";
+  const std::string z = gzip_compress(body);
+  EXPECT_LT(z.size(), body.size() / 10);              // repetitive text compresses
+  EXPECT_EQ(static_cast<unsigned char>(z[0]), 0x1f);  // the gzip magic
+  EXPECT_EQ(static_cast<unsigned char>(z[1]), 0x8b);
+  EXPECT_EQ(gzip_decompress(z), body);
+  EXPECT_EQ(gzip_decompress(gzip_compress("")), "");
+  EXPECT_FALSE(gzip_decompress(z.substr(0, z.size() / 2)));  // cut short
+  EXPECT_FALSE(gzip_decompress("not gzip at all"));
+  EXPECT_FALSE(gzip_decompress(z, 100));  // inflates past the cap
 }
 
 TEST(OtlpExporter, TracesStayWholeAndAPartialBatchLeavesAfterTheInterval) {

@@ -116,6 +116,18 @@ TEST_F(SdkProbes, RequestAndStagesBeginAndEndInScopeOrder) {
   EXPECT_EQ(trace(full_request), expected);
 }
 
+// A traceparent is passed through request_begin as it is; a generation stage names its model.
+TEST_F(SdkProbes, TraceparentAndModelReachTheProbes) {
+  const auto events = trace([] {
+    Request request(43, "t", "a", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    Stage gen = Stage::generation(request, "gpt-4o", "openai");
+  });
+  EXPECT_EQ(events,
+            (std::vector<std::string>{
+                "request_begin 43 t a 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                "stage_begin 43 3 openai:gpt-4o", "stage_end 43 3", "request_end 43 0"}));
+}
+
 TEST_F(SdkProbes, NothingFiresWhileTheSemaphoresAreZero) {
   EXPECT_EQ(trace(full_request, /*enabled=*/false), std::vector<std::string>{});
   EXPECT_EQ(trace(
@@ -255,6 +267,29 @@ TEST(SdkApi, MovedFromObjectsAreInactive) {
   EXPECT_FALSE(t.active());
   b.end(1);
   EXPECT_FALSE(b.active());
+}
+
+TEST(SdkApi, TraceparentPerW3C) {
+  const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  EXPECT_TRUE(tailcause::valid_traceparent(tp));
+  Request r(1, "t", "a", tp);
+  EXPECT_EQ(r.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(r.trace_context(), tp);
+  r.end();
+  auto with = [&](std::size_t pos, const std::string& part) {
+    std::string v = tp;
+    v.replace(pos, part.size(), part);
+    return v;
+  };
+  for (const std::string& bad :
+       {with(0, "01"), with(0, "ff"), with(3, "4BF9"), with(3, std::string(32, '0')),
+        with(36, std::string(16, '0')), with(36, "00F0"), with(53, "0g"), with(52, "_"),
+        with(2, "_"), tp.substr(0, 54) + "\n"}) {
+    EXPECT_FALSE(tailcause::valid_traceparent(bad)) << bad;
+    EXPECT_THROW(Request(1, "t", "a", bad), std::invalid_argument) << bad;
+  }
+  EXPECT_FALSE(tailcause::valid_traceparent(tp + "-00"));  // version 00 is exactly 55
+  EXPECT_THROW(Stage::generation(r, ""), std::invalid_argument);
 }
 
 TEST(SdkApi, TraceIdsAreRandom128BitLowerHex) {

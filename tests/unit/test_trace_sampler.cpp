@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The OTLP trace budget: a token bucket of spans per second, glitch traces first, a stable
-// hash-of-trace-id sample of normal ones.
+// The OTLP trace budget: a token bucket of spans per second, glitch traces first, and
+// OpenTelemetry's TraceIdRatioBased sample of normal ones.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,11 +15,6 @@ constexpr uint64_t ms = 1'000'000;
 constexpr uint64_t s = 1'000'000'000;
 
 std::string id(uint64_t n) { return derive_trace_id(1234, n, 99); }
-// A sequential, agent-style id: "00000000000000000000000000000001" and so on.
-std::string fmt_id(int n) {
-  std::string s = std::to_string(n + 1);
-  return std::string(32 - s.size(), '0') + s;
-}
 
 TEST(TraceSampler, GlitchTracesSpendTheWholeBucketThenWaitForRefill) {
   TraceSampler t({.budget_spans_per_s = 100, .sample_normal = 0.0});
@@ -74,7 +69,7 @@ TEST(TraceSampler, ATraceLargerThanTheBucketIsRefused) {
   EXPECT_EQ(t.decide(id(2), true, 10, 0), SampleResult::keep);
 }
 
-TEST(TraceSampler, NormalTracesAreSampledByTraceIdHash) {
+TEST(TraceSampler, NormalTracesAreSampledByTraceIdRatio) {
   TraceSampler none({.budget_spans_per_s = 1000, .sample_normal = 0.0});
   EXPECT_EQ(none.decide(id(1), false, 3, 0), SampleResult::unsampled);
   EXPECT_EQ(none.unsampled_spans(), 3u);
@@ -93,11 +88,45 @@ TEST(TraceSampler, NormalTracesAreSampledByTraceIdHash) {
   EXPECT_LT(in, 11'000);
   EXPECT_TRUE(TraceSampler::in_sample(id(7), 1.0));
   EXPECT_FALSE(TraceSampler::in_sample(id(7), 0.0));
-  // An agent's ids are hashed too, not read as numbers: sequential ids still spread.
-  int seq = 0;
-  for (int i = 0; i < 10'000; ++i) seq += TraceSampler::in_sample(fmt_id(i), 0.5);
-  EXPECT_GT(seq, 4'500);
-  EXPECT_LT(seq, 5'500);
+}
+
+// The figures of OpenTelemetry's Go SDK (TraceIDRatioBased: traceIDUpperBound =
+// uint64(fraction * (1 << 63)); sampled when BigEndian.Uint64(traceID[8:16]) >> 1 is below it)
+// and of the Python SDK (low 64 bits < round(rate * 2**64)), worked out by hand.
+TEST(TraceSampler, RatioRuleIsOpenTelemetrysTraceIdRatioBased) {
+  // 1%: uint64(0.01 * 2^63) = 92233720368547760 = 0x0147ae147ae147b0, so the low 64 bits must
+  // be below 2 * that = 0x028f5c28f5c28f60.
+  EXPECT_EQ(TraceSampler::ratio_upper_bound(0.01), 92233720368547760ULL);
+  EXPECT_EQ(TraceSampler::ratio_upper_bound(0.5), 1ULL << 62);
+  EXPECT_EQ(TraceSampler::ratio_upper_bound(1.0), 1ULL << 63);
+  EXPECT_EQ(TraceSampler::ratio_upper_bound(0.0), 0u);
+  EXPECT_TRUE(TraceSampler::in_sample("4bf92f3577b34da6028f5c28f5c28f5f", 0.01));
+  EXPECT_FALSE(TraceSampler::in_sample("4bf92f3577b34da6028f5c28f5c28f60", 0.01));
+  EXPECT_FALSE(TraceSampler::in_sample("4bf92f3577b34da6a3ce929d0e0e4736", 0.01));
+  // Only the last 8 bytes count: the first 8 may be anything.
+  EXPECT_TRUE(TraceSampler::in_sample("ffffffffffffffff028f5c28f5c28f5f", 0.01));
+  EXPECT_TRUE(TraceSampler::in_sample("0000000000000001028F5C28F5C28F5F", 0.01));  // upper case
+  // 50%: the top bit of byte 8 decides.
+  EXPECT_TRUE(TraceSampler::in_sample("00000000000000007fffffffffffffff", 0.5));
+  EXPECT_FALSE(TraceSampler::in_sample("00000000000000008000000000000000", 0.5));
+  // The all-ones low half is kept only at 1.
+  EXPECT_FALSE(TraceSampler::in_sample("0123456789abcdefffffffffffffffff", 0.999999));
+  EXPECT_TRUE(TraceSampler::in_sample("0123456789abcdefffffffffffffffff", 1.0));
+  EXPECT_TRUE(TraceSampler::in_sample("0123456789abcdef0000000000000001", 1e-18));
+  EXPECT_FALSE(TraceSampler::in_sample("0123456789abcdef0000000000000000", 0.0));
+  // Not a trace id: never sampled (it is never exported either).
+  EXPECT_FALSE(TraceSampler::in_sample("0123456789abcdef012345678", 0.9));
+  EXPECT_FALSE(TraceSampler::in_sample("0123456789abcdefg000000000000000", 0.9));
+  EXPECT_FALSE(TraceSampler::in_sample("0123456789abcdef000000000000000g", 0.9));
+}
+
+// With the agent's traceparent, a normal trace follows its sampled flag (ParentBased).
+TEST(TraceSampler, ANormalTraceFollowsTheAgentsSampledFlag) {
+  TraceSampler none({.budget_spans_per_s = 1000, .sample_normal = 0.0});
+  EXPECT_EQ(none.decide(id(1), false, 2, 0, true), SampleResult::keep);
+  TraceSampler all({.budget_spans_per_s = 1000, .sample_normal = 1.0});
+  EXPECT_EQ(all.decide(id(1), false, 2, 0, false), SampleResult::unsampled);
+  EXPECT_EQ(all.decide(id(1), true, 2, 0, false), SampleResult::keep);  // a glitch, still
 }
 
 TEST(TraceSampler, AClockGoingBackwardsRefillsNothing) {

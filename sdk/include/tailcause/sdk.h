@@ -11,9 +11,15 @@
  * binary. libtailcause_sdk.so exposes the same as plain C functions (for Python and FFI users).
  *
  * Probe arguments (all integers are 64-bit unless noted; strings are NUL-terminated):
- *   request_begin  (request_id, tenant, agent, trace_id)   trace_id: 32 hex chars or NULL
+ *   request_begin  (request_id, tenant, agent, trace_id)   trace_id: NULL, 32 hex chars, or a
+ *                                                          W3C traceparent (00-<trace id>-<parent
+ *                                                          span id>-<flags>): the request span is
+ *                                                          then a child of the caller's span
  *   request_end    (request_id, status)                     status: 0 ok, else an error code
- *   stage_begin    (request_id, stage, name)                stage: enum tailcause_stage
+ *   stage_begin    (request_id, stage, name)                stage: enum tailcause_stage; for
+ *                                                          GENERATION, a name other than
+ *                                                          "generation" is the model, as
+ *                                                          "[provider:]model" (OTLP gen_ai.*)
  *   stage_end      (request_id, stage)
  *   context_attach (request_id)                             this thread now works for request_id
  *   context_detach (request_id)
@@ -89,7 +95,8 @@ TAILCAUSE_SEMAPHORE(output_quality);
 /* True while a tracer is attached to the probe. */
 #define TAILCAUSE_ENABLED(probe) __builtin_expect(tailcause_##probe##_semaphore != 0, 0)
 
-#define TAILCAUSE_TRACE_ID_CHARS 32
+#define TAILCAUSE_TRACE_ID_CHARS    32
+#define TAILCAUSE_TRACEPARENT_CHARS 55 /* version 00: 2 + 1 + 32 + 1 + 16 + 1 + 2 */
 
 /* Reads a string argument up to its NUL or one byte past the daemon's limit (as far as the
  * daemon reads), so that its pages are present when the probe fires: the daemon's BPF program
@@ -112,7 +119,7 @@ static inline void tailcause_request_begin(uint64_t request_id, const char *tena
 	if (TAILCAUSE_ENABLED(request_begin)) {
 		tailcause_touch_string(tenant, TAILCAUSE_MAX_TENANT);
 		tailcause_touch_string(agent, TAILCAUSE_MAX_NAME);
-		tailcause_touch_string(trace_id, TAILCAUSE_TRACE_ID_CHARS);
+		tailcause_touch_string(trace_id, TAILCAUSE_TRACEPARENT_CHARS);
 		STAP_PROBE4(tailcause, request_begin, request_id, tenant, agent, trace_id);
 	}
 }

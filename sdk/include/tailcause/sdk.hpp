@@ -127,6 +127,47 @@ inline std::string checked_trace_id(std::string_view id)
 	return lower;
 }
 
+inline bool lower_hex(std::string_view s) noexcept
+{
+	for (char c : s)
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	return true;
+}
+
+} // namespace detail
+
+// Whether `value` is a W3C Trace Context traceparent the SDK passes on: version 00, exactly
+// 00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>, lower-case hex, neither id all
+// zeros. A request given an invalid one from an incoming header should start its own trace.
+inline bool valid_traceparent(std::string_view value) noexcept
+{
+	if (value.size() != TAILCAUSE_TRACEPARENT_CHARS || value.substr(0, 3) != "00-" ||
+	    value[35] != '-' || value[52] != '-')
+		return false;
+	const std::string_view trace = value.substr(3, 32), parent = value.substr(36, 16);
+	return detail::lower_hex(trace) && detail::lower_hex(parent) &&
+	       detail::lower_hex(value.substr(53, 2)) &&
+	       trace.find_first_not_of('0') != std::string_view::npos &&
+	       parent.find_first_not_of('0') != std::string_view::npos;
+}
+
+namespace detail
+{
+
+// The request_begin trace argument: a trace id (lower-cased) or a valid traceparent (as is).
+inline std::string checked_trace_context(std::string_view value)
+{
+	if (value.size() == TAILCAUSE_TRACEPARENT_CHARS) {
+		if (!valid_traceparent(value))
+			throw std::invalid_argument(
+				"tailcause: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, "
+				"lower-case, ids not all zeros)");
+		return std::string(value);
+	}
+	return checked_trace_id(value);
+}
+
 } // namespace detail
 
 // A random 128-bit W3C trace id as 32 lower-case hex digits (never all zeros).
@@ -167,14 +208,19 @@ inline std::uint64_t new_request_id()
 class Request
 {
       public:
+	// `trace_id`: the agent's trace id (32 hex digits), or its W3C traceparent, so that the
+	// daemon's request span becomes a child of the agent's current span.
 	Request(std::uint64_t id, std::string_view tenant, std::string_view agent,
 		std::optional<std::string_view> trace_id = std::nullopt)
 	    : id_(id), tenant_(detail::checked_string(tenant, "tenant")),
 	      agent_(detail::checked_string(agent, "agent")),
-	      trace_id_(trace_id ? detail::checked_trace_id(*trace_id) : std::string())
+	      trace_context_(trace_id ? detail::checked_trace_context(*trace_id) : std::string()),
+	      trace_id_(trace_context_.size() == TAILCAUSE_TRACEPARENT_CHARS
+				? trace_context_.substr(3, 32)
+				: trace_context_)
 	{
 		tailcause_request_begin(id_, tenant_.c_str(), agent_.c_str(),
-					trace_id_.empty() ? nullptr : trace_id_.c_str());
+					trace_context_.empty() ? nullptr : trace_context_.c_str());
 	}
 
 	Request(std::string_view tenant, std::string_view agent,
@@ -188,6 +234,7 @@ class Request
 
 	Request(Request &&other) noexcept
 	    : id_(other.id_), tenant_(std::move(other.tenant_)), agent_(std::move(other.agent_)),
+	      trace_context_(std::move(other.trace_context_)),
 	      trace_id_(std::move(other.trace_id_)), active_(std::exchange(other.active_, false))
 	{
 	}
@@ -200,6 +247,7 @@ class Request
 			id_ = other.id_;
 			tenant_ = std::move(other.tenant_);
 			agent_ = std::move(other.agent_);
+			trace_context_ = std::move(other.trace_context_);
 			trace_id_ = std::move(other.trace_id_);
 			active_ = std::exchange(other.active_, false);
 		}
@@ -234,6 +282,11 @@ class Request
 	{
 		return trace_id_;
 	}
+	// The traceparent it was given, else the trace id (what request_begin passed).
+	const std::string &trace_context() const noexcept
+	{
+		return trace_context_;
+	}
 	bool active() const noexcept
 	{
 		return active_;
@@ -249,6 +302,7 @@ class Request
 	std::uint64_t id_;
 	std::string tenant_;
 	std::string agent_;
+	std::string trace_context_;
 	std::string trace_id_;
 	bool active_ = true;
 };
@@ -268,6 +322,18 @@ class Stage
 	Stage(const Request &request, std::string_view name)
 	    : Stage(request.id(), StageKind::other, name)
 	{
+	}
+
+	// A generation stage that names its model (and provider): exported over OTLP as
+	// gen_ai.request.model and gen_ai.provider.name ("provider:model", 32 bytes at most).
+	static Stage generation(const Request &request, std::string_view model,
+				std::string_view provider = {})
+	{
+		if (model.empty())
+			throw std::invalid_argument("tailcause: model is empty");
+		return Stage(request.id(), StageKind::generation,
+			     provider.empty() ? std::string(model)
+					      : std::string(provider) + ":" + std::string(model));
 	}
 
 	Stage(std::uint64_t request_id, StageKind kind, std::string_view name)

@@ -49,7 +49,8 @@ _S_OUTPUT_QUALITY = _semaphores["output_quality"]
 __all__ = [
     "PROBES", "BreakerProtocolError", "BreakerUnavailable", "CacheResult", "Request", "Stage",
     "breaker_state", "cache_lookup", "context_scope", "enabled", "layer",
-    "library_path", "new_request_id", "new_trace_id", "output_quality", "token", "version",
+    "library_path", "new_request_id", "new_trace_id", "output_quality", "token", "valid_traceparent",
+    "version",
 ]
 
 
@@ -109,6 +110,12 @@ def new_trace_id():
             return tid
 
 
+def valid_traceparent(value):
+    """Whether `value` is a W3C traceparent Request(trace_id=...) accepts (version 00,
+    lower-case hex, ids not all zeros); an agent handed an invalid one should start its own trace."""
+    return _check.traceparent(value)
+
+
 def _request_id(request):
     """Accepts a Request or a bare request id."""
     if isinstance(request, Request):
@@ -125,18 +132,20 @@ class Request:
     __slots__ = ("id", "tenant", "agent", "trace_id", "_active")
 
     def __init__(self, tenant, agent, request_id=None, trace_id=None):
+        """`trace_id`: the agent's trace id (32 hex digits) or its W3C traceparent header value,
+        so that the daemon's request span becomes a child of the agent's current span."""
         tenant_c = _check.c_string(tenant, "tenant")
         agent_c = _check.c_string(agent, "agent")
-        trace = _check.trace_id(trace_id)
+        context = _check.trace_id(trace_id)
         rid = new_request_id() if request_id is None else _check.u64(request_id, "request_id")
         self.id = rid
         self.tenant = tenant
         self.agent = agent
-        self.trace_id = trace
+        self.trace_id = context[3:35] if context is not None and len(context) == 55 else context
         self._active = True
         if _S_REQUEST_BEGIN.value:
             _lib.tailcause_sdk_request_begin(rid, tenant_c, agent_c,
-                                              None if trace is None else trace.encode("ascii"))
+                                              None if context is None else context.encode("ascii"))
 
     @property
     def active(self):
@@ -177,7 +186,10 @@ class Stage:
 
     __slots__ = ("request_id", "kind", "name", "_active")
 
-    def __init__(self, request, stage):
+    def __init__(self, request, stage, model=None, provider=None):
+        """`model` (and `provider`) of a GENERATION stage: exported over OTLP as
+        gen_ai.request.model and gen_ai.provider.name (sent as "provider:model", 32 bytes at
+        most)."""
         rid = _request_id(request)
         if isinstance(stage, str):
             kind, name = Stage.OTHER, stage
@@ -186,6 +198,10 @@ class Stage:
             if not Stage.PROMPT <= kind <= Stage.OTHER:
                 raise ValueError(f"tailcause: stage must be Stage.PROMPT..Stage.OTHER, got {kind}")
             name = Stage.NAMES[kind]
+        if model is not None or provider is not None:
+            if kind != Stage.GENERATION or model is None:
+                raise ValueError("tailcause: model (and provider) apply to Stage.GENERATION only")
+            name = model if provider is None else f"{provider}:{model}"
         name_c = _check.c_string(name, "stage name")
         if not name_c:
             raise ValueError("tailcause: stage name is empty")

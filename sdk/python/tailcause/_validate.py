@@ -39,12 +39,31 @@ def c_string(value, what):
     return data
 
 
+def traceparent(value):
+    """Whether `value` is a W3C traceparent the SDK passes on: version 00, exactly
+    00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>, lower-case, ids not all zeros."""
+    if not isinstance(value, str) or len(value) != 55 or not value.startswith("00-"):
+        return False
+    if value[35] != "-" or value[52] != "-":
+        return False
+    trace, parent, flags = value[3:35], value[36:52], value[53:55]
+    if not (set(trace) | set(parent) | set(flags)) <= _HEX:
+        return False
+    return trace != "0" * 32 and parent != "0" * 16
+
+
 def trace_id(value):
-    """A W3C trace id: 32 hex digits, not all zeros; returned lower-case (None stays None)."""
+    """A W3C trace id: 32 hex digits, not all zeros; returned lower-case (None stays None).
+    A valid traceparent (see traceparent()) is returned as it is."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"tailcause: trace_id must be a str, not {type(value).__name__}")
+    if len(value) == 55:
+        if not traceparent(value):
+            raise ValueError(f"tailcause: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, "
+                             f"lower-case, ids not all zeros): {value!r}")
+        return value
     lower = value.lower()
     if len(lower) != 32 or not set(lower) <= _HEX:
         raise ValueError(f"tailcause: trace_id must be 32 hex digits, got {value!r}")

@@ -8,6 +8,8 @@
 //    "start_time_unix_nano","end_time_unix_nano" (decimal strings),"attributes" {key: value},
 //    "status" {"code","message"},"events" [{name,time_unix_nano,attributes}],
 //    "resource" {key: value},"scope" {"name","version"},"request" (POST number, from 1)}
+// A gzip body (Content-Encoding: gzip) is inflated first; --requests records the encoding and
+// both sizes.
 // Usage: node receiver.js --out spans.jsonl [--port 0] [--host 127.0.0.1] [--ready port.txt]
 //        [--requests requests.jsonl] [--fail-first N] [--fail-status 503] [--retry-after S]
 // --ready: the port is written there once listening (use --port 0 for any free port).
@@ -18,6 +20,7 @@
 
 const fs = require('fs');
 const http = require('http');
+const zlib = require('zlib');
 const root = require('@opentelemetry/otlp-transformer/build/src/generated/root');
 
 const { ExportTraceServiceRequest, ExportTraceServiceResponse } =
@@ -121,9 +124,10 @@ function main() {
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const number = ++posts;
-      const body = Buffer.concat(chunks);
+      let body = Buffer.concat(chunks);
       const entry = {
         request: number, path: req.url, content_type: req.headers['content-type'] || '',
+        content_encoding: req.headers['content-encoding'] || '',
         headers: req.headers, bytes: body.length,
       };
       const reply = (status, extraHeaders) => {
@@ -141,6 +145,13 @@ function main() {
       }
       let lines;
       try {
+        // Content-Encoding: gzip (OTLP/HTTP's one compression), inflated by node's zlib.
+        if (entry.content_encoding === 'gzip') {
+          body = zlib.gunzipSync(body);
+          entry.inflated_bytes = body.length;
+        } else if (entry.content_encoding) {
+          throw new Error(`unsupported Content-Encoding ${entry.content_encoding}`);
+        }
         lines = spanLines(body, number);
       } catch (err) {
         entry.error = String(err && err.message);
