@@ -112,7 +112,7 @@ core::RequestTrace sample_trace() {
 
 pb::collector::trace::v1::ExportTraceServiceRequest decode(
     const std::vector<core::RequestTrace>& traces, size_t* skipped = nullptr) {
-  OtlpResourceInfo res{"tailcause-test", "9.9.9", "node-1"};
+  OtlpResourceInfo res{"tailcause-test", "9.9.9", "node-1", {}};
   pb::collector::trace::v1::ExportTraceServiceRequest req;
   EXPECT_TRUE(req.ParseFromString(encode_traces(traces, res, skipped)));
   return req;
