@@ -14,6 +14,7 @@ run_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus stress-ng linux-perf bpftrace iproute2 util-linux procps curl python3 python3-numpy
+  python3-yaml  # deploy/prometheus/generate.py, tests/prometheus (rules and dashboards)
 )
 case "$profile" in
   run) pkgs=("${run_pkgs[@]}") ;;
