@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_ARGS)
 
-.PHONY: all deps deps-test build build-tests build-asan run test test-asan bench fuzz fuzz-merge vmlinux format clean
+.PHONY: all deps deps-test build build-tests build-asan run reload test test-asan bench fuzz fuzz-merge vmlinux format clean
 
 all: build
 
@@ -38,6 +38,14 @@ build-asan: deps-test
 
 run: build
 	$(BUILD)/tailcause run $(ARGS)
+
+# SIGHUP to the running daemon (PID=N, else the oldest `tailcause run`): it re-reads its
+# configuration and the SLOs of glitch.slo_file. After editing deploy/prometheus/thresholds.yaml,
+# also run deploy/prometheus/generate.py and reload Prometheus, so alerts and daemon agree.
+reload:
+	@pid=$${PID:-$$(pgrep -o -f '(^|/)tailcause run( |$$)')}; \
+	  [ -n "$$pid" ] || { echo "make reload: no running 'tailcause run' (give PID=...)" >&2; exit 1; }; \
+	  kill -HUP "$$pid" && echo "make reload: SIGHUP sent to tailcause $$pid"
 
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest -L sanitized --output-on-failure --timeout 900
