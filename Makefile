@@ -12,7 +12,7 @@ CMAKE_ARGS ?=
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_ARGS)
 
-.PHONY: all deps deps-test build build-daemon build-tests build-asan run install deb test test-asan bench fuzz fuzz-merge vmlinux format clean
+.PHONY: all deps deps-test build build-daemon build-tests build-asan run reload install deb test test-asan bench fuzz fuzz-merge vmlinux format clean
 
 all: build
 
@@ -55,6 +55,14 @@ install: build-daemon
 deb: build-daemon
 	@command -v dpkg-shlibdeps >/dev/null || apt-get install -y --no-install-recommends dpkg-dev
 	cd $(BUILD) && cpack -G DEB -B deb
+
+# SIGHUP to the running daemon (PID=N, else the oldest `tailcause run`): it re-reads its
+# configuration and the SLOs of glitch.slo_file. After editing deploy/prometheus/thresholds.yaml,
+# also run deploy/prometheus/generate.py and reload Prometheus, so alerts and daemon agree.
+reload:
+	@pid=$${PID:-$$(pgrep -o -f '(^|/)tailcause run( |$$)')}; \
+	  [ -n "$$pid" ] || { echo "make reload: no running 'tailcause run' (give PID=...)" >&2; exit 1; }; \
+	  kill -HUP "$$pid" && echo "make reload: SIGHUP sent to tailcause $$pid"
 
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest -L sanitized --output-on-failure --timeout 900

@@ -173,7 +173,7 @@ void KvCache::stop_compactor() {
 }
 
 Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context,
-                    std::size_t n_tokens, uint64_t seed, KvCache& kv) {
+                    std::size_t n_tokens, uint64_t seed, KvCache& kv, bool entropy_fault) {
   SplitMix rng(seed);
   Generation out;
   std::vector<float> x(kHidden), h(kHidden), logits(kVocab);
@@ -191,7 +191,8 @@ Generation generate(const Weights& w, uint64_t request_id, std::span<const float
     w.output.apply(x, logits);  // kVocab x kHidden: the largest product of the token loop
     float max_logit = *std::max_element(logits.begin(), logits.end());
     double sum = 0;
-    const float temperature = 0.7f;
+    float temperature = 0.7f;
+    if (entropy_fault) temperature *= i < n_tokens / 2 ? 1 / kEntropyFaultHeat : kEntropyFaultHeat;
     for (float& v : logits) sum += (v = std::exp((v - max_logit) / temperature));
     double pick = rng.uniform() * sum, acc = 0, entropy = 0;
     uint32_t chosen = kVocab - 1;
@@ -204,11 +205,13 @@ Generation generate(const Weights& w, uint64_t request_id, std::span<const float
     }
     kv.append(x);
     tailcause_token(request_id, i);
+    if (entropy_fault) tailcause_output_quality(request_id, static_cast<uint64_t>(entropy * 1e6));
     out.tokens.push_back(chosen);
     out.entropy = entropy;
     prev = chosen;
   }
-  tailcause_output_quality(request_id, static_cast<uint64_t>(out.entropy * 1e6));
+  if (!entropy_fault)
+    tailcause_output_quality(request_id, static_cast<uint64_t>(out.entropy * 1e6));
   return out;
 }
 

@@ -89,8 +89,13 @@ struct Generation {
 };
 
 // Token loop: for each output token, kDecoderLayers matrix-vector layers (layer_begin/end probes,
-// batch 1), logits over the vocabulary, softmax, sampling, token probe.
+// batch 1), logits over the vocabulary, softmax, sampling, token probe. The output's entropy
+// goes to the output_quality probe once per request, or, under the entropy fault, once per token
+// with the first half of the answer sampled at the temperature / kEntropyFaultHeat and the
+// second at x kEntropyFaultHeat (a confident model losing confidence mid-answer: its outputs'
+// entropy jumps over the request's own baseline).
+inline constexpr float kEntropyFaultHeat = 4.0f;
 Generation generate(const Weights& w, uint64_t request_id, std::span<const float> context,
-                    std::size_t n_tokens, uint64_t seed, KvCache& kv);
+                    std::size_t n_tokens, uint64_t seed, KvCache& kv, bool entropy_fault = false);
 
 }  // namespace rag

@@ -24,7 +24,8 @@ constexpr struct {
                    {"hog", FaultKind::Hog},
                    {"cold-cache", FaultKind::ColdCache},
                    {"slow-peer", FaultKind::SlowPeer},
-                   {"lock", FaultKind::Lock}};
+                   {"lock", FaultKind::Lock},
+                   {"entropy", FaultKind::Entropy}};
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -63,7 +64,8 @@ Fault parse_fault(const std::string& spec, const std::vector<std::string>& tenan
                          [&](const auto& k) { return kind_name == k.name; });
   if (it == std::end(kFaultKinds))
     throw UsageError(fmt::format(
-        "--fault {}: unknown fault kind '{}' (expected quota, hog, cold-cache, slow-peer or lock)",
+        "--fault {}: unknown fault kind '{}' (expected quota, hog, cold-cache, slow-peer, lock or "
+        "entropy)",
         spec, kind_name));
   if (std::find(tenants.begin(), tenants.end(), tenant) == tenants.end())
     throw UsageError(fmt::format("--fault {}: tenant '{}' is not one of --tenants {}", spec, tenant,
@@ -136,7 +138,8 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--dim", o.dim, "dimension of the index vectors")->capture_default_str();
   app.add_option(
          "--fault", fault_specs,
-         "KIND[:TENANT], repeatable; KIND: quota, hog, cold-cache, slow-peer, lock (tenant: first)")
+         "KIND[:TENANT], repeatable; KIND: quota, hog, cold-cache, slow-peer, lock, entropy "
+         "(tenant: first)")
       ->allow_extra_args(false);
   app.add_option("--cgroup-root", o.cgroup_root,
                  "cgroup hierarchy with the cpu controller (default: detected, v2 preferred)");

@@ -10,7 +10,7 @@
 
 namespace rag {
 
-enum class FaultKind { Quota, Hog, ColdCache, SlowPeer, Lock };
+enum class FaultKind { Quota, Hog, ColdCache, SlowPeer, Lock, Entropy };
 
 const char* fault_kind_name(FaultKind kind);
 

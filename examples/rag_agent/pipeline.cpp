@@ -162,7 +162,8 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
       for (const auto& d : docs)
         for (std::size_t j = 0; j < kHidden; ++j)
           context[j] += 0.05f * d.score * (((d.row * 31 + j) % 7) - 3.0f);
-      return generate(weights_, request_id, context, config_.output_tokens, request_id, kv_);
+      return generate(weights_, request_id, context, config_.output_tokens, request_id, kv_,
+                      config_.entropy);
     });
     counters_.tokens += generation.tokens.size();
     auto tool_answer = stage(TAILCAUSE_STAGE_TOOL, [&] {

@@ -25,6 +25,7 @@ struct PipelineConfig {
   int tool_port = 0;
   bool cold_cache = false;  // drop the index from the page cache before every retrieval
   bool slow_peer = false;   // ask the tool server for a 300 ms delay
+  bool entropy = false;     // every answer sampled cold, then hot (see generate)
   std::size_t output_tokens = 96;
   std::size_t nprobe = 6;  // IVF lists scanned per query
   std::size_t top_k = 8;

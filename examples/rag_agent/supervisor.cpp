@@ -242,6 +242,7 @@ int run_agent(const Options& o) {
                     o.has_fault(FaultKind::ColdCache, t),
                     o.has_fault(FaultKind::SlowPeer, t),
                     o.has_fault(FaultKind::Lock, t),
+                    o.has_fault(FaultKind::Entropy, t),
                     o.shed_when_open};
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)

@@ -124,6 +124,7 @@ nlohmann::json run_load(const TenantSpec& spec) {
   config.tool_port = spec.tool_port;
   config.cold_cache = spec.cold_cache;
   config.slow_peer = spec.slow_peer;
+  config.entropy = spec.entropy;
   RagPipeline pipeline(config);
   QuestionPicker picker(pipeline.questions());
 

@@ -18,7 +18,7 @@ struct TenantSpec {
   int concurrency = 2;
   double duration = 10;
   int tool_port = 0;
-  bool cold_cache = false, slow_peer = false, lock = false;
+  bool cold_cache = false, slow_peer = false, lock = false, entropy = false;
   bool shed_when_open = false;
 };
 

@@ -112,6 +112,9 @@ struct GlitchSettings {
   uint32_t request_slo_ms = 800;
   uint32_t stage_slo_ms = 200;                    // stages not listed in stage_slos_ms
   std::map<std::string, uint32_t> stage_slos_ms;  // stage name -> SLO
+  // A file whose glitch: section sets the three SLOs above (deploy/prometheus/thresholds.yaml,
+  // which the alert rules are generated from), read by load_config_file; "" for none.
+  std::string slo_file;
   double p99_factor = 2.0;    // also a glitch when over this many times its recent P99 ...
   uint32_t min_samples = 50;  // ... once its window holds this many samples
   // Uprobe recipe spans (no SDK) shorter than this are too short to judge against their P99:
@@ -225,9 +228,14 @@ Config parse_config(std::string_view yaml_text, std::string_view source, Config 
 // Reads a configuration or recipe file: a regular file (not a directory, FIFO or device) of at
 // most kMaxConfigBytes (config_yaml.h, 1 MiB). Throws ConfigError naming the path and the reason.
 std::string read_config_file(const std::string& path);
-// read_config_file() then parse_config().
+// read_config_file() then parse_config(), then the glitch SLOs of glitch.slo_file (a relative
+// path is taken from the configuration file's directory) over the configuration's own.
 Config load_config_file(const std::string& path);
 Config load_config_file(const std::string& path, Config base);
+// Sets request_slo_ms, stage_slo_ms and stage_slos_ms from the glitch: section of a thresholds
+// file's text (its other sections are not the daemon's and are ignored); keys it leaves out keep
+// their value. Errors name the file, the line and the key.
+void apply_slo_file(std::string_view yaml_text, std::string_view source, GlitchSettings& g);
 
 // Parses a recipe file: YAML with one key, `recipes:`, a list like probes.attrib.recipes.
 // Throws ConfigError naming the file, the line and the key.

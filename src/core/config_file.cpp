@@ -54,7 +54,22 @@ std::string read_config_file(const std::string& path) {
 }
 
 Config load_config_file(const std::string& path) {
-  return parse_config(read_config_file(path), path);
+  Config c = parse_config(read_config_file(path), path);
+  if (!c.glitch.slo_file.empty()) {
+    std::string slo = c.glitch.slo_file;
+    if (slo.front() != '/') {
+      const auto slash = path.rfind('/');
+      if (slash != std::string::npos) slo = path.substr(0, slash + 1) + slo;
+    }
+    std::string text;
+    try {
+      text = read_config_file(slo);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: glitch.slo_file: {}", path, e.what()));
+    }
+    apply_slo_file(text, slo, c.glitch);
+  }
+  return c;
 }
 
 Config load_config_file(const std::string& path, Config base) {

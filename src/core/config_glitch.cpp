@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "core/config_reader.h"
+#include "core/config_yaml.h"
 
 namespace tailcause::core {
 
@@ -80,48 +81,64 @@ uint32_t parse_socket_mode(const Reader& r, const YAML::Node& v, const std::stri
            "write");
   }
   return mode;
+// The SLO keys, the same in the configuration and in a glitch.slo_file.
+std::map<std::string, Reader::Handler> slo_handlers(Reader& r, GlitchSettings& g) {
+  return {{"request_slo_ms", ms_handler(r, g.request_slo_ms)},
+          {"stage_slo_ms", ms_handler(r, g.stage_slo_ms)},
+          {"stage_slos_ms", [&r, &g](const YAML::Node& v, const std::string& kk) {
+             if (v.IsNull()) return;
+             if (!v.IsMap()) r.fail(v, kk, "expected a mapping STAGE: MILLISECONDS");
+             g.stage_slos_ms.clear();
+             for (const auto& item : v) {
+               const std::string stage = item.first.Scalar();
+               const std::string sk = kk + "." + stage;
+               if (!is_stage_name(stage)) {
+                 r.fail(item.first, sk,
+                        "not a stage name (1-32 letters, digits, "
+                        "'_', '-', '.', ':')");
+               }
+               g.stage_slos_ms[stage] = r.positive(item.second, sk, 3600000);
+             }
+           }}};
 }
 
 }  // namespace
+
+void apply_slo_file(std::string_view yaml_text, std::string_view source, GlitchSettings& g) {
+  const YAML::Node root = load_yaml_document(yaml_text, source);
+  Reader r(source);
+  if (!root.IsMap() || !root["glitch"]) {
+    r.fail_at(1, "glitch",
+              "no glitch: section with the SLOs (request_slo_ms, stage_slo_ms, "
+              "stage_slos_ms)");
+  }
+  GlitchSettings next = g;
+  r.mapping(root["glitch"], "glitch", slo_handlers(r, next));
+  g = next;
+}
 
 std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
   return {
       {"glitch",
        [&](const YAML::Node& n, const std::string& k) {
          auto& g = c.glitch;
-         r.mapping(n, k,
-                   {{"request_slo_ms", ms_handler(r, g.request_slo_ms)},
-                    {"stage_slo_ms", ms_handler(r, g.stage_slo_ms)},
-                    {"stage_slos_ms",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       if (v.IsNull()) return;
-                       if (!v.IsMap()) r.fail(v, kk, "expected a mapping STAGE: MILLISECONDS");
-                       for (const auto& item : v) {
-                         const std::string stage = item.first.Scalar();
-                         const std::string sk = kk + "." + stage;
-                         if (!is_stage_name(stage)) {
-                           r.fail(item.first, sk,
-                                  "not a stage name (1-32 letters, digits, "
-                                  "'_', '-', '.', ':')");
-                         }
-                         g.stage_slos_ms[stage] = r.positive(item.second, sk, 3600000);
-                       }
-                     }},
-                    {"p99_factor",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       g.p99_factor = r.number(v, kk, 1.0, 1000.0);
-                     }},
-                    {"min_samples",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       g.min_samples = r.positive(v, kk, 1000000);
-                     }},
-                    {"recipe_noise_floor_ms",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       g.recipe_noise_floor_ms = static_cast<uint32_t>(r.number(v, kk, 0, 3600000));
-                     }},
-                    {"incident", [&](const YAML::Node& v, const std::string& kk) {
-                       incident_section(r, v, kk, g.incident);
-                     }}});
+         auto h = slo_handlers(r, g);
+         h.emplace("slo_file", [&](const YAML::Node& v, const std::string& kk) {
+           g.slo_file = r.string(v, kk);
+         });
+         h.emplace("p99_factor", [&](const YAML::Node& v, const std::string& kk) {
+           g.p99_factor = r.number(v, kk, 1.0, 1000.0);
+         });
+         h.emplace("min_samples", [&](const YAML::Node& v, const std::string& kk) {
+           g.min_samples = r.positive(v, kk, 1000000);
+         });
+         h.emplace("recipe_noise_floor_ms", [&](const YAML::Node& v, const std::string& kk) {
+           g.recipe_noise_floor_ms = static_cast<uint32_t>(r.number(v, kk, 0, 3600000));
+         });
+         h.emplace("incident", [&](const YAML::Node& v, const std::string& kk) {
+           incident_section(r, v, kk, g.incident);
+         });
+         r.mapping(n, k, h);
        }},
       {"cache_breakdown",
        [&](const YAML::Node& n, const std::string& k) {
