@@ -81,6 +81,8 @@ uint32_t parse_socket_mode(const Reader& r, const YAML::Node& v, const std::stri
            "write");
   }
   return mode;
+}
+
 // The SLO keys, the same in the configuration and in a glitch.slo_file.
 std::map<std::string, Reader::Handler> slo_handlers(Reader& r, GlitchSettings& g) {
   return {{"request_slo_ms", ms_handler(r, g.request_slo_ms)},
