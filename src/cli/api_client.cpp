@@ -9,26 +9,30 @@
 
 namespace tailcause::cli {
 
-ApiClient::ApiClient(const std::string& url) : url_(url) {
+ApiEndpoint parse_api_url(const std::string& url) {
   std::string rest = url;
   if (rest.rfind("http://", 0) != 0)
-    throw std::invalid_argument(fmt::format("--url {}: want http://HOST:PORT", url));
+    throw std::invalid_argument(fmt::format("{}: want http://HOST:PORT", url));
   rest = rest.substr(7);
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  std::string host = rest;
-  int port = 80;
+  ApiEndpoint e{rest, 80};
   if (const auto colon = rest.rfind(':'); colon != std::string::npos && rest.back() != ']') {
-    host = rest.substr(0, colon);
+    e.host = rest.substr(0, colon);
     const std::string p = rest.substr(colon + 1);
-    const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-    if (ec != std::errc{} || end != p.data() + p.size() || port < 1 || port > 65535)
-      throw std::invalid_argument(fmt::format("--url {}: bad port", url));
+    const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), e.port);
+    if (ec != std::errc{} || end != p.data() + p.size() || e.port < 1 || e.port > 65535)
+      throw std::invalid_argument(fmt::format("{}: bad port", url));
   }
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  if (host.empty() || host.find('/') != std::string::npos)
-    throw std::invalid_argument(fmt::format("--url {}: want http://HOST:PORT", url));
-  client_ = std::make_unique<httplib::ClientImpl>(host, port);
+  if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']')
+    e.host = e.host.substr(1, e.host.size() - 2);
+  if (e.host.empty() || e.host.find('/') != std::string::npos)
+    throw std::invalid_argument(fmt::format("{}: want http://HOST:PORT", url));
+  return e;
+}
+
+ApiClient::ApiClient(const std::string& url) : url_(url) {
+  const ApiEndpoint e = parse_api_url(url);
+  client_ = std::make_unique<httplib::ClientImpl>(e.host, e.port);
   client_->set_connection_timeout(2, 0);
   client_->set_read_timeout(5, 0);
 }

@@ -16,9 +16,16 @@ namespace tailcause::cli {
 
 inline constexpr const char* kDefaultApiUrl = "http://127.0.0.1:9436";
 
+// "http://HOST[:PORT][/]" split; std::invalid_argument for anything else (the --url validator).
+struct ApiEndpoint {
+  std::string host;
+  int port = 80;
+};
+ApiEndpoint parse_api_url(const std::string& url);
+
 class ApiClient {
  public:
-  // Throws std::invalid_argument for a URL that is not http://HOST[:PORT][/].
+  // `url` as parse_api_url() takes it (the flag's validator has checked it).
   explicit ApiClient(const std::string& url);
   ~ApiClient();
   nlohmann::json get(const std::string& path);

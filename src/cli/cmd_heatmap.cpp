@@ -13,7 +13,6 @@
 #include "cli/api_client.h"
 #include "cli/commands.h"
 #include "core/heatmap_render.h"
-#include "export/api/params.h"
 
 namespace tailcause::cli {
 namespace {
@@ -48,26 +47,10 @@ void write_png(const core::Raster& r, const std::string& path) {
 }  // namespace
 
 int write_heatmap(const HeatmapOptions& options) {
+  // --metric and --out were checked by their validators (heatmap_metric, file_suffix).
   const std::string path = core::heatmap_api_path(options.metric);
-  if (path.empty() || (options.metric.rfind("stage:", 0) == 0 &&
-                       !exporter::api::valid_name(options.metric.substr(6)))) {
-    fmt::print(stderr, "tailcause: --metric {}: want stage:NAME, tcp_rtt, tcp_duration or layers\n",
-               options.metric);
-    return 2;
-  }
   const bool png = ends_with(options.out, ".png");
-  if (!png && !ends_with(options.out, ".svg")) {
-    fmt::print(stderr, "tailcause: --out {}: want a .svg or .png file\n", options.out);
-    return 2;
-  }
-  std::unique_ptr<ApiClient> client;
-  try {
-    client = std::make_unique<ApiClient>(options.url);
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "tailcause: {}\n", e.what());
-    return 2;
-  }
-  ApiClient& api = *client;
+  ApiClient api(options.url);
   const core::HeatmapGrid grid = core::heatmap_grid(options.metric, api.get(path));
   if (png) {
     write_png(core::render_heatmap_raster(grid, 12), options.out);

@@ -78,14 +78,7 @@ std::vector<core::TopRow> fetch(ApiClient& api, std::string& status) {
 }  // namespace
 
 int run_top(const TopOptions& options) {
-  std::unique_ptr<ApiClient> client;
-  try {
-    client = std::make_unique<ApiClient>(options.url);
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "tailcause: {}\n", e.what());
-    return 2;
-  }
-  ApiClient& api = *client;
+  ApiClient api(options.url);
   core::TopScreen screen;
   screen.source = options.url;
   screen.sort = core::top_sort_for_key(options.sort.empty() ? 'p' : options.sort[0])

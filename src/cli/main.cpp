@@ -107,7 +107,9 @@ int main(int argc, char** argv) {
 
   TopOptions top_options;
   auto* top = app.add_subcommand("top", "A live view of tenants and stages over the JSON API");
-  top->add_option("--url", top_options.url, "The daemon's endpoint")->capture_default_str();
+  top->add_option("--url", top_options.url, "The daemon's endpoint")
+      ->check(api_url())
+      ->capture_default_str();
   top->add_option("--sort", top_options.sort, "Initial sort (keys p, m, g, n, t change it)")
       ->check(CLI::IsMember({"p99", "p50", "glitches", "count", "tenant"}))
       ->capture_default_str();
@@ -118,12 +120,17 @@ int main(int argc, char** argv) {
   top->add_flag("--no-color", top_options.no_color, "No colour (also with NO_COLOR set)");
   HeatmapOptions heatmap_options;
   auto* heatmap = app.add_subcommand("heatmap", "Write one of the web UI's heatmaps to a file");
-  heatmap->add_option("--url", heatmap_options.url, "The daemon's endpoint")->capture_default_str();
+  heatmap->add_option("--url", heatmap_options.url, "The daemon's endpoint")
+      ->check(api_url())
+      ->capture_default_str();
   heatmap
       ->add_option("--metric,-m", heatmap_options.metric,
                    "stage:NAME (time x latency), tcp_rtt, tcp_duration (pair x hour), layers")
+      ->check(heatmap_metric())
       ->required();
-  heatmap->add_option("--out,-o", heatmap_options.out, "FILE.svg or FILE.png")->required();
+  heatmap->add_option("--out,-o", heatmap_options.out, "FILE.svg or FILE.png")
+      ->check(file_suffix({".svg", ".png"}))
+      ->required();
   auto* instrument = app.add_subcommand(
       "instrument", "Run a Python agent with its libraries' calls as stages: -- python3 agent.py");
   InstrumentOptions instrument_options;

@@ -2,12 +2,16 @@
 #include "cli/validators.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <filesystem>
 
+#include "cli/api_client.h"
 #include "core/config.h"
+#include "core/heatmap_render.h"
+#include "export/api/params.h"
 #include "core/duration.h"
 
 namespace tailcause::cli {
@@ -38,6 +42,44 @@ CLI::Validator listen_address() {
         return "";
       },
       "HOST:PORT");
+}
+
+CLI::Validator api_url() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          parse_api_url(text);
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+        return "";
+      },
+      "URL");
+}
+
+CLI::Validator heatmap_metric() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool stage = text.rfind("stage:", 0) == 0;
+        if (core::heatmap_api_path(text).empty() ||
+            (stage && !exporter::api::valid_name(text.substr(6)))) {
+          return fmt::format("{}: want stage:NAME, tcp_rtt, tcp_duration or layers", text);
+        }
+        return "";
+      },
+      "HEATMAP");
+}
+
+CLI::Validator file_suffix(const std::vector<std::string>& suffixes) {
+  return CLI::Validator(
+      [suffixes](std::string& text) -> std::string {
+        for (const auto& s : suffixes) {
+          if (text.size() > s.size() && text.compare(text.size() - s.size(), s.size(), s) == 0)
+            return "";
+        }
+        return fmt::format("{}: want a file ending in {}", text, fmt::join(suffixes, " or "));
+      },
+      "FILE");
 }
 
 CLI::Validator executable_file() {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tailcause::cli {
 
@@ -14,6 +15,12 @@ namespace tailcause::cli {
 CLI::Validator duration_within(uint64_t min_ns, uint64_t max_ns, const std::string& range);
 // HOST:PORT as the configuration's listen: takes it.
 CLI::Validator listen_address();
+// http://HOST[:PORT] of a daemon's endpoint, for the JSON API's clients (top, heatmap).
+CLI::Validator api_url();
+// A heatmap as `heatmap --metric` names it: stage:NAME, tcp_rtt, tcp_duration or layers.
+CLI::Validator heatmap_metric();
+// A file name ending in one of `suffixes` (".svg", ".png").
+CLI::Validator file_suffix(const std::vector<std::string>& suffixes);
 // A regular file this process may execute.
 CLI::Validator executable_file();
 // Anything but ""; `hint` ends the message ("omit --tenant for all tenants").
