@@ -113,7 +113,8 @@ stop_pid AGENT_PID
 # Nothing to see: every section says so.
 "$TAILCAUSE" diagnose --duration 1s --binary "$AGENT" >"$WORK/empty.txt" 2>"$WORK/empty.err" ||
   fail "diagnose (idle) exited $?: $(tail -3 "$WORK/empty.err")"
-head -1 "$WORK/empty.txt" | grep -q "^no glitches: 0 requests from 0 tenants" || fail "idle headline: $(head -1 "$WORK/empty.txt")"
+# (What else ran on the node in that second, a TCP peer or a throttled cgroup, may lead instead.)
+head -1 "$WORK/empty.txt" | grep -qE "^(no glitches: 0 requests from 0 tenants|in [0-9]+ s without SDK requests)" || fail "idle headline: $(head -1 "$WORK/empty.txt")"
 [ "$(grep -A1 '^Tenants$' "$WORK/empty.txt" | tail -1)" = "  none seen" ] || fail "idle tenants: $(cat "$WORK/empty.txt")"
 [ "$(grep -A1 '^Top glitches$' "$WORK/empty.txt" | tail -1)" = "  none seen" ] || fail "idle glitches: $(cat "$WORK/empty.txt")"
 pass "idle: 'none seen' sections"
