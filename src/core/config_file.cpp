@@ -53,8 +53,10 @@ std::string read_config_file(const std::string& path) {
   return text;
 }
 
-Config load_config_file(const std::string& path) {
-  Config c = parse_config(read_config_file(path), path);
+Config load_config_file(const std::string& path) { return load_config_file(path, Config{}); }
+
+Config load_config_file(const std::string& path, Config base) {
+  Config c = parse_config(read_config_file(path), path, std::move(base));
   if (!c.glitch.slo_file.empty()) {
     std::string slo = c.glitch.slo_file;
     if (slo.front() != '/') {
@@ -70,10 +72,6 @@ Config load_config_file(const std::string& path) {
     apply_slo_file(text, slo, c.glitch);
   }
   return c;
-}
-
-Config load_config_file(const std::string& path, Config base) {
-  return parse_config(read_config_file(path), path, std::move(base));
 }
 
 }  // namespace tailcause::core

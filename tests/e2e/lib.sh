@@ -85,6 +85,8 @@ stop_daemon() {
   DAEMON_PID=""
 }
 
+# Never `scrape | grep -q`: grep -q leaves at the first match, curl then dies of SIGPIPE on a
+# large page and pipefail fails the line; `grep PATTERN >/dev/null` reads it all.
 scrape() { curl -sf "http://127.0.0.1:$PORT/metrics" "$@"; }
 
 # metric_value 'name{labels}' -> prints the value of the exactly matching series, or nothing.
@@ -111,7 +113,7 @@ for p in json.load(sys.stdin):
 # wait_for_series REGEX: waits up to 3 s for a scrape line matching REGEX (the first events
 # are counted within moments of attaching); fails the test if none comes.
 wait_for_series() {
-  for _ in $(seq 1 30); do scrape | grep -qE "$1" && return 0; sleep 0.1; done
+  for _ in $(seq 1 30); do scrape | grep -E "$1" >/dev/null && return 0; sleep 0.1; done
   fail "no series matching $1"
 }
 

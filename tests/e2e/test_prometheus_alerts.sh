@@ -77,7 +77,7 @@ PROM_PID=$!
 on_exit 'stop_pid PROM_PID'
 PROM="http://127.0.0.1:$PROM_PORT"
 for _ in $(seq 1 60); do
-  curl -sf "$PROM/api/v1/query?query=up" 2>/dev/null | grep -q '"1"\]' && break
+  curl -sf "$PROM/api/v1/query?query=up" 2>/dev/null | grep '"1"\]' >/dev/null && break
   sleep 0.5
 done
 curl -sf "$PROM/api/v1/rules" | /usr/bin/python3 -c '

@@ -76,7 +76,7 @@ for _ in $(seq 1 300); do
   sleep 0.2
 done
 [ -n "$ok" ] || fail "no embedding/retrieval/generation stages for both tenants: $(scrape | grep -E '^tailcause_(stage_time|recipe)' | head -40)"
-scrape | grep -q 'tenant="zc-alpha",agent="rag-python3"' ||
+scrape | grep 'tenant="zc-alpha",agent="rag-python3"' >/dev/null ||
   fail "agent not named by the rule: $(scrape | grep -m3 zc-alpha)"
 pass "attached mid-call: stages per tenant named by the identity rule (zc-alpha, zc-beta)"
 

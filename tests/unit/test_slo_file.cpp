@@ -49,6 +49,13 @@ TEST(SloFile, ItsGlitchSectionSetsTheSlosAndTheRestIsIgnored) {
   EXPECT_EQ(c.glitch.stage_slo_ms, 300u);
   EXPECT_EQ(c.glitch.stage_slos_ms, (std::map<std::string, uint32_t>{{"generation", 900}}));
   EXPECT_EQ(c.glitch.p99_factor, 3.0);  // not an SLO: the configuration's own
+
+  // The daemon loads over a base (the OTEL_* variables): the SLO file applies there too.
+  Config base;
+  base.otlp.service_name = "from-env";
+  const Config d = load_config_file(dir.file("t.yaml"), base);
+  EXPECT_EQ(d.glitch.stage_slo_ms, 300u);
+  EXPECT_EQ(d.otlp.service_name, "from-env");
 }
 
 TEST(SloFile, KeysItLeavesOutKeepTheConfigurationsValue) {
