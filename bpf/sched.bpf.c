@@ -11,16 +11,9 @@
  * where a tail is made: after a wakeup onto an idle CPU, and after a wakeup that preempts, the
  * scheduler skips the clock update of the switch that follows (rq_clock_skip_update()), so
  * the whole wait from wakeup to switch-in, microseconds to tens of microseconds in a VM, reads as
- * zero. A ktime read costs tens of nanoseconds (about as much as the rest of a program on a
- * kvm-clock VM), so the clock is read only where a run-queue wait starts or ends, and a task
- * that goes to sleep costs its switch nothing: its wake-up dates the sleep's start from its
- * last switch-in plus the CPU time it ran since (se.sum_exec_runtime, final once it is off
- * CPU) and reads io or sleep from sched_contributes_to_load, which the scheduler set from the
- * same state when the task blocked. That date is early by the interrupt and steal time of
- * that run, which the task clock leaves out; it only splits off-CPU time into io and sleep,
- * never a run-queue wait.
- * Per switch: one per-task state lookup for the task switched in and one for a preempted
- * task, one per-CPU hash lookup per cgroup update, at most one clock read, no ring buffer. */
+ * zero. A ktime read costs tens of nanoseconds and the wakeup program one task-storage lookup.
+ * Per switch: one per-task state lookup per task, one per-CPU hash lookup per cgroup update,
+ * no ring buffer. */
 #include "common.bpf.h"
 #include "sched.h"
 
@@ -34,11 +27,9 @@ volatile __u32 runqlen_dense = 0;
 
 /* What the scheduler last did to a task, until it runs again. */
 struct sched_task_state {
-	__u64 off_ts;	    /* went to sleep at, set by its wake-up (0: not asleep) */
+	__u64 off_ts;	    /* switched out asleep at (0: not asleep) */
 	__u64 runnable_ts;  /* became runnable at: wakeup or preemption (0: not runnable) */
 	__u64 preempted_by; /* cgroup id of the task that preempted it (0: not preempted) */
-	__u64 in_ts;	    /* switched in at (0: not seen running since we attached) */
-	__u64 in_exec;	    /* its se.sum_exec_runtime then */
 	__u32 off_state;    /* SCHED_OFFCPU_IO or SCHED_OFFCPU_SLEEP, meaningful with off_ts */
 	__u32 pad;
 };
@@ -155,26 +146,6 @@ static __always_inline struct sched_task_state *task_state(struct task_struct *t
 	return bpf_map_lookup_elem(&sched_task_hash, &tid);
 }
 
-/* se.sum_exec_runtime: the task's CPU time on the task clock, current at a switch (the switch
- * updates it before the tracepoint) and unchanged while the task is off CPU. */
-static __always_inline __u64 task_exec_ns(struct task_struct *t, bool btf)
-{
-	return btf ? t->se.sum_exec_runtime : BPF_CORE_READ(t, se.sum_exec_runtime);
-}
-
-static __always_inline bool task_on_cpu(struct task_struct *t, bool btf)
-{
-	return btf ? t->on_cpu : BPF_CORE_READ(t, on_cpu);
-}
-
-/* Set by the scheduler when the task blocked: TASK_UNINTERRUPTIBLE, not TASK_NOLOAD or frozen,
- * the state that counts in the load average (our io); kept until it blocks again. */
-static __always_inline bool task_blocked_uninterruptible(struct task_struct *t, bool btf)
-{
-	return btf ? BPF_CORE_READ_BITFIELD(t, sched_contributes_to_load)
-		   : BPF_CORE_READ_BITFIELD_PROBED(t, sched_contributes_to_load);
-}
-
 /* Remember when a task became runnable. A task woken while still running (between setting its
  * sleep state and switching out) gets a start too, which its switch-out then replaces or
  * clears. */
@@ -188,16 +159,8 @@ static __always_inline void on_wakeup(struct task_struct *p, bool btf)
 		return;
 	st = task_state(p, tid, btf, true);
 	/* Keep an earlier start: a task preempted while going to sleep is already waiting. */
-	if (!st || st->runnable_ts)
-		return;
-	st->runnable_ts = now;
-	/* It slept since its last run unless it is woken while still on CPU (before it switched
-	 * out): then its switch-out finds it runnable and restarts the wait. */
-	if (st->in_ts && !task_on_cpu(p, btf)) {
-		st->off_ts = st->in_ts + (task_exec_ns(p, btf) - st->in_exec);
-		st->off_state =
-			task_blocked_uninterruptible(p, btf) ? SCHED_OFFCPU_IO : SCHED_OFFCPU_SLEEP;
-	}
+	if (st && !st->runnable_ts)
+		st->runnable_ts = now;
 }
 
 /* `next` runs now: account its wait per cgroup and, if it had been preempted, per pair. */
@@ -233,40 +196,45 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 				      struct task_struct *next, unsigned int prev_state, bool btf)
 {
+	__u64 now = bpf_ktime_get_ns(); /* first, as in on_wakeup() */
 	__u32 prev_tid = task_tid(prev, btf), next_tid = task_tid(next, btf);
-	/* The clock first: the state lookup below (a hash on raw tracepoints) would otherwise
-	 * lengthen every wait it ends, by a few hundred ns against a ktime-based peer. */
-	__u64 next_cgroup = 0, now = next_tid ? bpf_ktime_get_ns() : 0;
+	__u64 next_cgroup = 0;
 	struct sched_task_state *st;
 
 	/* tid 0 is a CPU's idle task: it neither waits nor preempts anybody. */
 	if (next_tid) {
 		st = task_state(next, next_tid, btf, false);
+		/* No start seen (it became runnable before we attached): not counted. */
+		if (st && st->runnable_ts) {
+			next_cgroup = task_cgroup(next, btf);
+			on_switch_in(st, st->runnable_ts, next_cgroup, now);
+		}
 		if (st) {
-			/* No start seen (it became runnable before we attached): not counted. */
-			if (st->runnable_ts) {
-				next_cgroup = task_cgroup(next, btf);
-				on_switch_in(st, st->runnable_ts, next_cgroup, now);
-			}
 			st->runnable_ts = 0;
-			st->preempted_by = 0;
+			st->preempted_by = 0; /* or a later wake-up would count it again */
 			st->off_ts = 0;
-			st->in_ts = now;
-			st->in_exec = task_exec_ns(next, btf);
 		}
 	}
-	/* A task that goes to sleep needs nothing here: its wake-up dates the sleep. */
-	if (!prev_tid || !(preempt || prev_state == TASK_RUNNING))
+	if (!prev_tid)
 		return;
 	st = task_state(prev, prev_tid, btf, true);
 	if (!st)
 		return;
-	/* Still runnable: it waits in the run queue from now on. */
-	st->runnable_ts = now ? now : bpf_ktime_get_ns();
-	st->off_ts = 0;
-	if (next_tid && !next_cgroup)
-		next_cgroup = task_cgroup(next, btf);
-	st->preempted_by = next_tid ? next_cgroup : 0;
+	if (preempt || prev_state == TASK_RUNNING) {
+		/* Still runnable: it waits in the run queue from now on. */
+		st->runnable_ts = now;
+		st->off_ts = 0;
+		if (next_tid && !next_cgroup)
+			next_cgroup = task_cgroup(next, btf);
+		st->preempted_by = next_tid ? next_cgroup : 0;
+	} else {
+		st->off_ts = now;
+		st->off_state = (prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_NOLOAD)
+					? SCHED_OFFCPU_IO
+					: SCHED_OFFCPU_SLEEP;
+		st->runnable_ts = 0;
+		st->preempted_by = 0; /* a wakeup handler may set runnable_ts later */
+	}
 }
 
 SEC("tp_btf/sched_wakeup")
