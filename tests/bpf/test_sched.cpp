@@ -339,13 +339,19 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
     if (now == after.end()) return RunqDistribution{};
     return b4 == before.end() ? now->second : now->second.minus(b4->second);
   };
+  // The node-wide series also holds every other thread of the node over the scrapes' window,
+  // wider than the peer's gate: one wait that straddles the gate (a thread of a throttled
+  // cgroup waits up to a period, 1 s seen in CI) moves the mean of 60k us-waits 6x. So the
+  // node-wide mean is printed, and its counts and shares are checked; the means are checked
+  // per cgroup, where only the test's threads run.
   const struct {
     std::string what;
     RunqDistribution ours;
     RunqPeerGroup peer;
-  } cases[] = {{idle.name(), delta(idle.name()), theirs[1]},
-               {busy.name(), delta(busy.name()), theirs[2]},
-               {"node-wide", delta(""), node_peer}};
+    bool compare_mean;
+  } cases[] = {{idle.name(), delta(idle.name()), theirs[1], true},
+               {busy.name(), delta(busy.name()), theirs[2], true},
+               {"node-wide", delta(""), node_peer, false}};
   for (const auto& k : cases) {
     const RunqDistribution& peer = k.peer.exact;
     const double mean_ratio = k.ours.mean_ns() / peer.mean_ns();
@@ -358,7 +364,7 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
               << k.ours.table(peer);
     EXPECT_GT(peer.count, static_cast<uint64_t>(kRoundTrips)) << k.what;
     EXPECT_NEAR(count_ratio, 1.0, 0.05) << k.what;
-    EXPECT_NEAR(mean_ratio, 1.0, 0.15) << k.what;
+    if (k.compare_mean) EXPECT_NEAR(mean_ratio, 1.0, 0.15) << k.what;
     // Bucket by bucket: the share of waits below each boundary is the peer's, up to the
     // peer's waits moved by RunqPeerGroup::kSlackNs either way, and 5 points.
     for (int bin = RunqDistribution::kFirstBin; bin < RunqDistribution::kLastBin; ++bin) {
