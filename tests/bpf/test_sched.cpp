@@ -364,7 +364,9 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
               << k.ours.table(peer);
     EXPECT_GT(peer.count, static_cast<uint64_t>(kRoundTrips)) << k.what;
     EXPECT_NEAR(count_ratio, 1.0, 0.05) << k.what;
-    if (k.compare_mean) EXPECT_NEAR(mean_ratio, 1.0, 0.15) << k.what;
+    if (k.compare_mean) {
+      EXPECT_NEAR(mean_ratio, 1.0, 0.15) << k.what;
+    }
     // Bucket by bucket: the share of waits below each boundary is the peer's, up to the
     // peer's waits moved by RunqPeerGroup::kSlackNs either way, and 5 points.
     for (int bin = RunqDistribution::kFirstBin; bin < RunqDistribution::kLastBin; ++bin) {
