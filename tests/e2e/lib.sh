@@ -147,3 +147,15 @@ start_otlp_receiver() {
   [ -s "$WORK/rport" ] || fail "receiver did not listen within 10 s"
   RPORT=$(cat "$WORK/rport")
 }
+
+# The zero-code tests' agent (tests/zerocode/agent.py) on Debian's interpreter, which sees
+# python3-torch and python3-faiss: sets PY and AGENT; skips (77) without them, fails in CI.
+require_zerocode_agent() {
+  PY=/usr/bin/python3
+  if ! "$PY" -c 'import torch, faiss' 2>/dev/null; then
+    [ -n "${CI:-}" ] && fail "python3-torch and python3-faiss are needed (scripts/install-deps.sh test)"
+    echo "SKIP: python3-torch / python3-faiss not installed (scripts/install-deps.sh test)"
+    exit 77
+  fi
+  AGENT="$SRC_DIR/tests/zerocode/agent.py"
+}

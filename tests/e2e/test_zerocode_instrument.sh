@@ -6,12 +6,7 @@
 # the urllib tool call, and a slow loopback tool server shows as network on the tool stage.
 source "$(dirname "$0")/lib.sh"
 require_root
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch, faiss' 2>/dev/null; then
-  [ -n "${CI:-}" ] && fail "python3-torch and python3-faiss are needed (scripts/install-deps.sh test)"
-  echo "SKIP: python3-torch / python3-faiss not installed (scripts/install-deps.sh test)"; exit 77
-fi
-AGENT="$SRC_DIR/tests/zerocode/agent.py"
+require_zerocode_agent  # sets PY and AGENT
 [ -f "$BUILD_DIR/sdk/libtailcause_sdk.so" ] || fail "no $BUILD_DIR/sdk/libtailcause_sdk.so"
 
 # Bad commands: exit 2 with a clear line.

@@ -8,12 +8,7 @@
 # that tenant only.
 source "$(dirname "$0")/lib.sh"
 require_root
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch, faiss' 2>/dev/null; then
-  [ -n "${CI:-}" ] && fail "python3-torch and python3-faiss are needed (scripts/install-deps.sh test)"
-  echo "SKIP: python3-torch / python3-faiss not installed (scripts/install-deps.sh test)"; exit 77
-fi
-AGENT="$SRC_DIR/tests/zerocode/agent.py"
+require_zerocode_agent  # sets PY and AGENT
 
 # Two cgroups (v1 cpu controller, or v2), one agent each.
 if [ -d /sys/fs/cgroup/cpu ] && ! [ -e /sys/fs/cgroup/cgroup.controllers ]; then
