@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include <spdlog/spdlog.h>
+
 #include "export/http_server.h"
 
 namespace {
@@ -24,11 +26,16 @@ using tailcause::exporter::HttpServer;
 
 HttpServer& server() {
   static HttpServer* s = [] {
+    // libFuzzer ends with exit(): static destructors then free spdlog's logger while the
+    // server's thread may still be logging a connection. Create the logger first, then stop the
+    // server at exit: atexit handlers run before the destructors of statics made before them.
+    spdlog::default_logger();
     auto* srv = new HttpServer([](tailcause::core::MetricSet& set) {
       set.add("fuzz_requests", tailcause::core::MetricType::Counter, "Requests.", {{"a", "b"}}, 1);
     });
     srv->bind({"127.0.0.1", 0});
     srv->start();
+    std::atexit([] { server().stop(); });
     return srv;
   }();
   return *s;
