@@ -65,13 +65,13 @@ IncidentDetector::IncidentDetector(IncidentConfig config)
   if (config_.horizon == 0) throw std::invalid_argument("IncidentConfig: horizon must be > 0");
 }
 
-double IncidentDetector::window_median(const Series& s) const {
+double IncidentDetector::window_quantile(const Series& s, double q) const {
   std::vector<double> r;
   r.reserve(s.recent.size());
   for (const auto& x : s.recent) r.push_back(x.test_ratio);
-  auto mid = r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2);
-  std::nth_element(r.begin(), mid, r.end());
-  return *mid;
+  auto at = r.begin() + static_cast<std::ptrdiff_t>(static_cast<double>(r.size() - 1) * q + 0.5);
+  std::nth_element(r.begin(), at, r.end());
+  return *at;
 }
 
 void IncidentDetector::learn(Series& s, const Sample& sample) {
@@ -143,8 +143,10 @@ void IncidentDetector::begin_shift(Series& s, const std::string& tenant, const s
   if (!known) inc.stages.push_back(IncidentStage{stage, s.median_ns, 0, 0, {}});
   s.shifted = true;
   a.shifted_series++;
-  // The shift began before the test saw it: the window's slowed stages are part of it.
+  // The shift began before the test saw it: the window's slowed stages are part of it, and
+  // maybe some before the window.
   for (Sample& x : s.recent) count_slowed(a, s, stage, x);
+  backdate(a, s, stage);
   if (opened) {
     inc.first_stage = stage;
     inc.first_cause = inc.cause;
@@ -152,6 +154,39 @@ void IncidentDetector::begin_shift(Series& s, const std::string& tenant, const s
     gauge_tenants_.insert(a.tenant_label);
   }
   dirty_.insert(inc.id);
+}
+
+// The test fires once most of the window is slowed. A stage slowed one time in two (a cache in
+// front of the disk, say) gets there seconds after the shift began, and those first slowed
+// stages have left the window. The start is estimated by CUSUM (Page, 1954) over the stages
+// before the window, walking back: a slowed one adds 1 - p, another one -p, with p half the
+// window's slowed share; the start is where the sum peaks, so the walk reaches back across
+// stretches slowed at least p of the time and stops at normal ones, and at an earlier incident.
+// Their components are not kept (Past), so they count as slowed stages but not in the cause.
+void IncidentDetector::backdate(Active& a, Series& s, const std::string& stage) {
+  size_t slowed = 0;
+  for (const Sample& x : s.recent) slowed += x.test_ratio >= config_.factor;
+  const double p = 0.5 * static_cast<double>(slowed) / static_cast<double>(s.recent.size());
+  double sum = 0, best = 0;
+  size_t from = s.past.size();
+  for (size_t i = s.past.size(); i-- > 0;) {
+    if (s.past[i].counted) break;
+    sum += (s.past[i].slowed ? 1.0 : 0.0) - p;
+    if (sum > best) {
+      best = sum;
+      from = i;
+    }
+  }
+  Incident& inc = a.incident;
+  for (size_t i = from; i < s.past.size(); ++i) {
+    Past& x = s.past[i];
+    if (!x.slowed) continue;
+    x.counted = true;
+    inc.slowed++;
+    inc.start_ns = std::min(inc.start_ns, x.start_ns);
+    for (auto& st : inc.stages)
+      if (st.stage == stage) st.slowed++;
+  }
 }
 
 void IncidentDetector::observe(const StageRecord& r) {
@@ -188,19 +223,24 @@ void IncidentDetector::observe(const StageRecord& r) {
   if (s.recent.size() > config_.window) {
     // Learned a window late, and never while the tenant has an incident: the stages that
     // revealed a shift, and all the shift's, stay out of the baseline.
-    if (act == active_.end()) learn(s, s.recent.front());
+    const Sample& old = s.recent.front();
+    if (act == active_.end()) learn(s, old);
+    s.past.push_back({old.start_ns, old.test_ratio >= config_.factor, old.counted});
+    if (s.past.size() > kPastWindows * config_.window) s.past.pop_front();
     s.recent.pop_front();
   }
   if (!warm || s.recent.size() < config_.window) return;
 
-  const double median = window_median(s);
   if (!s.shifted) {
-    if (median >= enter_factor_) begin_shift(s, tenant, stage);
+    if (window_quantile(s, 0.5) >= enter_factor_) begin_shift(s, tenant, stage);
     return;
   }
   Active& a = act->second;  // a shifted series belongs to its tenant's active incident
   count_slowed(a, s, stage, s.recent.back());
-  if (median < exit_factor_) {
+  // Left once three quarters of the window are back under sqrt(factor): a fault that slows
+  // half of the stages (a cache in front of a slow disk) keeps its median near the threshold,
+  // and would flap between incidents on the median.
+  if (window_quantile(s, 0.75) < exit_factor_) {
     s.shifted = false;
     if (--a.shifted_series == 0) a.quiet_since_ns = r.end_ns;
     dirty_.insert(a.incident.id);

@@ -2,13 +2,14 @@
 // Sustained slowdowns as incidents. Each (tenant, stage) learns its normal latency over a long
 // horizon (DecayingQuantile, fed with a delay of `window` samples); a change-point test — the
 // median of the last `window` stages at `factor` times the baseline median or more — marks a
-// shift (entered a little under `factor`, left under sqrt(factor)), which freezes the baseline and
-// opens an incident for the tenant (or joins the one already open). The incident runs from the
-// first slowed stage of the shift until the last slowed stage before every shifted stage of the
-// tenant recovered (window median back under sqrt(factor)) and stayed so for `quiet_ns`; only then
-// does the baseline learn again. So a fault is one incident with a start, an end, the stages it
-// slowed and its cause — the component that grew most over the stages' normal mix — not hundreds of
-// glitch rows, and a fault that lasts cannot lift its own threshold. Pure: no I/O.
+// shift (entered a little under `factor`, left once 3/4 of the window are back under
+// sqrt(factor)), which freezes the baseline and opens an incident for the tenant (or joins the
+// one already open). The incident runs from the first slowed stage of the shift (dated back past
+// the window by CUSUM) until the last slowed stage before every shifted stage of the tenant
+// recovered and stayed so for `quiet_ns`; only then does the baseline learn again. So a fault is
+// one incident with a start, an end, the stages it slowed and its cause — the component that
+// grew most over the stages' normal mix — not hundreds of glitch rows, and a fault that lasts
+// cannot lift its own threshold. Pure: no I/O.
 #pragma once
 
 #include <array>
@@ -122,14 +123,22 @@ class IncidentDetector {
     bool counted = false;  // already part of an incident
     std::array<uint64_t, kComponents> component_ns{};
   };
+  // A stage that has left the window: enough to date a shift's start (16 bytes, not a Sample).
+  struct Past {
+    uint64_t start_ns = 0;
+    bool slowed = false;
+    bool counted = false;  // already part of an incident
+  };
   struct Series {
     explicit Series(uint64_t horizon) : baseline(horizon) {}
     DecayingQuantile baseline;
     std::array<double, kComponents> mix{};  // mean component time of the learned stages
     uint64_t median_ns = 0;                 // baseline.median(), refreshed as it learns
     std::deque<Sample> recent;              // the last `window` stages, not yet learned
+    std::deque<Past> past;                  // the kPastWindows x `window` stages before those
     bool shifted = false;
   };
+  static constexpr size_t kPastWindows = 4;
   struct Active {
     Incident incident;
     DecayingQuantile ratios{0};  // slowed stages' ratios x kRatioScale
@@ -141,11 +150,12 @@ class IncidentDetector {
 
   void learn(Series& s, const Sample& sample);
   void begin_shift(Series& s, const std::string& tenant, const std::string& stage);
+  void backdate(Active& a, Series& s, const std::string& stage);
   void count_slowed(Active& a, Series& s, const std::string& stage, Sample& sample);
   void update_cause(Incident& inc) const;
   void maybe_end(const std::string& tenant, uint64_t now_ns);
   void end(std::map<std::string, Active>::iterator it);
-  double window_median(const Series& s) const;
+  double window_quantile(const Series& s, double q) const;  // of the window's test ratios
 
   IncidentConfig config_;
   // The test enters at factor^0.8 (1.74x for 2x): a 15-stage median of a true 2x shift

@@ -204,7 +204,15 @@ for name, (window, cause) in faults.items():
                  f"{precision:.3f} of {len(within)} inside; {i['summary']}")
     if i["cause"] != cause: bad.append(f"{name}: cause {i['cause']}, want {cause}")
     if len(hits) < 20: bad.append(f"{name}: only {len(hits)} slowed stages: not unmistakable")
-    if recall < 0.9: bad.append(f"{name}: recall {recall:.3f}")
+    if recall < 0.9:
+        # Where the misses lie says what went wrong: before the incident opened (detection),
+        # after it closed (an early end), or in a gap.
+        missed = sorted((r for r in hits if not inside(r, i)), key=lambda r: r["start"])
+        at = lambda t: f"{(t - window[0]) / 1e9:+.2f}s"
+        bad.append(f"{name}: recall {recall:.3f}; fault {at(window[0])}..{at(window[1])}, incident "
+                   f"{at(i['start_ns'])}..{at(i['end_ns'])}; missed: " +
+                   ", ".join(f"{r['stage']} {at(r['start'])}..{at(r['end'])} {r.get('cause')}"
+                             for r in missed[:25]))
 faulted = [i for i in inc if i["tenant"] == "ta" and any(overlaps(i, wdw) for wdw, _ in faults.values())]
 for i in inc:
     if i in faulted: continue

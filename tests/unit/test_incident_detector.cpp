@@ -429,3 +429,44 @@ TEST(IncidentDetector, TheCauseIsTheLeadingStagesOwn) {
 
 }  // namespace
 }  // namespace tailcause::core
+
+namespace tailcause::core {
+namespace {
+
+// A fault that slows about half of a stage's runs (a cache in front of a disk whose pages were
+// dropped): the window's median crosses seconds after the fault began, after the first slowed
+// stages have left the window. The incident still starts near the fault's first slowed stage
+// (CUSUM over the stages before the window), and a lone slow stage long before is left out.
+TEST(IncidentDetector, AHalfSlowedFaultIsDatedFromItsFirstSlowedStage) {
+  IncidentDetector d(fast());
+  Stream s("ta", "retrieval", 3 * ms, 30);
+  feed(d, s, 1000);
+  feed(d, s, 1, 8.0);  // one hiccup, 30 stages before the fault: not part of it
+  feed(d, s, 30);
+  std::mt19937_64 coin(7);
+  std::vector<std::pair<uint64_t, uint64_t>> slowed;
+  uint64_t first_slowed = 0;
+  for (int i = 0; i < 300; i++) {
+    // The cache's misses grow as the fault goes on: 45% of the stages slowed, then 70%.
+    const bool slow = coin() % 100 < (i < 40 ? 45u : 70u);
+    auto got = feed(d, s, 1, slow ? 6.0 : 1.0);
+    if (slow && first_slowed == 0 && !got.empty()) first_slowed = got[0].first;
+    slowed.insert(slowed.end(), got.begin(), got.end());
+  }
+  feed(d, s, 400);
+  d.tick(s.now() + 10'000 * ms);
+
+  auto incidents = d.incidents();
+  ASSERT_EQ(incidents.size(), 1u);
+  const Incident& inc = incidents[0];
+  EXPECT_EQ(inc.cause, "block_io");
+  // Within 10 stages of the first slowed one (the test fired 22 stages after it; an estimate
+  // stops where a stretch is slowed less than half as often as the window that fired).
+  EXPECT_GE(inc.start_ns, first_slowed);
+  EXPECT_LE(inc.start_ns, first_slowed + 1'000 * ms);
+  EXPECT_GE(recall(inc, slowed), 0.98);
+  EXPECT_GE(inc.slowed + 2, slowed.size());
+}
+
+}  // namespace
+}  // namespace tailcause::core
