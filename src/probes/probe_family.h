@@ -3,6 +3,7 @@
 // failures as exceptions with a user-facing reason, fill metrics on a scrape.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -28,7 +29,9 @@ class ProbeError : public std::runtime_error {
 
 // Signals families exchange through the probe set, read and written on the collector thread.
 struct NodeSignals {
-  bool cgroup_throttling = false;  // some watched cgroup was throttled in the last interval
+  // Some watched cgroup was throttled in the last interval. Atomic: the throttle family clears
+  // it when stopped, outside the probe set's lock.
+  std::atomic<bool> cgroup_throttling = false;
   core::EvidenceBoard evidence;    // throttling and preemption histories, for glitch verdicts
 };
 

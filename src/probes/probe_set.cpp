@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <utility>
 
 #include "core/schema.h"
 #include "probes/families.h"
@@ -52,44 +53,53 @@ std::string ProbeSet::cgroup_name(uint64_t id) const {
 }
 
 void ProbeSet::apply(const core::Config& config) {
-  std::lock_guard lock(mu_);
-  const core::Config before = config_;
-  const bool first = !configured_;
-  config_ = config;
-  configured_ = true;
-  if (!first && !(before.cgroup == config.cgroup)) {
-    // Names refer to the hierarchy: every family restarts below (same_settings is false).
-    cgroups_ = std::make_unique<CgroupNames>(detect_cgroup_layout(config.cgroup));
-    layout_ = cgroups_->layout();
-  }
-  set_bpf_stats(config.bpf_stats);
-
-  // Families load in parallel, one loader per CPU: each load is mostly BTF parsing and
-  // verification, so the first scrape waits for the slowest loader rather than the sum, while
-  // the memory peak (a parsed kernel BTF per loader) stays bounded by the CPU count.
+  // Three steps, so that a reload never holds the lock that scrapes and the collector wait on
+  // while it loads or detaches (seconds: BTF parsing, verification, uprobe grace periods):
+  // plan and take out under the lock, stop and load outside it, install under it again.
+  std::lock_guard applying(apply_mu_);
   const auto& entries = known_families();
+  std::vector<std::unique_ptr<ProbeFamily>> stopping;
+  std::unique_ptr<CgroupNames> old_cgroups;  // outlives the families stopped below
   std::vector<size_t> to_start;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const auto& entry = entries[i];
-    Running& r = families_[i];
-    const bool want = entry.enabled(config);
-    const bool keep = !first && r.family && want && entry.same_settings(before, config);
-    if (keep) continue;
-    if (r.family) {
-      r.family->stop();
-      r.family.reset();
-      spdlog::info("probe {}: detached", entry.name);
+  {
+    std::lock_guard lock(mu_);
+    const core::Config before = config_;
+    const bool first = !configured_;
+    config_ = config;
+    configured_ = true;
+    if (!first && !(before.cgroup == config.cgroup)) {
+      // Names refer to the hierarchy: every family restarts below (same_settings is false).
+      old_cgroups = std::exchange(cgroups_,
+                                  std::make_unique<CgroupNames>(detect_cgroup_layout(config.cgroup)));
+      layout_ = cgroups_->layout();
     }
-    r.status.enabled = want;
-    r.status.attached = false;
-    r.status.error = want ? "" : "disabled in configuration";
-    if (want) to_start.push_back(i);
+    set_bpf_stats(config.bpf_stats);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const auto& entry = entries[i];
+      Running& r = families_[i];
+      const bool want = entry.enabled(config);
+      const bool keep = !first && r.family && want && entry.same_settings(before, config);
+      if (keep) continue;
+      if (r.family) stopping.push_back(std::move(r.family));
+      r.status.enabled = want;
+      r.status.attached = false;
+      r.status.error = want ? "" : "disabled in configuration";
+      if (want) to_start.push_back(i);
+    }
+    rebuild_epoll();  // the collector must not wait on rings that are going away
   }
+  stop_in_parallel(stopping);
   // The BTF is parsed once for all the loaders (the features probe's copy at the first start),
-  // and dropped when they are done: it is several MB the daemon does not need between starts.
+  // and dropped when they are done: several MB the daemon does not need between starts. Only
+  // apply() touches it.
   if (!to_start.empty() && features_.btf && !features_.parsed_btf.get()) {
     features_.parsed_btf.set(parse_btf(features_.btf_path));
   }
+
+  // Families load in parallel, one loader per CPU: each load is mostly BTF parsing and
+  // verification, so the first scrape waits for the slowest loader rather than the sum, while
+  // the memory peak (a parsed kernel BTF per loader) stays bounded by the CPU count. The context
+  // refers to config_ and cgroups_, which only apply() changes, and apply() is serialised.
   const ProbeContext ctx = context();
   std::vector<std::unique_ptr<ProbeFamily>> started(entries.size());
   std::vector<std::string> errors(entries.size());
@@ -112,11 +122,13 @@ void ProbeSet::apply(const core::Config& config) {
     });
   }
   for (auto& t : loaders) t.join();
-  features_.parsed_btf.drop();
   // Loading parses the kernel BTF again inside libbpf, once per object, on the loader threads:
   // tens of MB freed by now, but glibc keeps freed pages of its per-thread arenas resident.
   // Hand them back, or they stay in the daemon's RSS for its whole life.
+  features_.parsed_btf.drop();
   if (!to_start.empty()) malloc_trim(0);
+
+  std::lock_guard lock(mu_);
   for (size_t i : to_start) {
     Running& r = families_[i];
     if (started[i]) {
@@ -132,10 +144,26 @@ void ProbeSet::apply(const core::Config& config) {
   rebuild_epoll();
 }
 
+void ProbeSet::stop_in_parallel(std::vector<std::unique_ptr<ProbeFamily>>& families) {
+  // All at once: closing links waits in the kernel (uprobes: grace periods), which must not add
+  // up family after family.
+  std::vector<std::thread> stoppers;
+  for (auto& f : families) {
+    stoppers.emplace_back([&f] {
+      const std::string name = f->name();
+      f->stop();
+      f.reset();
+      spdlog::info("probe {}: detached", name);
+    });
+  }
+  for (auto& t : stoppers) t.join();
+  families.clear();
+}
+
 void ProbeSet::stop_all() {
-  // The families are taken out under the lock and stopped outside it, all at once: closing
-  // links waits in the kernel (uprobes: grace periods), which must neither stall scrapes nor
-  // add up family after family at shutdown.
+  // Taken out under the lock and stopped outside it, so scrapes go on meanwhile; after any
+  // apply() in flight, which would otherwise install families after this returned.
+  std::lock_guard applying(apply_mu_);
   std::vector<std::unique_ptr<ProbeFamily>> stopping;
   {
     std::lock_guard lock(mu_);
@@ -143,19 +171,15 @@ void ProbeSet::stop_all() {
       if (r.family) stopping.push_back(std::move(r.family));
       r.status.attached = false;
     }
+    rebuild_epoll();
   }
-  std::vector<std::thread> stoppers;
-  for (auto& f : stopping) {
-    stoppers.emplace_back([&f] {
-      f->stop();
-      f.reset();
-    });
-  }
-  for (auto& t : stoppers) t.join();
+  stop_in_parallel(stopping);
 }
 
 void ProbeSet::rebuild_epoll() {
-  epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
+  // The same epoll descriptor throughout: the collector may be waiting on it right now.
+  for (const int fd : polled_fds_) epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  polled_fds_.clear();
   for (size_t i = 0; i < families_.size(); ++i) {
     if (!families_[i].family) continue;
     const int fd = families_[i].family->event_fd();
@@ -163,7 +187,7 @@ void ProbeSet::rebuild_epoll() {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = i;
-    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) == 0) polled_fds_.push_back(fd);
   }
 }
 

@@ -63,10 +63,12 @@ class ProbeSet {
     FamilyStatus status;
   };
   ProbeContext context();
-  void rebuild_epoll();
+  void rebuild_epoll();  // under mu_
+  static void stop_in_parallel(std::vector<std::unique_ptr<ProbeFamily>>& families);
   void set_bpf_stats(bool on);
 
-  mutable std::mutex mu_;
+  std::mutex apply_mu_;   // serialises apply() and stop_all(); taken before mu_
+  mutable std::mutex mu_;  // everything below; never held while families load or stop
   Features features_;
   CgroupLayout layout_;
   core::Config config_;
@@ -76,6 +78,7 @@ class ProbeSet {
   RecordObserver record_observer_;
   std::vector<Running> families_;  // in known_families() order
   Fd epoll_fd_;
+  std::vector<int> polled_fds_;  // registered in epoll_fd_
   Fd stats_fd_;  // holds kernel BPF run-time statistics on while open
   std::chrono::steady_clock::time_point last_tick_{};
 };

@@ -77,9 +77,11 @@ void ThrottleProbe::start(const ProbeContext& ctx) {
   budget_ = std::make_unique<core::LabelBudget>(ctx.config.top_k);
   folded_ = std::make_unique<core::FoldedSeries<core::CpuBandwidthStats>>(*budget_);
   started_ = true;
-  read_now(ctx.signals);  // the baseline the first tick's throttling signal compares with
-  spdlog::info("throttle: reading cpu.stat of {} cgroups under {} every {} ms", current_.size(),
-               layout.describe(), interval_.count());
+  // The first tick reads the baseline at once (last_read_ is long past). Not here: start() runs
+  // outside the probe set's lock, and the signals belong to the collector thread.
+  last_read_ = {};
+  spdlog::info("throttle: reading cpu.stat under {} every {} ms", layout.describe(),
+               interval_.count());
 }
 
 void ThrottleProbe::stop() {

@@ -201,7 +201,8 @@ TEST(Throttle, VanishedFoldedCgroupDoesNotMakeOtherGoDown) {
 TEST(Throttle, ReadsAtMostEveryInterval) {
   REQUIRE_ROOT();
   Harness h(/*top_k=*/10000, /*interval_ms=*/60000);
-  h.probe.start(h.ctx);  // reads once now, then not for a minute
+  h.probe.start(h.ctx);
+  h.probe.tick(h.ctx);  // the first tick reads the baseline, then not for a minute
   TestCgroup late("late");
   late.set_cpu_quota(0.1);
   spawn_child(&late, std::nullopt);
@@ -215,8 +216,9 @@ TEST(Throttle, ReadsAtMostEveryInterval) {
   EXPECT_FALSE(h.signals.cgroup_throttling);             // no read since the baseline
   ASSERT_GT(read_cpu_stat_file(late).nr_throttled, 0u);  // though it is being throttled
 
-  // Restarting reads at once: the cgroup shows up.
+  // Restarting reads at its first tick: the cgroup shows up.
   h.probe.start(h.ctx);
+  h.probe.tick(h.ctx);
   set = MetricSet{};
   h.probe.collect(set);
   EXPECT_TRUE(value_of(set, kPeriods, late.name()));
