@@ -104,8 +104,14 @@ void AttribProbe::start(const ProbeContext& ctx) {
   // Optional source: major faults need software perf events.
   bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
   fill_syscall_classes(skel_->rodata->syscall_class);
-  // uprobe_multi links take programs loaded for them (and then only them).
-  multi_ = ctx.features.uprobe_multi;
+  // uprobe_multi links take programs loaded for them (and then only them). With --pid, only
+  // where their pid filter passes every thread of the process (Linux 6.10 on).
+  multi_ = ctx.features.uprobe_multi && (only_pid_ == 0 || ctx.features.uprobe_multi_pid_filter);
+  if (ctx.features.uprobe_multi && !multi_) {
+    spdlog::info("attrib: this kernel's uprobe_multi pid filter matches one thread, so process "
+                 "{}'s probes attach as perf-event uprobes",
+                 only_pid_);
+  }
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel_->obj) {
     if (multi_ && std::strcmp(bpf_program__section_name(prog), "usdt") == 0) {

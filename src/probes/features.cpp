@@ -8,10 +8,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <thread>
+#include <utility>
 
 #include "probes/handles.h"
 #include "probes/usdt_attach.h"
@@ -137,6 +143,101 @@ Feature probe_uprobe_multi() {
   return f;
 }
 
+// What the pid filter probe below places its uprobe on: a function of whatever binary holds
+// this code, called once from a second thread and once from the first.
+extern "C" __attribute__((noinline, used)) void tailcause_pid_filter_target(volatile int* sink) {
+  *sink = *sink + 1;
+  asm volatile("" ::: "memory");
+}
+
+// The file offset and path of the executable mapping that holds `addr`, from /proc/self/maps.
+std::optional<std::pair<std::string, uint64_t>> file_offset_of(uintptr_t addr) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long start = 0, end = 0, offset = 0;
+    char perms[5] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s %lx %*s %*s %n", &start, &end, perms, &offset,
+                    &path_at) < 4 ||
+        addr < start || addr >= end || perms[2] != 'x' || path_at <= 0) {
+      continue;
+    }
+    const std::string path = line.substr(static_cast<size_t>(path_at));
+    if (path.empty() || path[0] != '/') return std::nullopt;
+    return std::make_pair(path, addr - start + offset);
+  }
+  return std::nullopt;
+}
+
+// Whether a uprobe_multi link's pid filter lets every thread of the process through. Linux 6.6
+// to 6.9 compared it with the thread id (fixed in 6.10, "bpf: fix multi-uprobe PID filtering
+// logic"), so `--pid` would trace only a process's main thread there. Tried, not read from the
+// version: a link with our own pid on a function called from a second thread, counted by a
+// program that adds one to an array slot.
+Feature probe_uprobe_multi_pid_filter() {
+  Feature f{"uprobe_multi_pid_filter", false, ""};
+  const std::string fallback = "; --pid attaches one perf-event uprobe per site";
+  const Fd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "pid_probe", 4, 8, 1, nullptr));
+  if (!map) {
+    f.detail = "map: " + err_text(errno) + fallback;
+    return f;
+  }
+  const bpf_insn count_call[] = {
+      // *(u32 *)(r10 - 4) = 0; r2 = r10 - 4; r1 = &map; r0 = bpf_map_lookup_elem(r1, r2)
+      {.code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .src_reg = 0, .off = -4, .imm = 0},
+      {.code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10, .off = 0,
+       .imm = 0},
+      {.code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .src_reg = 0, .off = 0, .imm = -4},
+      {.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD,
+       .off = 0, .imm = map.get()},
+      {.code = 0, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+      {.code = BPF_JMP | BPF_CALL, .dst_reg = 0, .src_reg = 0, .off = 0,
+       .imm = BPF_FUNC_map_lookup_elem},
+      // if (r0) lock *(u64 *)r0 += 1
+      {.code = BPF_JMP | BPF_JEQ | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 2, .imm = 0},
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .src_reg = 0, .off = 0, .imm = 1},
+      {.code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_0, .src_reg = BPF_REG_1, .off = 0,
+       .imm = BPF_ADD},
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = 0},
+      {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+  };
+  LIBBPF_OPTS(bpf_prog_load_opts, opts,
+              .expected_attach_type = static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  const Fd prog(bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pid_probe", "GPL", count_call,
+                              sizeof count_call / sizeof count_call[0], &opts));
+  if (!prog) {
+    f.detail = "load: " + err_text(errno) + fallback;
+    return f;
+  }
+  const auto target = file_offset_of(reinterpret_cast<uintptr_t>(&tailcause_pid_filter_target));
+  if (!target) {
+    f.detail = "the probe's own function is in no file mapping" + fallback;
+    return f;
+  }
+  const int link = create_uprobe_multi_link(prog.get(), target->first, {target->second}, {}, {},
+                                            getpid());
+  if (link < 0) {
+    f.detail = "attach: " + err_text(link) + fallback;
+    return f;
+  }
+  const Fd held(link);
+  volatile int sink = 0;
+  std::thread([&sink] { tailcause_pid_filter_target(&sink); }).join();
+  tailcause_pid_filter_target(&sink);
+  const uint32_t key = 0;
+  uint64_t hits = 0;
+  bpf_map_lookup_elem(map.get(), &key, &hits);
+  if (hits == 2) {
+    f.available = true;
+  } else {
+    f.detail = fmt::format("{} of 2 calls from two threads of this process seen (a kernel "
+                           "that filters by thread: Linux 6.6 to 6.9){}",
+                           hits, fallback);
+  }
+  return f;
+}
+
 }  // namespace
 
 Features probe_features(const std::string& btf_path) {
@@ -217,6 +318,11 @@ Features probe_features(const std::string& btf_path) {
   Feature um = probe_uprobe_multi();
   out.uprobe_multi = um.available;
   out.list.push_back(um);
+  if (out.uprobe_multi) {
+    Feature pf = probe_uprobe_multi_pid_filter();
+    out.uprobe_multi_pid_filter = pf.available;
+    out.list.push_back(pf);
+  }
 
   return out;
 }
