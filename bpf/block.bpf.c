@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Block family: latency of each block request from issue to the driver until completion, and
- * the bytes completed, per whole disk and operation. */
+ * the bytes completed, per whole disk and operation; and per (issuing cgroup, disk), so that a
+ * stage slowed in block I/O can name whose I/O kept the disk busy. */
 #include "common.bpf.h"
 #include "block.h"
 
@@ -9,7 +10,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader: kernels before 5.11 pass (queue, request) to block_rq_issue. */
 const volatile bool rq_issue_has_queue = false;
 
-/* Key: the request pointer. Value: bpf_ktime_get_ns() at issue. Written at issue, read and
+struct issue {
+	__u64 ns;     /* bpf_ktime_get_ns() at issue */
+	__u64 cgroup; /* the issuing task's: the submitter for direct and synchronous I/O; a
+		       * flusher's or kblockd's (usually the root) for writeback and deferred
+		       * dispatch */
+};
+
+/* Key: the request pointer. Value: its issue. Written at issue, read and
  * deleted at completion. Requests come from per-device preallocated tag sets, so live keys are
  * few; LRU so that an entry whose completion was never traced (a request freed on device
  * removal) ages out instead of filling the map. */
@@ -17,7 +25,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
-	__type(value, __u64);
+	__type(value, struct issue);
 } block_issue_ns SEC(".maps");
 
 /* Key: {disk major, first minor, op}. Value: per-CPU latency histogram (ns) and bytes. Read by
@@ -31,6 +39,16 @@ struct {
 	__type(value, struct block_value);
 } block_io SEC(".maps");
 
+/* Key: {issuing cgroup, disk}. Value: per-CPU requests, bytes and busy time. Read by
+ * BlockProbe::tick for the evidence board; entries of vanished cgroups are deleted there. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct block_cgroup_key);
+	__type(value, struct block_cgroup_value);
+} block_cgroup_io SEC(".maps");
+
 /* Key: 0. Value: per-CPU count of samples dropped because a map was full; exported as
  * tailcause_events_lost_total{source="block"}. */
 struct {
@@ -41,6 +59,7 @@ struct {
 } block_events_lost SEC(".maps");
 
 static const struct block_value zero_value;
+static const struct block_cgroup_value zero_cgroup_value;
 
 static __always_inline __u32 op_of(struct request *rq)
 {
@@ -66,9 +85,12 @@ static __always_inline struct gendisk *disk_of(struct request *rq)
 static __always_inline int on_issue(struct request *rq)
 {
 	__u64 key = (__u64)rq;
-	__u64 now = bpf_ktime_get_ns();
+	struct issue issue = {
+		.ns = bpf_ktime_get_ns(),
+		.cgroup = task_cgroup_id((struct task_struct *)bpf_get_current_task()),
+	};
 
-	if (bpf_map_update_elem(&block_issue_ns, &key, &now, BPF_ANY))
+	if (bpf_map_update_elem(&block_issue_ns, &key, &issue, BPF_ANY))
 		count_in(&block_events_lost, 0);
 	return 0;
 }
@@ -76,8 +98,9 @@ static __always_inline int on_issue(struct request *rq)
 static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes)
 {
 	__u64 rq_key = (__u64)rq;
-	__u64 *issued = bpf_map_lookup_elem(&block_issue_ns, &rq_key);
-	__u64 issue_ns = issued ? *issued : 0;
+	struct issue *issued = bpf_map_lookup_elem(&block_issue_ns, &rq_key);
+	__u64 issue_ns = issued ? issued->ns : 0;
+	__u64 cgroup = issued ? issued->cgroup : 0;
 	struct gendisk *disk = disk_of(rq);
 	struct block_value *v;
 
@@ -97,10 +120,20 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 	/* Bytes on every completion (a request may complete in parts), latency once per request:
 	 * the first completion consumed the issue time. Requests issued before attach have none. */
 	v->bytes += nr_bytes;
-	if (issue_ns) {
-		__u64 now = bpf_ktime_get_ns();
+	if (!issue_ns)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 took = now > issue_ns ? now - issue_ns : 0;
 
-		log2_hist_add(&v->latency_ns, now > issue_ns ? now - issue_ns : 0);
+	log2_hist_add(&v->latency_ns, took);
+
+	struct block_cgroup_key ckey = { .cgroup = cgroup, .major = key.major, .minor = key.minor };
+	struct block_cgroup_value *c = lookup_or_insert(&block_cgroup_io, &ckey, &zero_cgroup_value,
+							 &block_events_lost, 0);
+	if (c) {
+		c->requests++;
+		c->bytes += nr_bytes; /* the first part of a request completed in parts */
+		c->busy_ns += took;
 	}
 	return 0;
 }

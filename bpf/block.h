@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* Block family: request latency and bytes per disk and operation, shared with user space. */
+/* Block family: request latency and bytes per disk and operation, and per issuing cgroup,
+ * shared with user space. */
 #ifndef TAILCAUSE_BLOCK_H
 #define TAILCAUSE_BLOCK_H
 
@@ -25,6 +26,21 @@ struct block_key {
 struct block_value {
 	struct tailcause_log2_hist latency_ns;
 	__u64 bytes;
+};
+
+/* The I/O a cgroup's tasks issued to a whole disk: who kept the disk busy, for the verdicts. */
+struct block_cgroup_key {
+	__u64 cgroup; /* the issuing task's (task_cgroup_id) */
+	__u32 major;
+	__u32 minor;
+};
+
+/* Per-CPU, cumulative: requests completed, their bytes and their time from issue to completion
+ * (summed, so requests in flight together each count). */
+struct block_cgroup_value {
+	__u64 requests;
+	__u64 bytes;
+	__u64 busy_ns;
 };
 
 #endif

@@ -141,6 +141,53 @@ std::optional<PreemptionEvidence> EvidenceBoard::top_preemptor(const std::string
   return e;
 }
 
+void EvidenceBoard::add_disk_io(const std::string& cgroup, const std::string& device,
+                                uint64_t now_ns, uint64_t bytes, uint64_t busy_ns) {
+  if (busy_ns == 0 && bytes == 0) return;
+  if (disk_.size() >= kMaxDiskSamples) {
+    refused_++;
+    return;
+  }
+  disk_.push_back({now_ns, cgroup, device, bytes, busy_ns});
+}
+
+std::optional<DiskEvidence> EvidenceBoard::top_disk_user(const std::string& victim,
+                                                         uint64_t start_ns, uint64_t end_ns,
+                                                         uint64_t slack_ns) const {
+  const uint64_t from = start_ns > slack_ns ? start_ns - slack_ns : 0;
+  const uint64_t to = end_ns + slack_ns;
+  struct Use {
+    uint64_t busy_ns = 0, bytes = 0;
+    std::map<std::string, uint64_t> by_device;
+  };
+  std::map<std::string, Use> by;
+  uint64_t total = 0;
+  // Samples are in time order: start where the interval does.
+  auto it = std::lower_bound(disk_.begin(), disk_.end(), from,
+                             [](const DiskSample& d, uint64_t t) { return d.time_ns < t; });
+  for (; it != disk_.end() && it->time_ns <= to; ++it) {
+    total += it->busy_ns;
+    if (it->cgroup == victim) continue;
+    Use& u = by[it->cgroup];
+    u.busy_ns += it->busy_ns;
+    u.bytes += it->bytes;
+    u.by_device[it->device] += it->busy_ns;
+  }
+  if (by.empty()) return std::nullopt;
+  const auto top = std::max_element(by.begin(), by.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.second.busy_ns, a.second.bytes) < std::pair(b.second.busy_ns, b.second.bytes);
+  });
+  DiskEvidence e;
+  e.cgroup = top->first;
+  e.busy_ns = top->second.busy_ns;
+  e.bytes = top->second.bytes;
+  e.total_busy_ns = total;
+  e.device = std::max_element(top->second.by_device.begin(), top->second.by_device.end(),
+                              [](const auto& a, const auto& b) { return a.second < b.second; })
+                 ->first;
+  return e;
+}
+
 void EvidenceBoard::expire(uint64_t now_ns) {
   const uint64_t cutoff = now_ns > keep_ns_ ? now_ns - keep_ns_ : 0;
   auto trim = [cutoff](auto& by_cgroup) {
@@ -155,6 +202,7 @@ void EvidenceBoard::expire(uint64_t now_ns) {
   trim(throttle_);
   trim(preemptions_);
   trim(memory_);
+  while (!disk_.empty() && disk_.front().time_ns < cutoff) disk_.pop_front();
 }
 
 size_t EvidenceBoard::cgroups() const {

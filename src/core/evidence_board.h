@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Evidence the probe families leave for the verdicts: per cgroup, when it was throttled (from
-// cpu.stat reads) and who preempted its tasks (from the preemption matrix), as short
+// cpu.stat reads), who preempted its tasks (from the preemption matrix), how much its memory
+// cgroup reclaimed, and node-wide whose I/O kept the disks busy, as short
 // time-stamped histories, so a glitch that ended a moment ago can be explained by what
 // happened during it. Written by the families' ticks and read by the analyzer, both on the
 // collector thread. Bounded: a few minutes of samples per cgroup, at most max_cgroups cgroups.
@@ -44,6 +45,16 @@ struct PreemptionEvidence {
   uint64_t total = 0;          // by anyone
 };
 
+// Whose I/O kept the node's disks busy over an interval (from the block family's per-cgroup
+// request times): the busiest cgroup other than the one asking, and everyone's total.
+struct DiskEvidence {
+  std::string cgroup;
+  std::string device;        // the disk that cgroup used most
+  uint64_t busy_ns = 0;      // its requests' time from issue to completion, summed
+  uint64_t bytes = 0;        // their bytes
+  uint64_t total_busy_ns = 0;  // every cgroup's requests, the asking one's included
+};
+
 class EvidenceBoard {
  public:
   explicit EvidenceBoard(uint64_t keep_ns = 300'000'000'000, size_t max_cgroups = 4096);
@@ -77,6 +88,15 @@ class EvidenceBoard {
                                                   uint64_t end_ns,
                                                   uint64_t slack_ns = 1'100'000'000) const;
 
+  // I/O that `cgroup`'s tasks issued to `device` since the previous call (deltas).
+  void add_disk_io(const std::string& cgroup, const std::string& device, uint64_t now_ns,
+                   uint64_t bytes, uint64_t busy_ns);
+  // The cgroup other than `victim` whose requests took the most disk time in
+  // [start - slack, end + slack]; nullopt when no other cgroup did I/O then.
+  std::optional<DiskEvidence> top_disk_user(const std::string& victim, uint64_t start_ns,
+                                            uint64_t end_ns,
+                                            uint64_t slack_ns = 1'100'000'000) const;
+
   // Drops samples older than keep_ns before now, and cgroups left with none.
   void expire(uint64_t now_ns);
   size_t cgroups() const;
@@ -91,6 +111,12 @@ class EvidenceBoard {
     uint64_t time_ns, reclaimed_bytes, reclaim_ns, usage_bytes;
     std::optional<uint64_t> limit_bytes;
   };
+  struct DiskSample {
+    uint64_t time_ns;
+    std::string cgroup, device;
+    uint64_t bytes, busy_ns;
+  };
+  static constexpr size_t kMaxDiskSamples = 65536;  // node-wide, not per cgroup
   struct PreemptionSample {
     uint64_t time_ns;
     std::string by;
@@ -103,6 +129,7 @@ class EvidenceBoard {
   std::map<std::string, std::deque<ThrottleSample>> throttle_;
   std::map<std::string, std::deque<PreemptionSample>> preemptions_;
   std::map<std::string, std::deque<MemorySample>> memory_;
+  std::deque<DiskSample> disk_;  // oldest first
   uint64_t refused_ = 0;
 };
 

@@ -52,6 +52,14 @@ std::string describe_memory_pressure(const std::string& cgroup, const MemoryEvid
   return s;
 }
 
+std::string describe_disk_user(const DiskEvidence& e) {
+  // "disk vda busy with cgroup /batch's I/O (92% of its request time, 412 MB)"
+  const double share =
+      e.total_busy_ns ? static_cast<double>(e.busy_ns) / static_cast<double>(e.total_busy_ns) : 0;
+  return fmt::format("disk {} busy with cgroup {}'s I/O ({:.0f}% of its request time, {})",
+                     e.device, e.cgroup, share * 100, format_bytes(static_cast<double>(e.bytes)));
+}
+
 std::string format_count(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;
@@ -93,6 +101,7 @@ std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hi
       std::string s;
       if (r.page_cache_misses > 0) s = format_count(r.page_cache_misses) + " page-cache misses";
       if (hints.memory_pressure) s += (s.empty() ? "" : "; ") + *hints.memory_pressure;
+      if (hints.disk_user) s += (s.empty() ? "" : "; ") + *hints.disk_user;
       return s;
     }
     case Component::network:

@@ -49,6 +49,7 @@ struct EvidenceHints {
                                                  // record's own network_peer)
   std::optional<std::string> lock_name;          // lock: what was contended
   std::optional<std::string> memory_pressure;    // block_io: its memory cgroup reclaiming
+  std::optional<std::string> disk_user;          // block_io: whose I/O kept the disk busy
 };
 
 struct Culprit {
@@ -81,6 +82,8 @@ std::string format_bytes(double bytes);
 // "memory cgroup /agents/ta at its 2 MiB limit, reclaiming 14 MiB/s" (at its limit: usage at
 // 90% of it or more; "at 60% of its 2 MiB limit" below; no limit: just the reclaim).
 std::string describe_memory_pressure(const std::string& cgroup, const MemoryEvidence& e);
+// "disk vda busy with cgroup /batch's I/O (92% of its request time, 412 MB)"
+std::string describe_disk_user(const DiskEvidence& e);
 // 1240 -> "1,240".
 std::string format_count(uint64_t n);
 

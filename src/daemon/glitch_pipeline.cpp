@@ -239,6 +239,11 @@ void GlitchPipeline::install_hints_locked() {
       }
     }
     if (board.has_memory_samples()) h.memory_pressure = memory_pressure(board, r);
+    // Named when another cgroup's requests took a third of the disks' request time or more
+    // around the stage: then the stage's own reads queued behind them.
+    if (auto d = board.top_disk_user(cgroup, r.start_ns, r.end_ns); d && 3 * d->busy_ns >= d->total_busy_ns) {
+      h.disk_user = core::describe_disk_user(*d);
+    }
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
       h.preempting_cgroup =
           fmt::format("cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)",

@@ -32,7 +32,13 @@ constexpr size_t kMaxKeys = 1024;  // max_entries of block_io
 constexpr auto kGcInterval = std::chrono::seconds(60);
 constexpr const char* kOps[TAILCAUSE_BLOCK_OPS] = {"read", "write", "flush", "discard", "other"};
 
+constexpr size_t kMaxCgroupKeys = 4096;  // max_entries of block_cgroup_io
+// How often the per-cgroup I/O goes to the evidence board: finer than a typical stage, so a
+// verdict's interval (the stage plus a second each side) holds several readings.
+constexpr auto kCgroupInterval = std::chrono::milliseconds(250);
+
 static_assert(sizeof(block_value) % 8 == 0, "per-CPU values are read as 8-byte aligned copies");
+static_assert(sizeof(block_cgroup_value) % 8 == 0, "per-CPU values are read as 8-byte copies");
 
 struct OpIo {
   std::array<uint64_t, TAILCAUSE_LOG2_SLOTS> slots{};
@@ -112,10 +118,41 @@ void BlockProbe::start(const ProbeContext& ctx) {
         std::string("attach block_rq_issue/block_rq_complete (") +
             (ctx.features.tp_btf ? "tp_btf" : "raw_tp") + ")");
   skel_ = std::move(skel);
+  cgroups_ = &ctx.cgroups;
   spdlog::info("block: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
 }
 
-void BlockProbe::stop() { skel_.reset(); }
+void BlockProbe::stop() {
+  skel_.reset();
+  cgroups_ = nullptr;
+  cgroup_io_.clear();
+}
+
+// Who kept the disks busy: each (issuing cgroup, disk)'s requests since the previous reading
+// go to the evidence board, where block_io verdicts look for the busiest other cgroup.
+void BlockProbe::tick(const ProbeContext& ctx) {
+  if (!skel_ || Clock::now() - last_cgroup_read_ < kCgroupInterval) return;
+  last_cgroup_read_ = Clock::now();
+  const uint64_t now = monotonic_ns();
+  const int fd = bpf_map__fd(skel_->maps.block_cgroup_io);
+  std::vector<block_cgroup_value> values(possible_cpus());
+  for (const block_cgroup_key& key : map_keys<block_cgroup_key>(fd, kMaxCgroupKeys)) {
+    if (key.cgroup == 0 || bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
+    block_cgroup_value sum{};
+    for (const auto& v : values) {
+      sum.requests += v.requests;
+      sum.bytes += v.bytes;
+      sum.busy_ns += v.busy_ns;
+    }
+    block_cgroup_value& seen = cgroup_io_[{key.cgroup, key.major, key.minor}];
+    if (sum.requests > seen.requests) {
+      ctx.signals.evidence.add_disk_io(ctx.cgroups.name(key.cgroup),
+                                       device_label({key.major, key.minor}), now,
+                                       sum.bytes - seen.bytes, sum.busy_ns - seen.busy_ns);
+    }
+    seen = sum;
+  }
+}
 
 std::vector<const bpf_program*> BlockProbe::programs() const {
   return loaded_programs(skel_ ? skel_->obj : nullptr);
@@ -178,6 +215,15 @@ void BlockProbe::forget_removed_devices() {
     const Device dev{key.major, key.minor};
     series_->budget.forget(device_label(dev));
     names_.erase(dev);
+  }
+  // Per-cgroup entries of removed cgroups go too (a node that starts a cgroup per job would
+  // fill the map).
+  const int cfd = bpf_map__fd(skel_->maps.block_cgroup_io);
+  for (const block_cgroup_key& key : map_keys<block_cgroup_key>(cfd, kMaxCgroupKeys)) {
+    const std::string name = cgroups_ ? cgroups_->name(key.cgroup) : "";
+    if (!name.starts_with("id:") && std::filesystem::exists(cgroups_->directory(name), ec)) continue;
+    bpf_map_delete_elem(cfd, &key);
+    cgroup_io_.erase({key.cgroup, key.major, key.minor});
   }
 }
 

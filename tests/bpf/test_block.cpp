@@ -8,6 +8,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -232,6 +234,38 @@ TEST(BlockDeviceName, NamesDisksAsTheKernelDoes) {
   }
   EXPECT_GT(disks, 0u);
   EXPECT_EQ(probes::block_device_name(4095, 1048575), "");
+}
+
+// Whose I/O kept the disk busy: a writer in a cgroup of its own doing O_DIRECT writes is on
+// the evidence board as the busiest cgroup other than the one asking, on the scratch disk.
+TEST_F(BlockTest, DirectWritesAreChargedToTheWritersCgroup) {
+  TestCgroup writer("blkwriter");
+  const std::string target = path + ".direct";
+  const uint64_t start = probes::monotonic_ns();
+  const pid_t child = spawn_child(&writer, std::nullopt, [&target] {
+    const int fd = open(target.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+    void* buf = nullptr;
+    if (fd < 0 || posix_memalign(&buf, 4096, kChunk) != 0) _exit(1);
+    std::memset(buf, 'w', kChunk);
+    for (uint64_t i = 0;; ++i) {
+      if (pwrite(fd, buf, kChunk, static_cast<off_t>((i % 16) * kChunk)) < 0) _exit(1);
+    }
+  });
+  for (int i = 0; i < 30; ++i) {  // 3 s of readings, one every 250 ms
+    usleep(100'000);
+    probe.tick(ctx);
+  }
+  stop_child(child);
+  unlink(target.c_str());
+  const uint64_t end = probes::monotonic_ns();
+  const auto d = signals.evidence.top_disk_user("/a-cgroup-that-did-no-io", start, end, 0);
+  ASSERT_TRUE(d) << "no cgroup's I/O on the evidence board";
+  EXPECT_EQ(d->cgroup, writer.name());
+  EXPECT_NE(std::find(devices.begin(), devices.end(), d->device), devices.end()) << d->device;
+  EXPECT_GE(d->bytes, 16u * kChunk) << "the writer wrote at least its 16 MiB file once";
+  std::printf("figure: %s on %s: %.0f MiB, %.0f%% of the disks' request time\n", d->cgroup.c_str(),
+              d->device.c_str(), static_cast<double>(d->bytes) / (1 << 20),
+              100.0 * static_cast<double>(d->busy_ns) / static_cast<double>(d->total_busy_ns));
 }
 
 }  // namespace

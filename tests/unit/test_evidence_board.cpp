@@ -73,6 +73,32 @@ TEST(EvidenceBoard, TopPreemptorAroundTheStage) {
   EXPECT_FALSE(b.top_preemptor("/agents/a", 20 * s, 21 * s));
 }
 
+// Whose I/O kept the disks busy around a stage: the asking cgroup's own requests count in the
+// total but are never the answer; ranked by request time, on the disk that cgroup used most.
+TEST(EvidenceBoard, TopDiskUserAroundTheStage) {
+  EvidenceBoard b;
+  b.add_disk_io("/agents/ta", "vda", 2 * s, 1 << 20, 300 * ms);
+  b.add_disk_io("/backup", "vda", 2 * s, 64 << 20, 800 * ms);
+  b.add_disk_io("/backup", "vdb", 2 * s, 8 << 20, 100 * ms);
+  b.add_disk_io("/indexer", "vda", 3 * s, 4 << 20, 200 * ms);
+  b.add_disk_io("/indexer", "vda", 9 * s, 900 << 20, 9000 * ms);  // long after the stage
+  auto d = b.top_disk_user("/agents/ta", 2 * s, 3 * s);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->cgroup, "/backup");
+  EXPECT_EQ(d->device, "vda");
+  EXPECT_EQ(d->busy_ns, 900 * ms);
+  EXPECT_EQ(d->bytes, 72u << 20);
+  EXPECT_EQ(d->total_busy_ns, 1400 * ms);
+  // Only the asking cgroup did I/O then: nobody else to name.
+  EvidenceBoard alone;
+  alone.add_disk_io("/agents/ta", "vda", 2 * s, 1 << 20, 300 * ms);
+  EXPECT_FALSE(alone.top_disk_user("/agents/ta", 2 * s, 3 * s));
+  EXPECT_FALSE(b.top_disk_user("/agents/ta", 30 * s, 31 * s));
+  // Expiry drops old samples.
+  b.expire(400 * s);
+  EXPECT_FALSE(b.top_disk_user("/agents/ta", 2 * s, 3 * s));
+}
+
 // A hog at a higher CPU weight preempts rarely but each time for long; the many short
 // preemptions by the root cgroup's housekeeping must not outrank it.
 TEST(EvidenceBoard, TopPreemptorIsRankedByWaitNotCount) {

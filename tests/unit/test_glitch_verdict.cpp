@@ -175,6 +175,27 @@ TEST(VerdictFaults, PageCacheMissesUnderAMemoryCgroupLimit) {
   EXPECT_EQ(explain(cpu, &p, hints).evidence.find("memory cgroup"), std::string::npos);
 }
 
+// A block_io stage names the other cgroup whose requests kept the disk busy around it.
+TEST(VerdictFaults, BlockIoNamesWhoseIoKeptTheDiskBusy) {
+  ComponentProfile p = normal_profile("retrieval", 100);
+  auto r = record("retrieval", {{Component::block_io, 340 * ms}, {Component::on_cpu, 40 * ms}});
+  r.page_cache_misses = 212;
+  DiskEvidence d;
+  d.cgroup = "/batch/backup";
+  d.device = "vda";
+  d.busy_ns = 9 * 1'000 * ms;
+  d.total_busy_ns = 10 * 1'000 * ms;
+  d.bytes = 412ull << 20;
+  EvidenceHints hints;
+  hints.disk_user = describe_disk_user(d);
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "retrieval 380 ms, 89% block_io: 212 page-cache misses; disk vda busy with cgroup "
+            "/batch/backup's I/O (90% of its request time, 412 MiB)");
+  // It explains block I/O only.
+  auto cpu = record("retrieval", {{Component::on_cpu, 900 * ms}, {Component::block_io, 5 * ms}});
+  EXPECT_EQ(explain(cpu, &p, hints).evidence.find("disk vda"), std::string::npos);
+}
+
 TEST(VerdictFaults, SlowNetworkPeerInTool) {
   ComponentProfile p = normal_profile("tool", 100);
   auto r = record("tool", {{Component::network, 1'995 * ms}, {Component::on_cpu, 105 * ms}});
