@@ -7,7 +7,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set by the loader: kernels before 5.11 pass (queue, request) to block_rq_issue. */
+/* Set by the loader: kernels before 5.11 pass (queue, request) to block_rq_issue and
+ * block_rq_insert (one change removed the queue from both). */
 const volatile bool rq_issue_has_queue = false;
 
 struct issue {
@@ -82,14 +83,32 @@ static __always_inline struct gendisk *disk_of(struct request *rq)
 	return BPF_CORE_READ(rq, q, disk);
 }
 
+static __always_inline __u64 current_cgroup(void)
+{
+	return task_cgroup_id((struct task_struct *)bpf_get_current_task());
+}
+
+/* Insertion into an I/O scheduler runs in the submitter's context (its plug flushed, or the
+ * bio queued directly); the dispatch that issues the request later may run in anyone's, often
+ * kblockd's. So the cgroup is taken here when there is an insertion, at issue otherwise. */
+static __always_inline int on_insert(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct issue issue = { .ns = 0, .cgroup = current_cgroup() };
+
+	if (bpf_map_update_elem(&block_issue_ns, &key, &issue, BPF_ANY))
+		count_in(&block_events_lost, 0);
+	return 0;
+}
+
 static __always_inline int on_issue(struct request *rq)
 {
 	__u64 key = (__u64)rq;
-	struct issue issue = {
-		.ns = bpf_ktime_get_ns(),
-		.cgroup = task_cgroup_id((struct task_struct *)bpf_get_current_task()),
-	};
+	struct issue *inserted = bpf_map_lookup_elem(&block_issue_ns, &key);
+	struct issue issue = { .ns = bpf_ktime_get_ns() };
 
+	/* A requeued request is issued again: its time restarts, its submitter stays. */
+	issue.cgroup = inserted && inserted->cgroup ? inserted->cgroup : current_cgroup();
 	if (bpf_map_update_elem(&block_issue_ns, &key, &issue, BPF_ANY))
 		count_in(&block_events_lost, 0);
 	return 0;
@@ -148,6 +167,18 @@ SEC("raw_tp/block_rq_issue")
 int BPF_PROG(block_issue_raw)
 {
 	return on_issue((struct request *)(rq_issue_has_queue ? ctx[1] : ctx[0]));
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(block_insert_btf)
+{
+	return on_insert((struct request *)(rq_issue_has_queue ? ctx[1] : ctx[0]));
+}
+
+SEC("raw_tp/block_rq_insert")
+int BPF_PROG(block_insert_raw)
+{
+	return on_insert((struct request *)(rq_issue_has_queue ? ctx[1] : ctx[0]));
 }
 
 SEC("tp_btf/block_rq_complete")

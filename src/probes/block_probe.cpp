@@ -145,11 +145,13 @@ void BlockProbe::tick(const ProbeContext& ctx) {
       sum.busy_ns += v.busy_ns;
     }
     block_cgroup_value& seen = cgroup_io_[{key.cgroup, key.major, key.minor}];
-    if (sum.requests > seen.requests) {
-      ctx.signals.evidence.add_disk_io(ctx.cgroups.name(key.cgroup),
-                                       device_label({key.major, key.minor}), now,
-                                       sum.bytes - seen.bytes, sum.busy_ns - seen.busy_ns);
-    }
+    if (sum.requests == seen.requests) continue;
+    // A cgroup made since the names' last (rate-limited) rescan has no name yet: its I/O waits
+    // for a later reading rather than go on the board under a bare id.
+    const std::string cgroup = ctx.cgroups.name(key.cgroup);
+    if (cgroup.starts_with("id:")) continue;
+    ctx.signals.evidence.add_disk_io(cgroup, device_label({key.major, key.minor}), now,
+                                     sum.bytes - seen.bytes, sum.busy_ns - seen.busy_ns);
     seen = sum;
   }
 }
