@@ -414,7 +414,9 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 }
 
 /* Runs in the waker's context (sched_wakeup may run on the wakee's CPU, under another task):
- * a span's wait on another span thread is split by that thread's history. */
+ * a span's wait on another span thread is split by that thread's history, a network wait on a
+ * local peer by the peer's scheduler clocks; a thread outside spans woken by a span thread
+ * notes its clocks (it may be the peer). */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 {
@@ -424,10 +426,14 @@ int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 	if (!attrib_active_spans)
 		return 0;
 	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
-	if (!c || !c->active || !c->off_ts)
+	if (!c || !c->active) {
+		note_served(p);
+		return 0;
+	}
+	if (!c->off_ts)
 		return 0;
 	now = bpf_ktime_get_ns();
-	if (!resolve_wait(c, p, now))
+	if (!resolve_wait(c, p, now) && !resolve_peer_wait(c, p, now))
 		return 0; /* sched_wakeup ends the sleep as it always did */
 	start_wait(c, p, now);
 	mark_state(c, now);

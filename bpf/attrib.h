@@ -102,7 +102,8 @@ struct attrib_recipe {
 /* Indexes of attrib_critpath (per-CPU counts, for tests and the overhead figures). */
 #define ATTRIB_CRIT_RESOLVED 0 /* a span's lock/sleep wait split by its waker's history */
 #define ATTRIB_CRIT_PARTIAL  1 /* ... whose history did not reach back to the wait's start */
-#define ATTRIB_CRIT_KINDS    2
+#define ATTRIB_CRIT_PEER     2 /* a span's network wait split by the local thread that answered */
+#define ATTRIB_CRIT_KINDS    3
 /* A span thread's history: rings of its state changes with its cumulative components, one per
  * level; level 0 takes every change, level 1 one at least 2 ms after its last, level 2 one at
  * least 64 ms after (each ring covers 16 of its spacing or more: waits of 1 s and longer are
@@ -177,8 +178,9 @@ struct attrib_span {
 	 * throttled: the kernel's own evidence, for stages too short for a cpu.stat reading. */
 	__u32 throttled_waits;
 	/* Critical path: the thread whose wake-ups moved the most of this span's waits out of
-	 * lock/sleep into its own causes (0: none), that time, the component most of it went to,
-	 * and what the waits were before (ATTRIB_LOCK: the thread held the lock). */
+	 * lock/sleep (or network, for a local peer) into its own causes (0: none), that time, the
+	 * component most of it went to, and what the waits were before (ATTRIB_LOCK: the thread
+	 * held the lock; ATTRIB_NETWORK: it answered on a socket). */
 	__u32 waker_tid;
 	__u64 waker_ns;
 	__u32 waker_component;

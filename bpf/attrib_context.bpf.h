@@ -72,6 +72,30 @@ struct {
 	__type(value, struct attrib_task);
 } attrib_tasks SEC(".maps");
 
+/* A thread outside spans that a span thread woke from a system call (a local server the span's
+ * request reached), or that such a thread handed the request on to: its scheduler clocks at a
+ * snapshot, so that when it wakes that span thread from a network wait (its answer) its
+ * run-queue and throttled time (and the chain's before it) become the wait's cause
+ * (attrib_critpath.bpf.h). */
+struct attrib_served {
+	__u64 snap_ts;		 /* when the clocks below were read */
+	__u64 run_delay;	 /* its sched_info.run_delay then */
+	__u64 cfs_rq;		 /* its CFS run queue then */
+	__u64 throttle_snap;	 /* that run queue's cumulative throttled time then */
+	__u64 carried_queued;	 /* run-queue time of the threads before it in the chain */
+	__u64 carried_throttled; /* ... of which throttled */
+	__u32 client_tid;	 /* the span thread whose request it serves (or served last) */
+	__u32 throttled;	 /* its hierarchy was throttled then (when it moved CPUs since) */
+};
+
+/* Per-thread, created at the first such wake-up; lives and dies with the thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct attrib_served);
+} attrib_served SEC(".maps");
+
 /* Key: {tgid, request id}; value: the request's identity, token times and current stage.
  * Inserted at request_begin, deleted at request_end; entries of exited processes are deleted by
  * user space (AttribProbe, on a PROCESS_EXIT record and periodically). Full: the request is

@@ -16,7 +16,19 @@
  * detach before they signal); the time since its span ended is unknown and left out. An interrupt
  * taken while a span thread is inside a system call is not told apart from that thread's own
  * wake-up (no portable interrupt test without CONFIG_KALLSYMS_ALL): rare, and it only moves a wait
- * to that thread's causes. */
+ * to that thread's causes.
+ *
+ * Local peers: a span thread's request to a server on the same node (a tool server, a model
+ * server on loopback) wakes the server's thread from the span thread's system call; that thread
+ * keeps its scheduler clocks of the moment (attrib_served). When it later wakes the span thread
+ * from a network wait (its answer), the run-queue and throttled time it had since (the kernel's
+ * sched_info.run_delay and its run queue's throttle clock) become the wait's: the peer was
+ * starved of CPU, not slow on the wire. The rest stays network (the peer's own work). A thread
+ * that hands the request on (an acceptor waking a worker through a futex) passes its run-queue
+ * time so far to the next, so a chain counts whole. A server that polls (the request finds it
+ * awake, no wake-up) keeps the clocks of its last answer, which stand for its share of the time
+ * since. A server that multiplexes many clients on one thread keeps only its latest client, and
+ * an earlier one's wait stays network. */
 #ifndef TAILCAUSE_ATTRIB_CRITPATH_BPF_H
 #define TAILCAUSE_ATTRIB_CRITPATH_BPF_H
 
@@ -103,6 +115,28 @@ static __always_inline __u64 waker_split(struct attrib_task *w, __u64 from, __u6
 	return total;
 }
 
+/* The waker `cur` moved `moved` ns of a `own` wait into its causes, most of it to `best`: the
+ * span keeps the waker that moved the most (summed while it stays the same thread). */
+static __always_inline void note_waker(struct attrib_task *c, struct task_struct *cur, __u64 moved,
+				       __u32 best, __u32 own)
+{
+	__u32 tid;
+
+	if (!moved)
+		return;
+	tid = BPF_CORE_READ(cur, pid);
+	if (tid == c->span.waker_tid) {
+		c->span.waker_ns += moved;
+	} else if (moved > c->span.waker_ns) {
+		c->span.waker_tid = tid;
+		c->span.waker_ns = moved;
+	}
+	if (tid == c->span.waker_tid) {
+		c->span.waker_component = best;
+		c->span.waker_wait = own;
+	}
+}
+
 /* Span thread `c` (task `p`), asleep since off_ts, is woken now by the current task. Returns
  * true when its wait was split by the waker's history (the sleep is then over). */
 static __always_inline bool resolve_wait(struct attrib_task *c, struct task_struct *p, __u64 now)
@@ -149,25 +183,168 @@ static __always_inline bool resolve_wait(struct attrib_task *c, struct task_stru
 		}
 	}
 	c->span.component_ns[own & (ATTRIB_KERNEL_COMPONENTS - 1)] += wait - given;
-	/* The waker that moved the most (summed while it stays the same thread). */
-	if (moved) {
-		__u32 tid = BPF_CORE_READ(cur, pid);
-
-		if (tid == c->span.waker_tid) {
-			c->span.waker_ns += moved;
-		} else if (moved > c->span.waker_ns) {
-			c->span.waker_tid = tid;
-			c->span.waker_ns = moved;
-		}
-		if (tid == c->span.waker_tid) {
-			c->span.waker_component = best_c;
-			c->span.waker_wait = own;
-		}
-	}
+	note_waker(c, cur, moved, best_c, own);
 	c->off_ts = 0;
 	count_in(&attrib_critpath, ATTRIB_CRIT_RESOLVED);
 	if (partial)
 		count_in(&attrib_critpath, ATTRIB_CRIT_PARTIAL);
+	return true;
+}
+
+/* ---- local peers --------------------------------------------------------------------- */
+
+/* Where `t`'s scheduler clocks stand `now`, into `s`; nothing carried. */
+static __always_inline void snap_served(struct attrib_served *s, struct task_struct *t, __u64 now)
+{
+	struct cfs_rq *cfs = task_cfs_rq(t);
+
+	s->snap_ts = now;
+	s->run_delay = BPF_CORE_READ(t, sched_info.run_delay);
+	s->cfs_rq = (__u64)cfs;
+	s->carried_queued = 0;
+	s->carried_throttled = 0;
+	throttle_snapshot(cfs, &s->throttle_snap, &s->throttled);
+}
+
+/* Run-queue time of `t` (the current task) since the snapshot `s`, plus what the chain carried
+ * to it, into `queued`, and the throttled part of that into `throttled`. */
+static __always_inline void served_delay(struct attrib_served *s, struct task_struct *t,
+					 __u64 *queued, __u64 *throttled)
+{
+	__u64 delay = BPF_CORE_READ(t, sched_info.run_delay), q, th = 0, clock;
+	struct cfs_rq *cfs = task_cfs_rq(t);
+
+	q = delay > s->run_delay ? delay - s->run_delay : 0;
+	if (cfs && (__u64)cfs == s->cfs_rq && throttle_clock(cfs, &clock))
+		th = clock > s->throttle_snap ? clock - s->throttle_snap : 0;
+	else /* moved CPUs, or no throttle clock: all or nothing by the state at the snapshot */
+		th = s->throttled ? q : 0;
+	if (th > q)
+		th = q;
+	*queued = q + s->carried_queued;
+	*throttled = th + s->carried_throttled;
+}
+
+/* From the current task's own system call (a write, a futex wake), not from an interrupt it
+ * happened to take. */
+static __always_inline bool in_own_syscall(struct task_struct *cur)
+{
+	return native_syscall_nr((struct pt_regs *)bpf_task_pt_regs(cur)) >= 0;
+}
+
+/* The current task wakes `p`, a thread outside spans. A span thread's request reached `p`: `p`
+ * keeps its clocks of now. A thread serving such a request hands it on to `p` (an acceptor to
+ * a worker): `p` keeps its clocks and the chain's run-queue time so far. */
+static __always_inline void note_served(struct task_struct *p)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct attrib_served *from = NULL, *s;
+	__u64 queued = 0, throttled = 0, now;
+	struct attrib_task *w;
+	__u32 client;
+
+	if (cur == p)
+		return;
+	w = bpf_task_storage_get(&attrib_tasks, cur, 0, 0);
+	if (!w || !w->active) {
+		from = bpf_task_storage_get(&attrib_served, cur, 0, 0);
+		if (!from || !from->client_tid)
+			return;
+	}
+	if (!in_own_syscall(cur))
+		return;
+	now = bpf_ktime_get_ns();
+	if (from) {
+		served_delay(from, cur, &queued, &throttled);
+		client = from->client_tid;
+	} else {
+		client = BPF_CORE_READ(cur, pid);
+	}
+	s = bpf_task_storage_get(&attrib_served, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return;
+	snap_served(s, p, now);
+	if (from) { /* the chain's snapshot time stays the oldest */
+		s->snap_ts = from->snap_ts;
+		s->carried_queued = queued;
+		s->carried_throttled = throttled;
+	}
+	s->client_tid = client;
+}
+
+/* A loopback address: 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104 (network byte order). */
+static __always_inline bool loopback_peer(const struct attrib_peer *p)
+{
+	const __u32 *w = (const __u32 *)p->addr;
+
+	if (p->family == AF_INET)
+		return p->addr[0] == 127;
+	if (p->family != AF_INET6 || w[0] || w[1])
+		return false;
+	if (!w[2] && w[3] == bpf_htonl(1))
+		return true;
+	return w[2] == bpf_htonl(0xffff) && p->addr[12] == 127;
+}
+
+/* Span thread `c` (task `p`), asleep on a socket since off_ts, is woken now by the current
+ * task from its own system call: the peer's answer. The run-queue and throttled time of the
+ * peer's chain since its snapshot become this wait's, the rest stays network. A snapshot older
+ * than the wait (a server that polls its sockets is not woken by the request; its last answer
+ * is then the snapshot) stands for its share of the time since: the run-queue time is scaled to
+ * the wait. The waker must have served `p` before, unless the socket's peer is a loopback
+ * address: then it is local for certain, and a waker seen for the first time keeps its clocks
+ * for its next answer. Returns true when the wait was split (the sleep is then over). */
+static __always_inline bool resolve_peer_wait(struct attrib_task *c, struct task_struct *p,
+					      __u64 now)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	__u64 wait, queued, throttled, since;
+	__u32 client = BPF_CORE_READ(p, pid);
+	struct attrib_served *s;
+	bool local;
+
+	if (c->off_component != ATTRIB_NETWORK || cur == p || !c->off_ts || now <= c->off_ts)
+		return false;
+	local = loopback_peer(&c->off_peer);
+	s = bpf_task_storage_get(&attrib_served, cur, 0, local ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!s || (s->client_tid != client && !local))
+		return false;
+	if (!in_own_syscall(cur))
+		return false;
+	if (!s->snap_ts || now <= s->snap_ts) { /* first seen: its clocks from now on */
+		snap_served(s, cur, now);
+		s->client_tid = client;
+		return false;
+	}
+	if (s->client_tid != client) { /* what the chain carried was another client's */
+		s->carried_queued = 0;
+		s->carried_throttled = 0;
+	}
+	if (!in_own_syscall(cur))
+		return false;
+	served_delay(s, cur, &queued, &throttled);
+	since = now - s->snap_ts;
+	snap_served(s, cur, now); /* the next answer counts from here */
+	s->client_tid = client;
+	wait = now - c->off_ts;
+	if (since > wait) { /* clocks from before the wait: its share of it */
+		queued = scale(queued, wait, since);
+		throttled = scale(throttled, wait, since);
+	}
+	if (queued > wait) {
+		throttled = scale(throttled, wait, queued);
+		queued = wait;
+	}
+	if (!queued)
+		return false; /* the peer ran at once: sched_wakeup ends the network wait */
+	c->span.component_ns[ATTRIB_CPU_THROTTLED] += throttled;
+	c->span.component_ns[ATTRIB_RUNQUEUE] += queued - throttled;
+	c->span.component_ns[ATTRIB_NETWORK] += wait - queued;
+	add_peer_wait(c, wait - queued);
+	note_waker(c, cur, queued,
+		   throttled * 2 > queued ? ATTRIB_CPU_THROTTLED : ATTRIB_RUNQUEUE, ATTRIB_NETWORK);
+	c->off_ts = 0;
+	count_in(&attrib_critpath, ATTRIB_CRIT_PEER);
 	return true;
 }
 

@@ -38,6 +38,19 @@ static __always_inline struct cfs_rq *task_cfs_rq(struct task_struct *t)
 	return BPF_CORE_READ(t, se.cfs_rq);
 }
 
+/* Where run queue `cfs`'s throttle clock stands now, and whether its hierarchy is throttled
+ * now (what a reader falls back on when the task has moved to another CPU's run queue). */
+static __always_inline void throttle_snapshot(struct cfs_rq *cfs, __u64 *clock, __u32 *throttled)
+{
+	*clock = 0;
+	*throttled = 0;
+	if (!cfs)
+		return;
+	if (bpf_core_field_exists(cfs->throttle_count))
+		*throttled = BPF_CORE_READ(cfs, throttle_count) > 0;
+	throttle_clock(cfs, clock);
+}
+
 /* The task becomes runnable but is not running: remember where its throttle clock stood. */
 static __always_inline void start_wait(struct attrib_task *c, struct task_struct *t, __u64 now)
 {
@@ -45,13 +58,7 @@ static __always_inline void start_wait(struct attrib_task *c, struct task_struct
 
 	c->wait_ts = now;
 	c->wait_cfs_rq = (__u64)cfs;
-	c->throttle_snap = 0;
-	c->throttled_at_wait = 0;
-	if (!cfs)
-		return;
-	if (bpf_core_field_exists(cfs->throttle_count))
-		c->throttled_at_wait = BPF_CORE_READ(cfs, throttle_count) > 0;
-	throttle_clock(cfs, &c->throttle_snap);
+	throttle_snapshot(cfs, &c->throttle_snap, &c->throttled_at_wait);
 }
 
 /* How much of a `wait` that ends now was throttling. */

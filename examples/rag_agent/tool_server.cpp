@@ -37,6 +37,9 @@ nlohmann::json lookup(const std::string& tenant, const std::string& query) {
 
 void run_tool_server(int port_fd, int threads) {
   httplib::Server server;
+  // Small request-answer exchanges: without TCP_NODELAY a response written in two parts waits
+  // for the client's delayed ACK (40 ms), a network stall tailcause rightly reports as such.
+  server.set_tcp_nodelay(true);
   server.new_task_queue = [threads] {
     return new httplib::ThreadPool(static_cast<std::size_t>(threads));
   };
@@ -68,6 +71,7 @@ void run_tool_server(int port_fd, int threads) {
 
 ToolClient::ToolClient(int port) : client_(std::make_unique<httplib::Client>("127.0.0.1", port)) {
   client_->set_keep_alive(true);
+  client_->set_tcp_nodelay(true);
   client_->set_connection_timeout(2, 0);
   client_->set_read_timeout(10, 0);
 }

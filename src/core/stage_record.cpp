@@ -130,7 +130,8 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
       raw.span.waker_component < ATTRIB_KERNEL_COMPONENTS) {
     r.waker =
         Waker{raw.span.waker_tid, raw.span.waker_ns,
-              static_cast<Component>(raw.span.waker_component), raw.span.waker_wait == ATTRIB_LOCK};
+              static_cast<Component>(raw.span.waker_component), raw.span.waker_wait == ATTRIB_LOCK,
+              raw.span.waker_wait == ATTRIB_NETWORK};
   }
   return r;
 }

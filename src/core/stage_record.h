@@ -57,6 +57,7 @@ struct Waker {
   uint64_t ns = 0;
   Component component{};
   bool lock_holder = false;  // the waits were in futex(): it held the lock (or the condition)
+  bool peer = false;         // the waits were on a socket: a local thread that answered
 };
 
 struct StageRecord {

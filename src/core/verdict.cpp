@@ -151,8 +151,8 @@ Verdict explain(const StageRecord& r, const ComponentProfile* normal, const Evid
         fmt::format(", {:.0f}% {}", std::round(c.share_of_wall * 100), component_name(c.component));
     // Critical path: the cause was another thread's, which this stage waited on.
     if (r.waker && r.waker->component == c.component) {
-      v.evidence += fmt::format(" via {} tid {}", r.waker->lock_holder ? "lock holder" : "thread",
-                                r.waker->tid);
+      const char* who = r.waker->lock_holder ? "lock holder" : r.waker->peer ? "peer thread" : "thread";
+      v.evidence += fmt::format(" via {} tid {}", who, r.waker->tid);
     }
     std::string extra = extra_for(c.component, r, hints);
     if (!extra.empty()) v.evidence += ": " + extra;

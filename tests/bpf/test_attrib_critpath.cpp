@@ -14,10 +14,10 @@
 namespace tailcause::testing {
 namespace {
 
-// The kernel's count of waits split by a waker's history (attrib_critpath, index
-// ATTRIB_CRIT_RESOLVED), read from the newest map of that name: the test's own probe (root
-// tests run one at a time under the shared lock).
-uint64_t resolved_waits() {
+// The kernel's count of waits of kind `key` (attrib_critpath: ATTRIB_CRIT_RESOLVED, split by a
+// waker's history; ATTRIB_CRIT_PEER, by a local peer's clocks), read from the newest map of
+// that name: the test's own probe (root tests run one at a time under the shared lock).
+uint64_t critpath_count(__u32 key) {
   int newest = -1;
   for (__u32 id = 0; bpf_map_get_next_id(id, &id) == 0;) {
     const int fd = bpf_map_get_fd_by_id(id);
@@ -35,7 +35,6 @@ uint64_t resolved_waits() {
   if (newest < 0) return 0;
   const int cpus = libbpf_num_possible_cpus();
   std::vector<uint64_t> per_cpu(cpus);
-  __u32 key = ATTRIB_CRIT_RESOLVED;
   uint64_t sum = 0;
   if (bpf_map_lookup_elem(newest, &key, per_cpu.data()) == 0) {
     for (uint64_t v : per_cpu) sum += v;
@@ -44,13 +43,18 @@ uint64_t resolved_waits() {
   return sum;
 }
 
+uint64_t resolved_waits() { return critpath_count(ATTRIB_CRIT_RESOLVED); }
+
 // "key=N" from the target's output, 0 when absent.
 uint64_t printed_value(const std::string& out, const std::string& key) {
   const auto at = out.find(key + "=");
   return at == std::string::npos ? 0 : std::stoull(out.substr(at + key.size() + 1));
 }
 
-class CritPathTest : public AttribTest {};
+class CritPathTest : public AttribTest {
+ protected:
+  void expect_throttled_peer(const std::string& how, uint64_t id);
+};
 
 // (1) A stage waiting on a condition variable for a helper that burns 150 ms of CPU at 0.1 CPU
 // waits mostly on the helper's throttling: its leading component is cpu_throttled, not lock.
@@ -149,6 +153,47 @@ TEST_F(CritPathTest, ChainResolvesToBlockIo) {
   EXPECT_GT(part(a, Component::block_io), c_block_io / 2) << describe(a);
   ASSERT_TRUE(a.waker) << describe(a);
   EXPECT_EQ(a.waker->tid, printed_value(out, "b_tid"));  // named: the thread it waited on
+}
+
+// (5) A tool stage asks a loopback server in another process and cgroup, limited to 0.1 CPU,
+// which burns 60 ms of CPU before it answers (about 600 ms of wall time): the stage's wait in
+// poll() on its socket is the server's throttling, not the network, via the peer, named; the
+// peer's own CPU time stays network. Without a quota the same wait stays network (peer tests).
+// The same when the thread that reads the request hands it to a worker (a condition variable),
+// as thread-pool servers do.
+void CritPathTest::expect_throttled_peer(const std::string& how, uint64_t id) {
+  TestCgroup peer_cg("tailcause-critpath-peer");
+  peer_cg.set_cpu_quota(0.1);
+  probe->start(ctx);
+  const uint64_t peer_waits_before = critpath_count(ATTRIB_CRIT_PEER);
+  const std::string out = run_target({"busy-peer", std::to_string(id), "crit-peer", "60",
+                                        peer_cg.dir() + "/cgroup.procs", how});
+  const StageRecord r = only_stage(id);
+  EXPECT_GT(r.wall_ns(), 300'000'000u) << describe(r);  // 60 ms at 10 ms per 100 ms
+  EXPECT_EQ(r.largest(), Component::cpu_throttled) << describe(r);
+  EXPECT_GT(part(r, Component::cpu_throttled), r.wall_ns() / 2) << describe(r);
+  EXPECT_LT(part(r, Component::network), r.wall_ns() / 4) << describe(r);
+  ASSERT_TRUE(r.waker) << describe(r);
+  EXPECT_EQ(r.waker->tid, printed_value(out, "peer_tid")) << out;
+  EXPECT_EQ(r.waker->component, Component::cpu_throttled);
+  EXPECT_TRUE(r.waker->peer);
+  EXPECT_GT(critpath_count(ATTRIB_CRIT_PEER), peer_waits_before);
+  ASSERT_TRUE(r.network_peer) << describe(r);  // the peer is still the one it waited on
+  EXPECT_EQ(r.network_peer->rfind("127.0.0.1:", 0), 0u) << *r.network_peer;
+
+  const auto v = core::explain(r, nullptr, core::EvidenceHints{});
+  EXPECT_NE(v.evidence.find("cpu_throttled via peer thread tid " + std::to_string(r.waker->tid)),
+            std::string::npos)
+      << v.evidence;
+  std::cout << "[ figures  ] " << how << ": " << describe(r) << "\n";
+}
+
+TEST_F(CritPathTest, WaitOnThrottledLocalPeerIsThrottling) {
+  expect_throttled_peer("direct", 0x805);
+}
+
+TEST_F(CritPathTest, WaitOnThrottledPeerThroughHandoffIsThrottling) {
+  expect_throttled_peer("handoff", 0x806);
 }
 
 // Figures, not assertions on time: the worst case for the wake-up tracking, two threads in

@@ -271,13 +271,18 @@ for name, ((begin, end), cause) in faults.items():
                     key=lambda r: r["end"])
     right = [r for r in judged if r["cause"] == cause]
     first = f"{(right[0]['end'] - begin) / 1e9:.2f} s" if right else "never"
-    others = {}
+    others, example = {}, {}
     for r in judged:
-        if r["cause"] != cause: others[r["cause"]] = others.get(r["cause"], 0) + 1
+        if r["cause"] != cause:
+            others[r["cause"]] = others.get(r["cause"], 0) + 1
+            example.setdefault(r["cause"], r["evidence"])
     lines.append(f"{name}: top-1 {cause} in {len(right)} of {len(judged)} slowed "
                  f"{'stages' if stages is None else 'retrievals'} "
                  f"({len(right) / max(1, len(judged)):.3f}, others {others}); first right verdict "
                  f"{first} after the fault began")
+    if others:  # what the commonest wrong verdict looked like
+        worst = max(others, key=others.get)
+        lines.append(f"{name}: e.g. {worst}: \"{example[worst]}\"")
 
 # The outside culprit: at least half of ta's verdicts with the fault's cause name the cgroup
 # that applied it (the text `needle` in their evidence).

@@ -37,6 +37,15 @@
 //                                               (HOW cpu); prints holder_tid=
 //   attrib_target chain ID TENANT FILE          A's stage waits on B, B on C, C reads FILE
 //                                               with O_DIRECT; prints b_tid=, c_tid=, bytes=
+//   attrib_target busy-peer ID TENANT CPU_MS PROCS HOW
+//                                               tool stage asking a loopback server process
+//                                               (moved into the cgroup of PROCS, a
+//                                               cgroup.procs file, pinned to CPU 0) that burns
+//                                               CPU_MS of CPU before it answers, waited for in
+//                                               poll(); the thread that reads the request
+//                                               answers (HOW direct) or hands it to a worker
+//                                               thread through a condition variable (HOW
+//                                               handoff); prints peer_tid= (the answering one)
 #include <tailcause/sdk.h>
 
 #include <arpa/inet.h>
@@ -47,6 +56,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,6 +203,87 @@ void slow_peer_mode(uint64_t id, const char* tenant, int delay_ms, const std::st
   tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
   tailcause_request_end(id, 0);
   server.join();
+}
+
+// The server runs in a process of its own, in the cgroup of `procs` (where the test limits its
+// CPU), as a tool server beside an agent does; the stage's process stays outside it.
+void busy_peer_mode(uint64_t id, const char* tenant, double cpu_ms, const char* procs,
+                    bool handoff) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int ready[2];
+  if (bind(s, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(s, 1) != 0 ||
+      getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || pipe(ready) != 0) {
+    perror("busy-peer");
+    exit(2);
+  }
+  const pid_t server = fork();
+  if (server == 0) {
+    close(ready[0]);
+    FILE* f = fopen(procs, "w");
+    if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0) {
+      perror(procs);
+      _exit(2);
+    }
+    cpu_set_t cpu0;
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    sched_setaffinity(0, sizeof cpu0, &cpu0);
+    std::mutex mu;
+    std::condition_variable cv;
+    int conn = -1;  // handed to the worker
+    auto answer = [cpu_ms](int c) {
+      printf("peer_tid=%d\n", static_cast<int>(gettid()));
+      burn_cpu(cpu_ms);
+      if (send(c, "pong", 4, 0) < 0) perror("send");
+    };
+    std::thread worker;
+    if (handoff) {
+      worker = std::thread([&] {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return conn >= 0; });
+        answer(conn);
+      });
+    }
+    if (write(ready[1], "r", 1) != 1) _exit(2);
+    const int c = accept(s, nullptr, nullptr);
+    char buf[16];
+    if (c < 0 || recv(c, buf, sizeof buf, 0) <= 0) _exit(2);
+    if (!handoff) {
+      answer(c);
+      _exit(0);
+    }
+    {
+      std::lock_guard lock(mu);
+      conn = c;
+    }
+    cv.notify_one();
+    worker.join();
+    _exit(0);
+  }
+  close(s);
+  close(ready[1]);
+  char r;
+  if (server < 0 || read(ready[0], &r, 1) != 1) {
+    fprintf(stderr, "busy-peer: the server did not start\n");
+    exit(2);
+  }
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
+  const int c = connect_peer(false, ntohs(addr.sin_port));
+  ask(c, true);
+  close(c);
+  tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
+  tailcause_request_end(id, 0);
+  int status = 0;
+  waitpid(server, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "busy-peer: the server failed\n");
+    exit(2);
+  }
 }
 
 // Peer a is asked three times (60 ms each), peer b once (100 ms): b had the longest single
@@ -661,6 +752,10 @@ int main(int argc, char** argv) {
     holder_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]));
   } else if (mode == "chain" && argc == 5) {
     chain_mode(arg_u64(argv, 2), argv[3], argv[4]);
+  } else if (mode == "busy-peer" && argc == 7 &&
+             (std::string(argv[6]) == "direct" || std::string(argv[6]) == "handoff")) {
+    busy_peer_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]), argv[5],
+                   std::string(argv[6]) == "handoff");
   } else if (mode == "flood" && argc == 5) {
     flood_mode(arg_u64(argv, 2), std::atoi(argv[3]));
   } else {

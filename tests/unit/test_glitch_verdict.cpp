@@ -126,6 +126,11 @@ TEST(VerdictFaults, ThrottledLockHolderIsNamed) {
   r.waker->lock_holder = false;
   EXPECT_EQ(explain(r, &p, EvidenceHints{}).evidence,
             "retrieval 98 ms, 71% cpu_throttled via thread tid 4242");
+  // A local server that answered the stage's socket wait is a peer thread.
+  r.waker->peer = true;
+  EXPECT_EQ(explain(r, &p, EvidenceHints{}).evidence,
+            "retrieval 98 ms, 71% cpu_throttled via peer thread tid 4242");
+  r.waker->peer = false;
   // A waker whose time went elsewhere is not named on this component.
   r.waker->component = Component::block_io;
   EXPECT_EQ(explain(r, &p, EvidenceHints{}).evidence, "retrieval 98 ms, 71% cpu_throttled");
