@@ -287,6 +287,42 @@ int BPF_USDT(cache_lookup, __u64 request_id, const char *cache, __s64 result, __
 	return 0;
 }
 
+/* A cache library's action (libtailcause_cache's cache_action probe): counted per tenant,
+ * cache and action by user space. Not tied to a request. */
+SEC("usdt")
+int BPF_USDT(cache_action, const char *tenant, const char *cache, __s64 action, __u64 count)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct attrib_cache_action_record *r;
+
+	if (action < 0 || action >= ATTRIB_CACHE_ACTIONS) {
+		count_error(ATTRIB_ERR_BAD_CACHE_ACTION);
+		return 0;
+	}
+	r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
+	if (!r) {
+		count_lost();
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->hdr.type = ATTRIB_REC_CACHE_ACTION;
+	r->hdr.tid = (__u32)pid_tgid;
+	r->tgid = pid_tgid >> 32;
+	if (read_user_string(r->tenant, ATTRIB_MAX_TENANT, tenant)) {
+		r->tenant_truncated = 1;
+		count_error(ATTRIB_ERR_TENANT_TOO_LONG);
+	}
+	if (read_user_string(r->cache, ATTRIB_MAX_NAME, cache)) {
+		r->name_truncated = 1;
+		count_error(ATTRIB_ERR_NAME_TOO_LONG);
+	}
+	r->action = action;
+	r->count = count;
+	r->time_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(r, submit_flags(sizeof(*r)));
+	return 0;
+}
+
 SEC("usdt")
 int BPF_USDT(token, __u64 request_id, __u64 index)
 {

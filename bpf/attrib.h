@@ -61,6 +61,7 @@ enum attrib_record_type {
 	ATTRIB_REC_QUALITY = 4,
 	ATTRIB_REC_EXEC = 5,	     /* a process exec'd: user space looks for new USDT binaries */
 	ATTRIB_REC_PROCESS_EXIT = 6, /* a process with requests exited: user space frees them */
+	ATTRIB_REC_CACHE_ACTION = 7, /* a cache library's action (warm-up, rebalance, eviction...) */
 };
 
 /* attrib_identity.flags */
@@ -137,7 +138,8 @@ enum attrib_sdk_error {
 	/* a uprobe recipe call whose return was never seen (longjmp, probes attached or released
 	 * mid-call): its state was dropped at the thread's next call */
 	ATTRIB_ERR_RECIPE_RETURN_MISSED = 16,
-	ATTRIB_KERNEL_ERRORS = 17,
+	ATTRIB_ERR_BAD_CACHE_ACTION = 17,
+	ATTRIB_KERNEL_ERRORS = 18,
 };
 
 /* Who a piece of work is for: copied from the request at stage_begin / context_attach. */
@@ -221,6 +223,24 @@ struct attrib_cache_record {
 	__u64 time_ns; /* when the lookup was reported (CLOCK_MONOTONIC) */
 	__u32 name_truncated;
 	__u32 pad;
+};
+
+/* Actions of a cache library (cache_action probe): 0 warm-up (count: entries loaded),
+ * 1 rebalance (count: the tenant's new quota in bytes), 2 invalidate (entries dropped by a
+ * model version change), 3 reject (1: an insert the admission policy refused), 4 evict
+ * (entries evicted to fit a quota). */
+#define ATTRIB_CACHE_ACTIONS 5
+
+struct attrib_cache_action_record {
+	struct attrib_record_header hdr; /* tid: the thread that fired it */
+	char tenant[ATTRIB_TENANT_SIZE];
+	char cache[ATTRIB_NAME_SIZE];
+	__s64 action;
+	__u64 count;
+	__u64 time_ns; /* CLOCK_MONOTONIC */
+	__u32 tgid;
+	__u16 tenant_truncated;
+	__u16 name_truncated;
 };
 
 /* The last kernel anomaly of a thread or a process: a run-queue wait, a throttled stretch or a

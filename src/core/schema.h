@@ -107,6 +107,9 @@ inline constexpr const char kTimePerOutputTokenSeconds[] =
 inline constexpr const char kOutputEntropy[] = "tailcause_output_entropy";
 inline constexpr const char kCacheLookups[] = "tailcause_cache_lookups";
 inline constexpr const char kCacheHitAgeSeconds[] = "tailcause_cache_hit_age_seconds";
+inline constexpr const char kCacheActions[] = "tailcause_cache_actions";
+inline constexpr const char kCacheActionEntries[] = "tailcause_cache_action_entries";
+inline constexpr const char kCacheQuotaBytes[] = "tailcause_cache_quota_bytes";
 inline constexpr const char kLayerDurationSeconds[] = "tailcause_layer_duration_seconds";
 inline constexpr const char kSdkErrors[] = "tailcause_sdk_errors";
 inline constexpr const char kAttribMissedSwitches[] = "tailcause_attrib_missed_switches";
@@ -196,6 +199,9 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kOutputEntropy, MetricType::Histogram, "attrib"},
     {metric::kCacheLookups, MetricType::Counter, "attrib"},
     {metric::kCacheHitAgeSeconds, MetricType::Histogram, "attrib"},
+    {metric::kCacheActions, MetricType::Counter, "attrib"},
+    {metric::kCacheActionEntries, MetricType::Counter, "attrib"},
+    {metric::kCacheQuotaBytes, MetricType::Gauge, "attrib"},
     {metric::kLayerDurationSeconds, MetricType::Histogram, "attrib"},
     {metric::kSdkErrors, MetricType::Counter, "attrib"},
     {metric::kAttribMissedSwitches, MetricType::Counter, "attrib"},

@@ -128,6 +128,20 @@ void StageAggregator::add(const CacheRecord& r) {
   if (r.result != 1) s.hit_age.observe(r.age_ns, r.id.trace_id, 0);
 }
 
+void StageAggregator::add(const CacheActionRecord& r) {
+  if (r.action < 0 || r.action >= static_cast<int>(kCacheActionNames.size())) return;
+  if (r.invalid_utf8) count_error(kErrorInvalidUtf8);
+  CacheSeries& s = cache_series_[{tenants_.admit(r.tenant), caches_.admit(r.cache)}];
+  s.any_action = true;
+  s.actions[r.action] += 1;
+  // A rebalance's count is the quota it set, not entries moved.
+  if (r.action == kCacheActionRebalance) {
+    s.quota_bytes = r.count;
+  } else {
+    s.entries[r.action] += r.count;
+  }
+}
+
 void StageAggregator::add(const QualityRecord& r) {
   RequestSeries& s = request_series_[labels(r.id)];
   const auto it = std::lower_bound(kEntropyBounds.begin(), kEntropyBounds.end(), r.entropy);
@@ -248,6 +262,26 @@ void StageAggregator::collect_caches(MetricSet& out) const {
       out.add(metric::kCacheLookups, MetricType::Counter,
               "Application cache lookups, by result (hit, miss, stale)", std::move(lr),
               static_cast<double>(s.results[r]));
+    }
+    if (s.any_action) {
+      for (size_t a = 0; a < kCacheActionNames.size(); ++a) {
+        Labels la = l;
+        la.emplace_back("action", kCacheActionNames[a]);
+        out.add(metric::kCacheActions, MetricType::Counter,
+                "Actions of the cache library (warm-ups, rebalances, invalidations, admission "
+                "rejects, evictions), from its cache_action probe",
+                la, static_cast<double>(s.actions[a]));
+        if (static_cast<int>(a) == kCacheActionRebalance) continue;
+        out.add(metric::kCacheActionEntries, MetricType::Counter,
+                "Entries the cache library's actions loaded (warmup), dropped (invalidate), "
+                "refused (reject) or evicted (evict)",
+                std::move(la), static_cast<double>(s.entries[a]));
+      }
+    }
+    if (s.quota_bytes) {
+      out.add(metric::kCacheQuotaBytes, MetricType::Gauge,
+              "The tenant's cache quota as the cache library's last rebalance set it", l,
+              static_cast<double>(*s.quota_bytes));
     }
     if (s.hit_age.count() > 0) {
       out.add_histogram(metric::kCacheHitAgeSeconds,

@@ -60,6 +60,7 @@ class StageAggregator {
   void add(const StageRecord& r);
   void add(const RequestRecord& r);
   void add(const CacheRecord& r);
+  void add(const CacheActionRecord& r);
   void add(const QualityRecord& r);
 
   // Bad input found in user space (invalid UTF-8, bad trace ids, requests never ended).
@@ -92,6 +93,11 @@ class StageAggregator {
   struct CacheSeries {
     std::array<uint64_t, 3> results{};
     ExemplarHistogram hit_age;
+    // The cache library's actions (none seen: no action series), the entries they moved, and
+    // the quota its last rebalance set.
+    bool any_action = false;
+    std::array<uint64_t, kCacheActionNames.size()> actions{}, entries{};
+    std::optional<uint64_t> quota_bytes;
   };
   using StageKey = std::tuple<std::string, std::string, std::string>;  // tenant, agent, stage
   using TenantAgent = std::pair<std::string, std::string>;

@@ -30,8 +30,11 @@ constexpr std::array<const char*, ATTRIB_KERNEL_ERRORS> kKernelErrors = {
     "layer_end_without_begin",
     "bad_trace_id",
     "unreadable_string",
-    "recipe_return_missed"};
+    "recipe_return_missed",
+    "bad_cache_action"};
 static_assert(kKernelErrors.size() == ATTRIB_KERNEL_ERRORS);
+static_assert(kCacheActionNames.size() == ATTRIB_CACHE_ACTIONS);
+static_assert(sizeof(attrib_cache_action_record) % 8 == 0, "no tail padding in the ring");
 
 constexpr std::array<const char*, ATTRIB_STAGE_KINDS> kStageNames = {
     "prompt", "embedding", "retrieval", "generation", "tool", "response", "other"};
@@ -160,6 +163,22 @@ CacheRecord decode_cache(const attrib_cache_record& raw) {
   return r;
 }
 
+std::optional<CacheActionRecord> decode_cache_action(const attrib_cache_action_record& raw) {
+  if (raw.action < 0 || raw.action >= static_cast<int64_t>(kCacheActionNames.size())) {
+    return std::nullopt;  // the kernel drops these already
+  }
+  CacheActionRecord r;
+  r.pid = raw.tgid;
+  bool bad_tenant = false, bad_cache = false;
+  r.tenant = label_value(c_field(raw.tenant, sizeof raw.tenant), raw.tenant_truncated, &bad_tenant);
+  r.cache = label_value(c_field(raw.cache, sizeof raw.cache), raw.name_truncated, &bad_cache);
+  r.invalid_utf8 = bad_tenant || bad_cache;
+  r.action = static_cast<int>(raw.action);
+  r.count = raw.count;
+  r.time_ns = raw.time_ns;
+  return r;
+}
+
 std::optional<KernelAnomaly> decode_anomaly(const attrib_anomaly& raw) {
   if (raw.end_ns == 0) return std::nullopt;
   KernelAnomaly a;
@@ -247,6 +266,11 @@ std::optional<Record> decode_record(std::span<const std::byte> data) {
       break;
     case ATTRIB_REC_CACHE:
       if (auto raw = read_as<attrib_cache_record>(data)) return decode_cache(*raw);
+      break;
+    case ATTRIB_REC_CACHE_ACTION:
+      if (auto raw = read_as<attrib_cache_action_record>(data)) {
+        if (auto r = decode_cache_action(*raw)) return *r;
+      }
       break;
     case ATTRIB_REC_QUALITY:
       if (auto raw = read_as<attrib_quality_record>(data)) return decode_quality(*raw);

@@ -121,6 +121,22 @@ struct CacheRecord {
   uint64_t time_ns = 0;  // when the lookup was reported (CLOCK_MONOTONIC)
 };
 
+// An action of a cache library (libtailcause_cache's cache_action probe). Not tied to a request.
+inline constexpr std::array<const char*, 5> kCacheActionNames = {"warmup", "rebalance",
+                                                                 "invalidate", "reject", "evict"};
+inline constexpr int kCacheActionRebalance = 1;  // its count is a quota in bytes
+struct CacheActionRecord {
+  uint32_t pid = 0;
+  std::string tenant;
+  std::string cache;
+  bool invalid_utf8 = false;  // the tenant or the cache name was not UTF-8 (replaced)
+  int action = 0;             // index into kCacheActionNames
+  // Entries loaded (warm-up), dropped (invalidate) or evicted; the new quota in bytes
+  // (rebalance); 1 (reject).
+  uint64_t count = 0;
+  uint64_t time_ns = 0;  // CLOCK_MONOTONIC
+};
+
 // A stall the kernel saw on a thread in a span: a run-queue wait, a throttled stretch or a
 // block-I/O sleep of 1 ms or more (the loader's anomaly_min_ns), or a major fault.
 struct KernelAnomaly {
@@ -148,7 +164,8 @@ struct ProcessRecord {
   uint32_t pid = 0;
 };
 
-using Record = std::variant<StageRecord, RequestRecord, CacheRecord, QualityRecord, ProcessRecord>;
+using Record = std::variant<StageRecord, RequestRecord, CacheRecord, CacheActionRecord,
+                            QualityRecord, ProcessRecord>;
 
 // Decodes one ring-buffer record; nullopt when it is too short or of an unknown type.
 std::optional<Record> decode_record(std::span<const std::byte> data);

@@ -157,6 +157,39 @@ TEST_F(AttribTest, TwoTenantsNeverMix) {
             nullptr);
 }
 
+// The cache library's actions, fired by its real code (evictions past a small quota, admission
+// rejects, a model version change, rebalances), are counted by the daemon exactly as the library
+// counted them itself.
+TEST_F(AttribTest, CacheLibraryActionsAreCountedAsTheLibraryCountsThem) {
+  probe->start(ctx);
+  const std::string out = run_target({"cache-actions", "attrib-cache"});
+  const auto m = scrape();
+  for (const std::string cache : {"attrib-lru", "attrib-tinylfu"}) {
+    SCOPED_TRACE(cache);
+    auto printed = [&](const std::string& key) {
+      const std::string k = cache + "." + key + "=";
+      const auto at = out.find(k);
+      EXPECT_NE(at, std::string::npos) << k << " in " << out;
+      return at == std::string::npos ? -1.0 : std::stod(out.substr(at + k.size()));
+    };
+    const core::Labels who{{"tenant", "attrib-cache"}, {"cache", cache}};
+    auto series = [&](const char* name, const char* action) {
+      core::Labels l = who;
+      l.emplace_back("action", action);
+      return value(m, name, l);
+    };
+    EXPECT_GT(printed(cache == "attrib-lru" ? "evicted" : "rejected"), 0) << out;
+    EXPECT_GT(printed("invalidated"), 0) << out;
+    EXPECT_EQ(series("tailcause_cache_action_entries", "evict"), printed("evicted"));
+    EXPECT_EQ(series("tailcause_cache_action_entries", "reject"), printed("rejected"));
+    EXPECT_EQ(series("tailcause_cache_actions", "reject"), printed("rejected"));
+    EXPECT_EQ(series("tailcause_cache_action_entries", "invalidate"), printed("invalidated"));
+    EXPECT_EQ(series("tailcause_cache_actions", "rebalance"), printed("rebalances"));
+    EXPECT_EQ(series("tailcause_cache_actions", "warmup"), 0);
+    EXPECT_EQ(value(m, "tailcause_cache_quota_bytes", who), printed("quota_bytes"));
+  }
+}
+
 // Inference signals: cache lookups and hit ages, layer x batch timing, time to first token and
 // per output token, output entropy.
 TEST_F(AttribTest, InferenceSignalsReachTheirSeries) {

@@ -220,6 +220,8 @@ TEST_F(CritPathTest, WakeupTrackingCostFigures) {
     return out;
   };
   const double off = per_handoff(run_target({"pingpong", "0x805", "crit-pp", "pipe", rounds, "0"}));
+  const double off_outside =
+      per_handoff(run_target({"pingpong", "0x807", "crit-pp", "outside", rounds, "0"}));
   const int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
   probe->start(ctx);
   const uint64_t resolved_before = resolved_waits();
@@ -227,7 +229,6 @@ TEST_F(CritPathTest, WakeupTrackingCostFigures) {
   const double on = per_handoff(run_target({"pingpong", "0x806", "crit-pp", "pipe", rounds, "1"}));
   const auto after = runs();
   const uint64_t resolved = resolved_waits() - resolved_before;
-  if (stats_fd >= 0) close(stats_fd);
   std::string line;
   for (const auto& [name, now] : after) {
     const auto was = before.count(name) ? before.at(name) : std::pair<uint64_t, uint64_t>{0, 0};
@@ -240,6 +241,25 @@ TEST_F(CritPathTest, WakeupTrackingCostFigures) {
             << "\n";
   std::cout << "[ figures  ] BPF run time per run while traced:" << line << "\n";
   EXPECT_GT(resolved, static_cast<uint64_t>(kRounds / 2));  // one side of a hand-off rarely sleeps
+
+  // The same load by two threads outside spans while a span is open elsewhere: what a wake-up
+  // of any other thread on the node costs while an agent works (the wakee's context, the
+  // waker's context and its local-peer entry are looked up; none exists).
+  const auto before_outside = runs();
+  const double on_outside =
+      per_handoff(run_target({"pingpong", "0x808", "crit-pp", "outside", rounds, "1"}));
+  const auto after_outside = runs();
+  const auto waking = [](const auto& m) {
+    const auto it = m.find("attrib_waking_btf");
+    return it == m.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
+  };
+  const uint64_t n = waking(after_outside).second - waking(before_outside).second;
+  std::cout << "[ figures  ] pipe ping-pong between two threads outside spans, a span open: "
+            << off_outside << " ns per hand-off untraced, " << on_outside << " traced; "
+            << "attrib_waking_btf "
+            << (n ? (waking(after_outside).first - waking(before_outside).first) / n : 0)
+            << " ns per run over " << n << " runs\n";
+  if (stats_fd >= 0) close(stats_fd);
 }
 
 }  // namespace

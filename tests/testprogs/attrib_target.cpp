@@ -14,7 +14,9 @@
 //   attrib_target pingpong ID TENANT KIND N WAIT
 //                                               two threads, each in a stage, pinned to CPU 0,
 //                                               hand a byte back and forth N times over a pipe
-//                                               or a loopback TCP connection (KIND pipe|tcp)
+//                                               or a loopback TCP connection (KIND pipe|tcp);
+//                                               KIND outside: over a pipe, two threads in no
+//                                               stage while the main thread's stage is open
 //   attrib_target lock ID TENANT HOLD_MS        stage waiting for a mutex another thread holds
 //   attrib_target handoff ID TENANT CPU_MS      embedding stage handing its work to a worker
 //   attrib_target tenants N                     attrib-a (CPU) and attrib-b (sleep) interleaved
@@ -37,6 +39,11 @@
 //                                               (HOW cpu); prints holder_tid=
 //   attrib_target chain ID TENANT FILE          A's stage waits on B, B on C, C reads FILE
 //                                               with O_DIRECT; prints b_tid=, c_tid=, bytes=
+//   attrib_target cache-actions TENANT          libtailcause_cache's actions: inserts past a
+//                                               small quota (evictions without admission,
+//                                               rejects with it), a model version change
+//                                               (invalidation), two rebalances; prints the
+//                                               library's own counts per cache
 //   attrib_target busy-peer ID TENANT CPU_MS PROCS HOW
 //                                               tool stage asking a loopback server process
 //                                               (moved into the cgroup of PROCS, a
@@ -47,6 +54,7 @@
 //                                               thread through a condition variable (HOW
 //                                               handoff); prints peer_tid= (the answering one)
 #include <tailcause/sdk.h>
+#include <tailcause/cache/vector_cache.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -62,6 +70,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -205,6 +214,39 @@ void slow_peer_mode(uint64_t id, const char* tenant, int delay_ms, const std::st
   server.join();
 }
 
+// The cache library's own counts are the reference the daemon's counters are checked against.
+// Cache "attrib-lru" (admission off) evicts to make room; "attrib-tinylfu" (admission on)
+// refuses one-off newcomers once full. Prints NAME.KEY=VALUE.
+void cache_actions_mode(const char* tenant) {
+  namespace tc = tailcause::cache;
+  for (const bool admission : {false, true}) {
+    tc::CacheOptions o;
+    o.dim = 8;
+    o.name = admission ? "attrib-tinylfu" : "attrib-lru";
+    o.warmup = false;
+    o.admission = admission;
+    o.base_quota_bytes = 1;
+    tc::VectorCache sizing(o);
+    o.base_quota_bytes = sizing.entry_bytes(16) * 10;  // room for 10 entries
+    tc::VectorCache cache(o);
+    std::vector<float> v(o.dim);
+    for (int i = 0; i < 300; ++i) {  // distinct vectors: far more than fit
+      for (size_t d = 0; d < v.size(); ++d) v[d] = std::sin(static_cast<float>(i * 7 + d * 13));
+      cache.insert(tenant, v, std::string(16, 'x'));
+    }
+    cache.rebalance();
+    cache.set_model_version("v2");
+    cache.rebalance();
+    const tc::TenantStats s = cache.stats(tenant);
+    for (const auto& [key, value] :
+         {std::pair<const char*, uint64_t>{"evicted", s.evicted}, {"rejected", s.rejected},
+          {"invalidated", s.invalidated}, {"rebalances", s.rebalances},
+          {"quota_bytes", s.quota_bytes}}) {
+      printf("%s.%s=%llu\n", o.name.c_str(), key, static_cast<unsigned long long>(value));
+    }
+  }
+}
+
 // The server runs in a process of its own, in the cgroup of `procs` (where the test limits its
 // CPU), as a tool server beside an agent does; the stage's process stays outside it.
 void busy_peer_mode(uint64_t id, const char* tenant, double cpu_ms, const char* procs,
@@ -332,30 +374,39 @@ void connected_pair(bool tcp, int ends[2][2]) {
   ends[1][0] = ends[1][1] = s;
 }
 
-void pingpong_mode(uint64_t id, const char* tenant, bool tcp, int rounds) {
+// `outside`: the two threads are in no stage, but the main thread's stage is open meanwhile
+// (what every other thread on a node costs while an agent works).
+void pingpong_mode(uint64_t id, const char* tenant, bool tcp, bool outside, int rounds) {
   int ends[2][2];
   connected_pair(tcp, ends);
   tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  if (outside) tailcause_stage_begin(id, TAILCAUSE_STAGE_OTHER, "open");
   auto side = [&](int me) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(0, &one);
     pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-    tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
+    if (!outside) tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
     char c = 'x';
     for (int i = 0; i < rounds; ++i) {
       if (me == 0 && write(ends[0][1], &c, 1) != 1) break;
       if (read(ends[me][0], &c, 1) != 1) break;
       if (me == 1 && write(ends[1][1], &c, 1) != 1) break;
     }
-    tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
+    if (!outside) tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
   };
   const auto start = std::chrono::steady_clock::now();
   std::thread other(side, 1);
-  side(0);
+  if (outside) {
+    std::thread first(side, 0);
+    first.join();
+  } else {
+    side(0);
+  }
   other.join();
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::steady_clock::now() - start);
+  if (outside) tailcause_stage_end(id, TAILCAUSE_STAGE_OTHER);
   tailcause_request_end(id, 0);
   printf("elapsed_ns=%lld\n", static_cast<long long>(ns.count()));
 }
@@ -728,7 +779,8 @@ int main(int argc, char** argv) {
   } else if (mode == "peers" && argc == 4) {
     peers_mode(arg_u64(argv, 2), argv[3]);
   } else if (mode == "pingpong" && argc == 7) {
-    pingpong_mode(arg_u64(argv, 2), argv[3], std::string(argv[4]) == "tcp", std::atoi(argv[5]));
+    pingpong_mode(arg_u64(argv, 2), argv[3], std::string(argv[4]) == "tcp",
+                  std::string(argv[4]) == "outside", std::atoi(argv[5]));
   } else if (mode == "lock" && argc == 5) {
     lock_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]));
   } else if (mode == "handoff" && argc == 5) {
@@ -752,6 +804,8 @@ int main(int argc, char** argv) {
     holder_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]));
   } else if (mode == "chain" && argc == 5) {
     chain_mode(arg_u64(argv, 2), argv[3], argv[4]);
+  } else if (mode == "cache-actions" && argc == 3) {
+    cache_actions_mode(argv[2]);
   } else if (mode == "busy-peer" && argc == 7 &&
              (std::string(argv[6]) == "direct" || std::string(argv[6]) == "handoff")) {
     busy_peer_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]), argv[5],

@@ -110,6 +110,12 @@ TEST(Schema, StageAggregatorEmitsRegisteredFamiliesAndEveryComponent) {
   c.id = who("ta");
   c.cache = "vectors";
   agg.add(c);
+  CacheActionRecord rebalance;
+  rebalance.tenant = "ta";
+  rebalance.cache = "vectors";
+  rebalance.action = kCacheActionRebalance;
+  rebalance.count = 1 << 20;
+  agg.add(rebalance);
   agg.add(QualityRecord{who("ta"), 1.5});
   agg.set_kernel_errors({{"stage_end_without_begin", 1}});
   MetricSet m;

@@ -201,6 +201,49 @@ TEST(StageAggregator, CacheLookupsAndHitAges) {
   EXPECT_EQ(age->histogram.count, 3u);  // hits and stale hits, not the miss
 }
 
+// The cache library's actions: counted per action; entries summed except for rebalances, whose
+// count is the quota they set (a gauge); a cache with no action has no action series.
+TEST(StageAggregator, CacheActionsEntriesAndQuota) {
+  StageAggregator agg(10);
+  auto action = [&](int a, uint64_t count) {
+    CacheActionRecord r;
+    r.tenant = "tenant-c";
+    r.cache = "vectors";
+    r.action = a;
+    r.count = count;
+    agg.add(r);
+  };
+  action(0, 64);  // warm-up of 64 entries
+  action(4, 5);   // evictions
+  action(4, 7);
+  action(1, 1 << 20);  // rebalanced to 1 MiB
+  action(1, 3 << 20);  // then 3 MiB
+  action(3, 1);
+  CacheRecord other;
+  other.id = who("tenant-d");
+  other.cache = "vectors";
+  agg.add(other);
+  MetricSet m;
+  agg.collect(m);
+  auto value = [&](const char* name, const char* a) {
+    const Sample* s = find(m, name, {{"tenant", "tenant-c"}, {"action", a}});
+    return s ? s->value : -1.0;
+  };
+  EXPECT_EQ(value("tailcause_cache_actions", "warmup"), 1);
+  EXPECT_EQ(value("tailcause_cache_actions", "evict"), 2);
+  EXPECT_EQ(value("tailcause_cache_actions", "rebalance"), 2);
+  EXPECT_EQ(value("tailcause_cache_actions", "invalidate"), 0);
+  EXPECT_EQ(value("tailcause_cache_action_entries", "warmup"), 64);
+  EXPECT_EQ(value("tailcause_cache_action_entries", "evict"), 12);
+  EXPECT_EQ(value("tailcause_cache_action_entries", "reject"), 1);
+  EXPECT_EQ(value("tailcause_cache_action_entries", "rebalance"), -1) << "a quota is not entries";
+  const Sample* quota = find(m, "tailcause_cache_quota_bytes", {{"tenant", "tenant-c"}});
+  ASSERT_NE(quota, nullptr);
+  EXPECT_EQ(quota->value, 3 << 20);
+  EXPECT_EQ(find(m, "tailcause_cache_actions", {{"tenant", "tenant-d"}}), nullptr);
+  EXPECT_EQ(find(m, "tailcause_cache_quota_bytes", {{"tenant", "tenant-d"}}), nullptr);
+}
+
 TEST(StageAggregator, EntropyHistogram) {
   StageAggregator agg(10);
   for (double e : {0.02, 1.2, 1.2, 20.0}) agg.add(QualityRecord{who("tenant-q"), e});

@@ -133,8 +133,11 @@ TEST(StageRecordDecode, CarriesTheWakerOfResolvedWaits) {
   EXPECT_EQ(s.waker->ns, 700u);
   EXPECT_EQ(s.waker->component, Component::cpu_throttled);
   EXPECT_TRUE(s.waker->lock_holder);
+  EXPECT_FALSE(s.waker->peer);
   raw.span.waker_wait = ATTRIB_SLEEP;
   EXPECT_FALSE(std::get<StageRecord>(*decode_record(bytes(raw))).waker->lock_holder);
+  raw.span.waker_wait = ATTRIB_NETWORK;  // a local server that answered a socket wait
+  EXPECT_TRUE(std::get<StageRecord>(*decode_record(bytes(raw))).waker->peer);
   raw.span.waker_component = 200;  // a newer kernel side: ignored, not misread
   EXPECT_FALSE(std::get<StageRecord>(*decode_record(bytes(raw))).waker);
 }
@@ -236,6 +239,39 @@ TEST(StageRecordDecode, CacheQualityAndProcessRecords) {
   EXPECT_EQ(e.pid, 1234u);
   p.hdr.type = ATTRIB_REC_PROCESS_EXIT;
   EXPECT_FALSE(std::get<ProcessRecord>(*decode_record(bytes(p))).exec);
+}
+
+// The cache library's actions: named, counted as sent; an action the kernel would have dropped
+// is rejected here too, and bad strings are replaced and flagged, never fatal.
+TEST(StageRecordDecode, CacheActionRecords) {
+  attrib_cache_action_record a{};
+  a.hdr.type = ATTRIB_REC_CACHE_ACTION;
+  a.tgid = 77;
+  std::strcpy(a.tenant, "tenant-a");
+  std::strcpy(a.cache, "vectors");
+  a.action = 4;
+  a.count = 12;
+  a.time_ns = 9'000'000'000;
+  const auto r = std::get<CacheActionRecord>(*decode_record(bytes(a)));
+  EXPECT_EQ(r.pid, 77u);
+  EXPECT_EQ(r.tenant, "tenant-a");
+  EXPECT_EQ(r.cache, "vectors");
+  EXPECT_STREQ(kCacheActionNames[r.action], "evict");
+  EXPECT_EQ(r.count, 12u);
+  EXPECT_EQ(r.time_ns, 9'000'000'000u);
+  EXPECT_FALSE(r.invalid_utf8);
+
+  a.action = ATTRIB_CACHE_ACTIONS;
+  EXPECT_FALSE(decode_record(bytes(a)));
+  a.action = -1;
+  EXPECT_FALSE(decode_record(bytes(a)));
+
+  a.action = 0;
+  a.tenant[0] = '\xff';
+  const auto bad = std::get<CacheActionRecord>(*decode_record(bytes(a)));
+  EXPECT_TRUE(bad.invalid_utf8);
+  EXPECT_NE(bad.tenant, std::string(a.tenant));
+  EXPECT_FALSE(decode_record(bytes(a).first(sizeof a - 8))) << "not read past its end";
 }
 
 TEST(StageRecordDecode, QualityRecordsCarryTheThreadsAndTheProcesssLastAnomaly) {
