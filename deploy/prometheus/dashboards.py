@@ -177,9 +177,10 @@ def overview(t):
                     f"{sel(NODE, TENANT)}[{RI}]))", "{{tenant}}/{{stage}} {{cause}}")],
             unit="ops", stack=True)
     b.panel("timeseries", "Output anomalies: share of requests with an entropy spike",
-            f"tenant:tailcause_entropy_spikes:share; alert over "
+            f"tenant_agent:tailcause_entropy_spikes:share; alert over "
             f"{t['diagnostics']['output_anomaly']['share']:.0%}.",
-            [target(f"tenant:tailcause_entropy_spikes:share{sel(NODE, TENANT)}", "{{tenant}}")],
+            [target(f"tenant_agent:tailcause_entropy_spikes:share{sel(NODE, TENANT)}",
+                    "{{tenant}}/{{agent}}")],
             unit="percentunit", thresholds=t["diagnostics"]["output_anomaly"]["share"])
     b.panel("timeseries", "Output entropy P50 / P99",
             "Entropy of the model's output distributions as the agent reports it.",

@@ -141,21 +141,24 @@ class Rules:
 
         # 2. Model output anomaly ---------------------------------------------------------
         d = self.d("output_anomaly")
-        share = "tenant:tailcause_entropy_spikes:share"
+        # Per tenant and agent: two agents of one tenant (a chat model, a code model) drift
+        # apart, and the one whose outputs went bad is the one to look at.
+        share = "tenant_agent:tailcause_entropy_spikes:share"
         self.groups.append({"name": "tailcause-output-anomaly", "rules": [
             {"record": share,
-             "expr": f'sum by (instance, job, tenant) (rate(tailcause_glitches_total'
+             "expr": f'sum by (instance, job, tenant, agent) (rate(tailcause_glitches_total'
                      f'{sel(job, SPIKE)}[{w}])) / sum by (instance, job, '
-                     f"tenant) (rate(tailcause_requests_total{sel(job)}[{w}]))"},
+                     f"tenant, agent) (rate(tailcause_requests_total{sel(job)}[{w}]))"},
             self.alert("TailcauseOutputAnomaly",
-                       f"{share} > {d['share']:g} and on (instance, job, tenant) sum by "
-                       f"(instance, job, tenant) (increase(tailcause_requests_total{sel(job)}"
-                       f"[{w}])) >= {n}",
+                       f"{share} > {d['share']:g} and on (instance, job, tenant, agent) sum by "
+                       f"(instance, job, tenant, agent) (increase(tailcause_requests_total"
+                       f"{sel(job)}[{w}])) >= {n}",
                        "output_anomaly",
-                       "{{ $labels.tenant }}: {{ $value | humanizePercentage }} of requests had "
-                       "an output-entropy spike",
+                       "{{ $labels.tenant }}/{{ $labels.agent }}: {{ $value | "
+                       "humanizePercentage }} of requests had an output-entropy spike",
                        "{{ $value | humanizePercentage }} of tenant {{ $labels.tenant }}'s "
-                       "requests on {{ $labels.instance }} over the last " + w + " produced an "
+                       "requests to agent {{ $labels.agent }} on {{ $labels.instance }} over the "
+                       "last " + w + " produced an "
                        "output whose entropy rose over the request's baseline (the daemon's "
                        "entropy.rise / entropy.outputs), above the " + f"{d['share']:.0%}" +
                        " threshold. Next: `tailcause glitches --tenant {{ $labels.tenant }} "

@@ -50,6 +50,7 @@ GlitchAnalyzer::GlitchAnalyzer(AnalyzerSettings settings)
       caches_(settings_.cache),
       entropy_(settings_.entropy),
       glitch_tenants_(settings_.top_k),
+      glitch_agents_(settings_.top_k),
       glitch_stages_(settings_.top_k) {}
 
 void GlitchAnalyzer::observe(const Record& record, AnalyzerOutput& out) {
@@ -199,7 +200,8 @@ void GlitchAnalyzer::emit(Glitch g, AnalyzerOutput& out) {
   if (g.stage != GlitchDetector::kRequestStage) tenant(g.tenant).glitches++;
   // Labels fold when counted (sticky top-K), so every series, "__other__" included, only
   // grows; causes are bounded by the component names and the detectors' causes.
-  glitch_counts_[{glitch_tenants_.admit(g.tenant), glitch_stages_.admit(g.stage), g.cause}]++;
+  glitch_counts_[{glitch_tenants_.admit(g.tenant), glitch_agents_.admit(g.agent),
+                  glitch_stages_.admit(g.stage), g.cause}]++;
   GlitchKey key{g.tenant, g.stage, g.cause};
   auto top = top_.find(key);
   if (top == top_.end() && top_.size() < settings_.glitch.max_series) {
@@ -218,6 +220,7 @@ void GlitchAnalyzer::emit(Glitch g, AnalyzerOutput& out) {
 
 void GlitchAnalyzer::continue_counters_of(GlitchAnalyzer& previous) {
   glitch_tenants_ = std::move(previous.glitch_tenants_);
+  glitch_agents_ = std::move(previous.glitch_agents_);
   glitch_stages_ = std::move(previous.glitch_stages_);
   glitch_counts_ = std::move(previous.glitch_counts_);
   glitches_total_ = previous.glitches_total_;
@@ -234,11 +237,12 @@ void GlitchAnalyzer::tick(uint64_t now_ns) {
 
 void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
   for (const auto& [key, n] : glitch_counts_) {
-    const auto& [tenant, stage, cause] = key;
+    const auto& [tenant, agent, stage, cause] = key;
     out.add(metric::kGlitches, MetricType::Counter,
             "Requests and stages slower than their SLO or far above their recent P99, cache "
             "breakdowns and output-entropy spikes, by the cause their verdict names",
-            {{"tenant", tenant}, {"stage", stage}, {"cause", cause}}, static_cast<double>(n));
+            {{"tenant", tenant}, {"agent", agent}, {"stage", stage}, {"cause", cause}},
+            static_cast<double>(n));
   }
 
   LabelBudget breaker_tenants(settings_.top_k), agents(settings_.top_k);

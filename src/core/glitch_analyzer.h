@@ -149,8 +149,9 @@ class GlitchAnalyzer {
   std::map<std::pair<std::string, std::string>, StageStats> stages_;
   using GlitchKey = std::tuple<std::string, std::string, std::string>;  // tenant, stage, cause
   std::map<GlitchKey, std::vector<Glitch>> top_;  // kTopPerCause slowest, by unfolded labels
-  LabelBudget glitch_tenants_, glitch_stages_;
-  std::map<GlitchKey, uint64_t> glitch_counts_;  // by folded labels
+  using CountKey = std::tuple<std::string, std::string, std::string, std::string>;
+  LabelBudget glitch_tenants_, glitch_agents_, glitch_stages_;
+  std::map<CountKey, uint64_t> glitch_counts_;  // tenant, agent, stage, cause (folded)
   uint64_t glitches_total_ = 0;
 };
 

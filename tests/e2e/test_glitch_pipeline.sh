@@ -29,8 +29,8 @@ pass "breaker socket is owner-only (0600)"
   >"$WORK/agent.log" 2>&1 || fail "agent: $(tail -5 "$WORK/agent.log")"
 sleep 2  # the journal writes about once a second
 
-ta=$(metric_value 'tailcause_glitches_total{tenant="ta",stage="generation",cause="cpu_throttled"}')
-tb=$(metric_value 'tailcause_glitches_total{tenant="tb",stage="generation",cause="cpu_throttled"}')
+ta=$(metric_value 'tailcause_glitches_total{tenant="ta",agent="rag-agent",stage="generation",cause="cpu_throttled"}')
+tb=$(metric_value 'tailcause_glitches_total{tenant="tb",agent="rag-agent",stage="generation",cause="cpu_throttled"}')
 [ -n "$ta" ] && [ "${ta%.*}" -gt 0 ] || fail "no cpu_throttled generation glitches for ta: $(scrape | grep glitches_total)"
 [ -z "$tb" ] || fail "tb has cpu_throttled glitches ($tb) without a quota"
 pass "quota on ta: $ta generation glitches caused by cpu_throttled, none for tb"
@@ -157,7 +157,7 @@ start_daemon -c "$WORK/cfg.yaml"
 pass "breaker state survives a daemon restart"
 
 # SIGHUP with a tighter SLO: the analyzer takes it at once, the breaker keeps its state.
-[ -z "$(metric_value 'tailcause_glitches_total{tenant="tb",stage="generation",cause="on_cpu"}')" ] ||
+[ -z "$(metric_value 'tailcause_glitches_total{tenant="tb",agent="rag-agent",stage="generation",cause="on_cpu"}')" ] ||
   fail "tb's generation glitched before the SLO change"
 sed -i 's/^probes:/glitch: {stage_slo_ms: 5}\nprobes:/' "$WORK/cfg.yaml"
 kill -HUP "$DAEMON_PID"
@@ -165,7 +165,7 @@ for _ in $(seq 1 50); do grep -q "configuration reloaded" "$WORK/daemon.log" && 
 grep -q "configuration reloaded" "$WORK/daemon.log" || fail "no reload"
 "$AGENT" --tenants tb --rate 6 --duration 3 >"$WORK/agent3.log" 2>&1 || fail "agent 3: $(tail -5 "$WORK/agent3.log")"
 sleep 1
-n=$(scrape | awk '/^tailcause_glitches_total\{tenant="tb",stage="generation"/ { s += $2 } END { print s + 0 }')
+n=$(scrape | awk '/^tailcause_glitches_total\{tenant="tb",agent="rag-agent",stage="generation"/ { s += $2 } END { print s + 0 }')
 [ "${n%.*}" -gt 0 ] || fail "no tb generation glitches under a 5 ms SLO after SIGHUP"
 [ "$(metric_value 'tailcause_circuit_breaker_open{tenant="ta",agent="rag-agent"}')" = "1" ] ||
   fail "the breaker was lost on reload"

@@ -88,7 +88,8 @@ TEST(GlitchAnalyzer, SlowStageIsAGlitchExplainedWithTheFamiliesEvidence) {
   MetricSet m;
   a.collect(m, t + 2'000 * ms);
   EXPECT_EQ(value(m, "tailcause_glitches",
-                  {{"tenant", "ta"}, {"stage", "generation"}, {"cause", "cpu_throttled"}}),
+                  {{"tenant", "ta"}, {"agent", "rag"}, {"stage", "generation"},
+                   {"cause", "cpu_throttled"}}),
             1);
 }
 
