@@ -305,11 +305,11 @@ static __always_inline bool resolve_peer_wait(struct attrib_task *c, struct task
 
 	if (c->off_component != ATTRIB_NETWORK || cur == p || !c->off_ts || now <= c->off_ts)
 		return false;
+	if (!in_own_syscall(cur))
+		return false; /* an interrupt's wake-up (a remote peer, a qdisc timer) */
 	local = loopback_peer(&c->off_peer);
 	s = bpf_task_storage_get(&attrib_served, cur, 0, local ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!s || (s->client_tid != client && !local))
-		return false;
-	if (!in_own_syscall(cur))
 		return false;
 	if (!s->snap_ts || now <= s->snap_ts) { /* first seen: its clocks from now on */
 		snap_served(s, cur, now);
@@ -320,8 +320,6 @@ static __always_inline bool resolve_peer_wait(struct attrib_task *c, struct task
 		s->carried_queued = 0;
 		s->carried_throttled = 0;
 	}
-	if (!in_own_syscall(cur))
-		return false;
 	served_delay(s, cur, &queued, &throttled);
 	since = now - s->snap_ts;
 	snap_served(s, cur, now); /* the next answer counts from here */
