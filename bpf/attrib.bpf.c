@@ -255,6 +255,22 @@ int BPF_USDT(context_detach, __u64 request_id)
 	return 0;
 }
 
+/* A zeroed record of `size` bytes from the ring with its header filled, for records whose
+ * fields are set only in part (strings shorter than their field); NULL (counted) when full. */
+static __always_inline void *reserve_zeroed(__u64 size, __u32 type, __u32 tid)
+{
+	struct attrib_record_header *h = bpf_ringbuf_reserve(&attrib_events, size, 0);
+
+	if (!h) {
+		count_lost();
+		return NULL;
+	}
+	__builtin_memset(h, 0, size);
+	h->type = type;
+	h->tid = tid;
+	return h;
+}
+
 SEC("usdt")
 int BPF_USDT(cache_lookup, __u64 request_id, const char *cache, __s64 result, __u64 age_ns,
 	     __u64 key_hash)
@@ -266,14 +282,9 @@ int BPF_USDT(cache_lookup, __u64 request_id, const char *cache, __s64 result, __
 		count_error(ATTRIB_ERR_BAD_CACHE_RESULT);
 		return 0;
 	}
-	r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
-	if (!r) {
-		count_lost();
+	r = reserve_zeroed(sizeof(*r), ATTRIB_REC_CACHE, (__u32)pid_tgid);
+	if (!r)
 		return 0;
-	}
-	__builtin_memset(r, 0, sizeof(*r));
-	r->hdr.type = ATTRIB_REC_CACHE;
-	r->hdr.tid = (__u32)pid_tgid;
 	identity_of(&r->id, pid_tgid >> 32, request_id);
 	if (read_user_string(r->cache, ATTRIB_MAX_NAME, cache)) {
 		r->name_truncated = 1;
@@ -299,14 +310,9 @@ int BPF_USDT(cache_action, const char *tenant, const char *cache, __s64 action, 
 		count_error(ATTRIB_ERR_BAD_CACHE_ACTION);
 		return 0;
 	}
-	r = bpf_ringbuf_reserve(&attrib_events, sizeof(*r), 0);
-	if (!r) {
-		count_lost();
+	r = reserve_zeroed(sizeof(*r), ATTRIB_REC_CACHE_ACTION, (__u32)pid_tgid);
+	if (!r)
 		return 0;
-	}
-	__builtin_memset(r, 0, sizeof(*r));
-	r->hdr.type = ATTRIB_REC_CACHE_ACTION;
-	r->hdr.tid = (__u32)pid_tgid;
 	r->tgid = pid_tgid >> 32;
 	if (read_user_string(r->tenant, ATTRIB_MAX_TENANT, tenant)) {
 		r->tenant_truncated = 1;
