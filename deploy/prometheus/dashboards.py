@@ -348,6 +348,17 @@ def cache(t):
              target(f"sum by (tenant, cache) (increase(tailcause_cache_breakdowns_total{n}"
                     f"[{RI}]))", "{{tenant}} {{cache}} breakdowns", ref="B")],
             unit="none")
+    b.panel("timeseries", "Closed loop: competition, quotas, warm-ups",
+            "tailcause_cache_competition (the index libtailcause_cache's feedback loop sizes "
+            "quotas from: over 0.3 shrinks a tenant's quota toward 20% of its base, under it "
+            "lets it grow), the quota its last rebalance set, and entries warmed up.",
+            [target(f"tailcause_cache_competition{n}", "{{tenant}} {{cache}} competition"),
+             target(f"tailcause_cache_quota_bytes{n} / 1048576",
+                    "{{tenant}} {{cache}} quota (MiB)", ref="B"),
+             target("sum by (tenant, cache) (increase(tailcause_cache_action_entries_total"
+                    + sel(NODE, TENANT, 'action="warmup"') + f"[{RI}]))",
+                    "{{tenant}} {{cache}} warmed entries", ref="C")],
+            unit="none")
     return b
 
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * tailcause_sdk_breaker_state(): asks the daemon's circuit-breaker socket about one (tenant,
- * agent) pair, one connection per call, bounded by a 100 ms deadline so an agent never hangs
- * on it. Protocol: src/core/breaker_protocol.h ("state TENANT AGENT\n" ->
- * "ok closed|open consecutive=N retry_after_ms=M\n").
+ * tailcause_sdk_breaker_state() and tailcause_sdk_cache_state(): ask the daemon's socket about
+ * one (tenant, agent) breaker or one (tenant, cache) vector cache, one connection per call,
+ * bounded by a 100 ms deadline so an agent never hangs on it. Protocol:
+ * src/core/breaker_protocol.h ("state TENANT AGENT\n" -> "ok closed|open consecutive=N
+ * retry_after_ms=M\n"; "cache TENANT CACHE\n" -> "ok healthy|breakdown competition_permille=C
+ * miss_permille=R lookups=N\n").
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -98,8 +100,6 @@ static int parse_field(const char **p, const char *prefix, uint64_t *value)
 /* "ok closed|open consecutive=N retry_after_ms=M" (without "\n"): 0 closed, 1 open. */
 static int parse_reply(const char *line, uint32_t *retry_after_ms)
 {
-	if (strncmp(line, "error busy", 10) == 0 && (line[10] == '\0' || line[10] == ' '))
-		return -EBUSY;
 	int state;
 	const char *p = line;
 	if (strncmp(p, "ok closed ", 10) == 0) {
@@ -194,43 +194,102 @@ static int exchange(int fd, const char *request, size_t request_len, char *reply
 	}
 }
 
-TAILCAUSE_SDK_EXPORT int tailcause_sdk_breaker_state(const char *tenant, const char *agent,
-						     uint32_t *retry_after_ms)
+/* "COMMAND A B\n" with A and B percent-encoded, into request[BREAKER_MAX_LINE]; its length, or a
+ * negative errno. */
+static int format_request(char *request, const char *command, const char *a, const char *b)
 {
-	if (!tenant || !agent)
-		return -EINVAL;
-	const int saved_errno = errno;
-	const int64_t deadline = now_ms() + BREAKER_TIMEOUT_MS;
-
-	char request[BREAKER_MAX_LINE];
-	size_t len = 0;
-	const size_t cap = sizeof request - 1; /* room for "\n" */
-	memcpy(request, "state ", 6);
-	len = 6;
-	int rc = append_encoded(request, cap, &len, tenant);
+	const size_t cap = BREAKER_MAX_LINE - 1; /* room for "\n" */
+	size_t len = strlen(command);
+	memcpy(request, command, len);
+	request[len++] = ' ';
+	int rc = append_encoded(request, cap, &len, a);
 	if (rc == 0 && len + 1 <= cap) {
 		request[len++] = ' ';
-		rc = append_encoded(request, cap, &len, agent);
+		rc = append_encoded(request, cap, &len, b);
 	} else if (rc == 0) {
 		rc = -ENAMETOOLONG;
 	}
 	if (rc != 0)
 		return rc;
 	request[len++] = '\n';
+	return (int)len;
+}
 
+/* Sends one request to the daemon's socket and reads its reply line (without "\n") into
+ * reply[BREAKER_MAX_LINE + 1]; 0 or a negative errno ("error busy" is -EBUSY). errno is kept. */
+static int ask_daemon(const char *request, size_t len, char *reply)
+{
+	const int saved_errno = errno;
+	const int64_t deadline = now_ms() + BREAKER_TIMEOUT_MS;
 	const char *path = secure_getenv("TAILCAUSE_BREAKER_SOCKET");
 	if (!path || !*path)
 		path = TAILCAUSE_SDK_BREAKER_SOCKET_DEFAULT;
 	int fd = connect_socket(path, deadline);
-	if (fd < 0) {
-		errno = saved_errno;
-		return fd;
+	int rc = fd;
+	if (fd >= 0) {
+		rc = exchange(fd, request, len, reply, deadline);
+		close(fd);
 	}
-	char reply[BREAKER_MAX_LINE + 1];
-	rc = exchange(fd, request, len, reply, deadline);
-	close(fd);
-	if (rc == 0)
-		rc = parse_reply(reply, retry_after_ms);
+	if (rc == 0 && strncmp(reply, "error busy", 10) == 0 &&
+	    (reply[10] == '\0' || reply[10] == ' '))
+		rc = -EBUSY;
 	errno = saved_errno;
 	return rc;
+}
+
+TAILCAUSE_SDK_EXPORT int tailcause_sdk_breaker_state(const char *tenant, const char *agent,
+						     uint32_t *retry_after_ms)
+{
+	if (!tenant || !agent)
+		return -EINVAL;
+	char request[BREAKER_MAX_LINE];
+	int len = format_request(request, "state", tenant, agent);
+	if (len < 0)
+		return len;
+	char reply[BREAKER_MAX_LINE + 1];
+	int rc = ask_daemon(request, (size_t)len, reply);
+	return rc == 0 ? parse_reply(reply, retry_after_ms) : rc;
+}
+
+/* "ok healthy|breakdown competition_permille=C miss_permille=R lookups=N": 0 healthy,
+ * 1 breakdown. */
+static int parse_cache_reply(const char *line, struct tailcause_sdk_cache_view *view)
+{
+	int state;
+	const char *p = line;
+	if (strncmp(p, "ok healthy ", 11) == 0) {
+		state = 0;
+		p += 11;
+	} else if (strncmp(p, "ok breakdown ", 13) == 0) {
+		state = 1;
+		p += 13;
+	} else {
+		return -EPROTO;
+	}
+	uint64_t competition, miss, lookups;
+	if (parse_field(&p, "competition_permille=", &competition) != 0 || *p++ != ' ' ||
+	    parse_field(&p, "miss_permille=", &miss) != 0 || *p++ != ' ' ||
+	    parse_field(&p, "lookups=", &lookups) != 0 || *p != '\0' || competition > 1000 ||
+	    miss > 1000)
+		return -EPROTO;
+	if (view) {
+		view->competition_permille = (uint32_t)competition;
+		view->miss_permille = (uint32_t)miss;
+		view->lookups = lookups;
+	}
+	return state;
+}
+
+TAILCAUSE_SDK_EXPORT int tailcause_sdk_cache_state(const char *tenant, const char *cache,
+						   struct tailcause_sdk_cache_view *view)
+{
+	if (!tenant || !cache)
+		return -EINVAL;
+	char request[BREAKER_MAX_LINE];
+	int len = format_request(request, "cache", tenant, cache);
+	if (len < 0)
+		return len;
+	char reply[BREAKER_MAX_LINE + 1];
+	int rc = ask_daemon(request, (size_t)len, reply);
+	return rc == 0 ? parse_cache_reply(reply, view) : rc;
 }

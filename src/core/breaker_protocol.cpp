@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/breaker_protocol.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -124,11 +126,21 @@ std::variant<BreakerRequest, BreakerParseError> parse_breaker_request(std::strin
     if (!tenant) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in TENANT"};
     auto agent = breaker_percent_decode(fields[2]);
     if (!agent) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in AGENT"};
-    return BreakerRequest{BreakerCommand::state, std::move(*tenant), std::move(*agent)};
+    return BreakerRequest{BreakerCommand::state, std::move(*tenant), std::move(*agent), {}};
+  }
+  if (command == "cache") {
+    if (fields.size() != 3) {
+      return BreakerParseError{BreakerError::arity, "usage: cache TENANT CACHE"};
+    }
+    auto tenant = breaker_percent_decode(fields[1]);
+    if (!tenant) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in TENANT"};
+    auto cache = breaker_percent_decode(fields[2]);
+    if (!cache) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in CACHE"};
+    return BreakerRequest{BreakerCommand::cache, std::move(*tenant), {}, std::move(*cache)};
   }
   return BreakerParseError{
       BreakerError::unknown_command,
-      fmt::format("command{} (expected state, list or ping)", printable(command))};
+      fmt::format("command{} (expected state, list, cache or ping)", printable(command))};
 }
 
 uint64_t breaker_retry_ms(uint64_t retry_after_ns) {
@@ -154,6 +166,18 @@ std::string format_breaker_list(const std::vector<BreakerView>& open) {
 
 std::string format_breaker_pong() { return "ok pong\n"; }
 
+namespace {
+uint32_t permille(double share) {
+  return static_cast<uint32_t>(std::lround(std::clamp(share, 0.0, 1.0) * 1000));
+}
+}  // namespace
+
+std::string format_cache_state(const CacheBreakdownStatus& status) {
+  return fmt::format("ok {} competition_permille={} miss_permille={} lookups={}\n",
+                     status.in_breakdown ? "breakdown" : "healthy", permille(status.competition),
+                     permille(status.ratio), status.lookups);
+}
+
 std::string format_breaker_error(BreakerError kind, std::string_view detail) {
   std::string out = fmt::format("error {}", breaker_error_name(kind));
   if (!detail.empty()) {
@@ -165,8 +189,13 @@ std::string format_breaker_error(BreakerError kind, std::string_view detail) {
 }
 
 std::string answer_breaker_request(const CircuitBreaker& breaker, const BreakerRequest& request,
-                                   uint64_t now_ns) {
+                                   uint64_t now_ns, const CacheBreakdownDetector* caches) {
   switch (request.command) {
+    case BreakerCommand::cache: {
+      CacheBreakdownStatus unseen;
+      return format_cache_state(caches ? caches->status(request.tenant, request.cache, now_ns)
+                                       : unseen);
+    }
     case BreakerCommand::state: {
       const BreakerView v = breaker.view(request.tenant, request.agent, now_ns);
       return format_breaker_state(v.state, v.consecutive, breaker_retry_ms(v.retry_after_ns));
@@ -220,6 +249,9 @@ std::string format_breaker_request(const BreakerRequest& request) {
     case BreakerCommand::state:
       return fmt::format("state {} {}\n", breaker_percent_encode(request.tenant),
                          breaker_percent_encode(request.agent));
+    case BreakerCommand::cache:
+      return fmt::format("cache {} {}\n", breaker_percent_encode(request.tenant),
+                         breaker_percent_encode(request.cache));
     case BreakerCommand::list: return "list\n";
     case BreakerCommand::ping: break;
   }
@@ -236,6 +268,21 @@ std::optional<BreakerStateReply> parse_breaker_state_reply(std::string_view line
     return std::nullopt;
   if (!parse_field(f[2], "consecutive", r.consecutive) ||
       !parse_field(f[3], "retry_after_ms", r.retry_after_ms)) {
+    return std::nullopt;
+  }
+  return r;
+}
+
+std::optional<CacheStateReply> parse_cache_state_reply(std::string_view line) {
+  const auto f = split_fields(line);
+  if (f.size() != 5 || f[0] != "ok" || (f[1] != "healthy" && f[1] != "breakdown"))
+    return std::nullopt;
+  CacheStateReply r;
+  r.breakdown = f[1] == "breakdown";
+  if (!parse_field(f[2], "competition_permille", r.competition_permille) ||
+      !parse_field(f[3], "miss_permille", r.miss_permille) ||
+      !parse_field(f[4], "lookups", r.lookups) || r.competition_permille > 1000 ||
+      r.miss_permille > 1000) {
     return std::nullopt;
   }
   return r;

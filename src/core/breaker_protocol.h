@@ -7,6 +7,10 @@
 //   list                ->  open TENANT AGENT retry_after_ms=M   (one line per open breaker)
 //                           end
 //   ping                ->  ok pong
+//   cache TENANT CACHE  ->  ok healthy|breakdown competition_permille=C miss_permille=R lookups=N
+//                           (the daemon's cache breakdown verdict and competition index for
+//                           the tenant's vector cache, over its window: core/cache_breakdown.h;
+//                           a pair never seen is "healthy" with N = 0)
 // Anything else        ->  error KIND DETAIL   (KIND: breaker_error_name())
 // M is how long until an open breaker may close (rounded up, so an open breaker never says 0;
 // a further slow stage extends it); 0 when closed. TENANT and AGENT are percent-encoded: space,
@@ -22,17 +26,19 @@
 #include <variant>
 #include <vector>
 
+#include "core/cache_breakdown.h"
 #include "core/circuit_breaker.h"
 
 namespace tailcause::core {
 
 inline constexpr size_t kBreakerMaxLine = 512;
 
-enum class BreakerCommand : uint8_t { state, list, ping };
+enum class BreakerCommand : uint8_t { state, list, ping, cache };
 
 struct BreakerRequest {
   BreakerCommand command = BreakerCommand::ping;
-  std::string tenant, agent;  // decoded; state only
+  std::string tenant, agent;  // decoded; state only (cache: tenant)
+  std::string cache;          // decoded; cache only
   bool operator==(const BreakerRequest&) const = default;
 };
 
@@ -64,10 +70,12 @@ std::string format_breaker_state(BreakerState state, uint32_t consecutive, uint6
 // One "open" line per view (closed ones are skipped), then "end".
 std::string format_breaker_list(const std::vector<BreakerView>& open);
 std::string format_breaker_pong();
+std::string format_cache_state(const CacheBreakdownStatus& status);
 std::string format_breaker_error(BreakerError kind, std::string_view detail = {});
-// The reply to `request` from `breaker` at `now_ns`.
+// The reply to `request` from `breaker` (and `caches` for the cache command; without it every
+// pair is unseen) at `now_ns`.
 std::string answer_breaker_request(const CircuitBreaker& breaker, const BreakerRequest& request,
-                                   uint64_t now_ns);
+                                   uint64_t now_ns, const CacheBreakdownDetector* caches = nullptr);
 // Nanoseconds to the protocol's milliseconds, rounded up.
 uint64_t breaker_retry_ms(uint64_t retry_after_ns);
 
@@ -97,6 +105,14 @@ struct BreakerListLine {
   bool operator==(const BreakerListLine&) const = default;
 };
 std::optional<BreakerListLine> parse_breaker_list_line(std::string_view line);
+
+struct CacheStateReply {
+  bool breakdown = false;
+  uint32_t competition_permille = 0, miss_permille = 0;  // 0..1000
+  uint64_t lookups = 0;
+  bool operator==(const CacheStateReply&) const = default;
+};
+std::optional<CacheStateReply> parse_cache_state_reply(std::string_view line);
 
 // An "error KIND DETAIL" reply's kind; nullopt for any other line.
 std::optional<BreakerError> parse_breaker_error_reply(std::string_view line);

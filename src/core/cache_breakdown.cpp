@@ -3,9 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
+#include <tuple>
 #include <stdexcept>
 
+#include "core/bounded_map.h"
 #include "core/verdict.h"
 
 namespace tailcause::core {
@@ -37,14 +41,7 @@ CacheBreakdownDetector::CacheBreakdownDetector(const CacheBreakdownSettings& set
 
 CacheBreakdownDetector::Series* CacheBreakdownDetector::series_for(const std::string& tenant,
                                                                    const std::string& cache) {
-  auto key = std::make_pair(tenant, cache);
-  auto it = series_.find(key);
-  if (it != series_.end()) return &it->second;
-  if (series_.size() >= max_series_) {
-    untracked_++;
-    return nullptr;
-  }
-  return &series_[std::move(key)];
+  return bounded_slot(series_, {tenant, cache}, max_series_, untracked_, [] { return Series{}; });
 }
 
 bool CacheBreakdownDetector::live(const Bucket& b, uint64_t now_ns) const {
@@ -85,6 +82,7 @@ std::optional<Glitch> CacheBreakdownDetector::observe(const CacheRecord& r) {
   Series* s = series_for(r.id.tenant, r.cache);
   if (s == nullptr) return std::nullopt;
   if (s->first_ns == 0) s->first_ns = now ? now : 1;
+  s->pid = r.id.pid;
 
   // A breakdown whose window emptied (no lookups for a whole window) is over.
   if (s->in_breakdown && counts(*s, now).lookups() == 0) s->in_breakdown = false;
@@ -130,28 +128,89 @@ std::optional<Glitch> CacheBreakdownDetector::observe(const CacheRecord& r) {
   return g;
 }
 
+CacheBreakdownStatus CacheBreakdownDetector::status_of(const std::string& tenant,
+                                                       const std::string& cache, const Series& s,
+                                                       uint64_t now_ns) const {
+  const Counts c = counts(s, now_ns);
+  CacheBreakdownStatus st;
+  st.tenant = tenant;
+  st.cache = cache;
+  st.lookups = c.lookups();
+  st.hits = c.hits;
+  st.misses = c.misses;
+  st.stales = c.stales;
+  st.ratio = c.ratio();
+  st.in_breakdown = s.in_breakdown && c.lookups() > 0;
+  if (s.stale_ages && c.stales > 0) {
+    st.stale_age_p95_ns = s.stale_ages->quantile(now_ns, 0.95);
+    st.stale_age_p99_ns = s.stale_ages->quantile(now_ns, 0.99);
+  }
+  st.breakdowns = s.breakdowns;
+  st.pid = s.pid;
+  return st;
+}
+
+namespace {
+// Fills in the competition index of a group of statuses that share one cache (name and
+// process): 0 for all when
+// fewer than two tenants used it in the window (nobody to compete with).
+void set_competition(std::span<CacheBreakdownStatus> same_cache) {
+  uint64_t churn = 0;
+  size_t active = 0;
+  for (const auto& st : same_cache) {
+    churn += st.misses + st.stales;
+    active += st.lookups > 0;
+  }
+  for (auto& st : same_cache) {
+    st.competition = churn == 0 || active < 2 ? 0
+                                              : static_cast<double>(st.misses + st.stales) /
+                                                    static_cast<double>(churn) * st.ratio;
+  }
+}
+}  // namespace
+
 std::vector<CacheBreakdownStatus> CacheBreakdownDetector::snapshot(uint64_t now_ns) const {
   std::vector<CacheBreakdownStatus> out;
   out.reserve(series_.size());
-  for (const auto& [key, s] : series_) {
-    const Counts c = counts(s, now_ns);
-    CacheBreakdownStatus st;
-    st.tenant = key.first;
-    st.cache = key.second;
-    st.lookups = c.lookups();
-    st.hits = c.hits;
-    st.misses = c.misses;
-    st.stales = c.stales;
-    st.ratio = c.ratio();
-    st.in_breakdown = s.in_breakdown && c.lookups() > 0;
-    if (s.stale_ages && c.stales > 0) {
-      st.stale_age_p95_ns = s.stale_ages->quantile(now_ns, 0.95);
-      st.stale_age_p99_ns = s.stale_ages->quantile(now_ns, 0.99);
-    }
-    st.breakdowns = s.breakdowns;
-    out.push_back(std::move(st));
+  for (const auto& [key, s] : series_) out.push_back(status_of(key.first, key.second, s, now_ns));
+  // Grouped by cache and process for the competition index (the map is ordered by tenant).
+  const auto same = [](const auto& a, const auto& b) {
+    return a.cache == b.cache && a.pid == b.pid;
+  };
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.cache, a.pid) < std::tie(b.cache, b.pid);
+  });
+  for (size_t i = 0; i < out.size();) {
+    size_t j = i;
+    while (j < out.size() && same(out[j], out[i])) j++;
+    set_competition(std::span(out).subspan(i, j - i));
+    i = j;
   }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.tenant, a.cache) < std::tie(b.tenant, b.cache);
+  });
   return out;
+}
+
+CacheBreakdownStatus CacheBreakdownDetector::status(const std::string& tenant,
+                                                    const std::string& cache,
+                                                    uint64_t now_ns) const {
+  const auto it = series_.find({tenant, cache});
+  if (it == series_.end()) {
+    CacheBreakdownStatus unseen;
+    unseen.tenant = tenant;
+    unseen.cache = cache;
+    return unseen;
+  }
+  std::vector<CacheBreakdownStatus> same_cache;
+  std::optional<size_t> self;
+  for (const auto& [key, s] : series_) {
+    if (key.second != cache || s.pid != it->second.pid) continue;
+    if (key.first == tenant) self = same_cache.size();
+    same_cache.push_back(status_of(key.first, key.second, s, now_ns));
+  }
+  set_competition(same_cache);
+  return same_cache[*self];
 }
 
 }  // namespace tailcause::core

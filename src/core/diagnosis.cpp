@@ -289,6 +289,7 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
   d.causes = cause_counts(summary, before, after);
   d.verdicts = tenant_verdicts(d.causes, summary.top_glitches);
   d.caches = summary.caches;
+  d.cache_loop = summary.cache_loop;
   d.throttled = throttled_cgroups(before, after);
   d.neighbours = noisy_neighbours(before, after);
   d.peers = tcp_peers(before, after);

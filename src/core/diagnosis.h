@@ -84,6 +84,7 @@ struct Diagnosis {
   std::vector<TenantVerdict> verdicts;       // tenants that glitched, most glitches first
   std::vector<Glitch> top_glitches;          // stage glitches slowest first, then slow requests
   std::vector<CacheBreakdownStatus> caches;  // every (tenant, cache) seen
+  std::vector<CacheLoopSummary> cache_loop;  // what cache libraries did (warm-ups, rebalances)
   std::vector<ThrottledCgroup> throttled;    // most throttled time first
   std::vector<NoisyNeighbour> neighbours;    // most preempted time first
   std::vector<TcpPeer> peers;                // slowest first

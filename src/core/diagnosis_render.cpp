@@ -247,6 +247,21 @@ std::string render_diagnosis_text(const Diagnosis& d) {
                                       rows));
 
   rows.clear();
+  const auto rate = [](std::optional<double> r) { return r ? percent(*r) : std::string("-"); };
+  for (const auto& c : d.cache_loop) {
+    rows.push_back({c.tenant, c.cache,
+                    c.warmups ? fmt::format("{} ({} entries)", c.warmups, c.warmed_entries) : "-",
+                    std::to_string(c.rebalances),
+                    c.quota_bytes ? format_bytes(*c.quota_bytes) : "-",
+                    fmt::format("{} -> {}", rate(c.hit_rate_before()), rate(c.hit_rate_after()))});
+  }
+  out += section("Vector cache actions (warm-ups, quota rebalances)",
+                 rows.empty() ? ""
+                              : table({"TENANT", "CACHE", "WARM-UPS", "REBALANCES", "QUOTA",
+                                       "HIT RATE BEFORE -> AFTER"},
+                                      rows));
+
+  rows.clear();
   for (size_t i = 0; i < d.throttled.size() && i < d.options.max_rows; ++i) {
     const auto& t = d.throttled[i];
     rows.push_back({t.cgroup, seconds_text(t.throttled_seconds),
@@ -384,6 +399,20 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
         {{"tenant", c.tenant}, {"stage", c.stage}, {"cause", c.cause}, {"count", c.count}});
   auto& top = out["top_glitches"] = nlohmann::json::array();
   for (const auto& g : d.top_glitches) top.push_back(glitch_json(g));
+  auto& loop = out["cache_actions"] = nlohmann::json::array();
+  const auto rate = [](std::optional<double> r) { return r ? nlohmann::json(*r) : nullptr; };
+  for (const auto& c : d.cache_loop) {
+    loop.push_back({{"tenant", c.tenant},
+                    {"cache", c.cache},
+                    {"warmups", c.warmups},
+                    {"warmed_entries", c.warmed_entries},
+                    {"rebalances", c.rebalances},
+                    {"quota_bytes", c.quota_bytes ? nlohmann::json(*c.quota_bytes) : nullptr},
+                    {"lookups_before", c.lookups_before},
+                    {"hit_rate_before", rate(c.hit_rate_before())},
+                    {"lookups_after", c.lookups_after},
+                    {"hit_rate_after", rate(c.hit_rate_after())}});
+  }
   auto& caches = out["caches"] = nlohmann::json::array();
   for (const auto& c : d.caches) {
     caches.push_back({{"tenant", c.tenant},

@@ -60,6 +60,7 @@ void GlitchAnalyzer::observe(const Record& record, AnalyzerOutput& out) {
         if constexpr (std::is_same_v<T, StageRecord>) on_stage(r, out);
         if constexpr (std::is_same_v<T, RequestRecord>) on_request(r, out);
         if constexpr (std::is_same_v<T, CacheRecord>) on_cache(r, out);
+        if constexpr (std::is_same_v<T, CacheActionRecord>) cache_loop_.observe(r);
         if constexpr (std::is_same_v<T, QualityRecord>) on_quality(r, out);
         if constexpr (std::is_same_v<T, ProcessRecord>) {
           if (!r.exec) on_process_exit(r.pid);
@@ -180,6 +181,7 @@ void GlitchAnalyzer::on_cache(const CacheRecord& r, AnalyzerOutput& out) {
   t.cache_lookups++;
   if (r.result == 1) t.cache_misses++;
   if (r.result == 2) t.cache_stales++;
+  cache_loop_.observe(r);
   if (auto g = caches_.observe(r)) emit(std::move(*g), out);
 }
 
@@ -268,6 +270,11 @@ void GlitchAnalyzer::collect(MetricSet& out, uint64_t now_ns) const {
             l, c.ratio);
     out.add(metric::kCacheBreakdowns, MetricType::Counter,
             "Times a tenant's cache entered breakdown", l, static_cast<double>(c.breakdowns));
+    out.add(metric::kCacheCompetition, MetricType::Gauge,
+            "Competition index over the breakdown window: the tenant's share of the cache's "
+            "misses and stale results times its own miss ratio (0 alone in the cache: one "
+            "name in one process)",
+            l, c.competition);
     for (auto [q, v] :
          {std::pair{"0.95", c.stale_age_p95_ns}, std::pair{"0.99", c.stale_age_p99_ns}}) {
       Labels ql = l;
@@ -300,6 +307,7 @@ AnalyzerSummary GlitchAnalyzer::summary(uint64_t now_ns) const {
     s.stages.push_back(std::move(ss));
   }
   s.caches = caches_.snapshot(now_ns);
+  s.cache_loop = cache_loop_.summary();
   for (const auto& [_, v] : top_) s.top_glitches.insert(s.top_glitches.end(), v.begin(), v.end());
   std::stable_sort(s.top_glitches.begin(), s.top_glitches.end(), slower);
   s.glitches = glitches_total_;

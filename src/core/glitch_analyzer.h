@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/cache_breakdown.h"
+#include "core/cache_loop_report.h"
 #include "core/circuit_breaker.h"
 #include "core/config.h"
 #include "core/entropy_spike.h"
@@ -75,6 +76,7 @@ struct AnalyzerSummary {
   std::vector<TenantSummary> tenants;  // by name
   std::vector<StageSummary> stages;    // by tenant, then stage
   std::vector<CacheBreakdownStatus> caches;
+  std::vector<CacheLoopSummary> cache_loop;  // warm-ups and rebalances, hit rate around them
   // Slowest first: the kTopPerCause slowest of each (tenant, stage, cause), so a tenant whose
   // glitches are all fast ones (cache breakdowns, entropy spikes) still has its examples.
   std::vector<Glitch> top_glitches;
@@ -101,6 +103,7 @@ class GlitchAnalyzer {
   void collect(MetricSet& out, uint64_t now_ns) const;
   AnalyzerSummary summary(uint64_t now_ns) const;
 
+  const CacheBreakdownDetector& caches() const { return caches_; }
   CircuitBreaker& breaker() { return breaker_; }
   const CircuitBreaker& breaker() const { return breaker_; }
   uint64_t glitch_count() const { return glitches_total_; }
@@ -137,6 +140,7 @@ class GlitchAnalyzer {
   GlitchDetector detector_;
   CircuitBreaker breaker_;
   CacheBreakdownDetector caches_;
+  CacheLoopTracker cache_loop_;
   EntropySpikeDetector entropy_;
   HintSource hints_;
   int64_t unix_offset_ns_ = 0;

@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include "core/bounded_map.h"
+
 namespace tailcause::core {
 
 const char* glitch_reason_name(GlitchReason r) {
@@ -31,16 +33,10 @@ uint64_t GlitchDetector::slo_for(const std::string& stage) const {
 
 GlitchDetector::Series* GlitchDetector::series_for(const std::string& tenant,
                                                    const std::string& stage) {
-  auto key = std::make_pair(tenant, stage);
-  auto it = series_.find(key);
-  if (it != series_.end()) return &it->second;
-  if (series_.size() >= config_.max_series) {
-    untracked_++;
-    return nullptr;
-  }
-  Series fresh{StreamingQuantile(config_.window_interval_ns, config_.window_intervals),
-               ComponentProfile(config_.profile_horizon)};
-  return &series_.emplace(std::move(key), std::move(fresh)).first->second;
+  return bounded_slot(series_, {tenant, stage}, config_.max_series, untracked_, [this] {
+    return Series{StreamingQuantile(config_.window_interval_ns, config_.window_intervals),
+                  ComponentProfile(config_.profile_horizon)};
+  });
 }
 
 std::string threshold_text(const GlitchCheck& c) {

@@ -125,6 +125,7 @@ inline constexpr const char kCircuitBreakerOpen[] = "tailcause_circuit_breaker_o
 inline constexpr const char kCircuitBreakerTrips[] = "tailcause_circuit_breaker_trips";
 inline constexpr const char kCacheBreakdownRatio[] = "tailcause_cache_breakdown_ratio";
 inline constexpr const char kCacheBreakdowns[] = "tailcause_cache_breakdowns";
+inline constexpr const char kCacheCompetition[] = "tailcause_cache_competition";
 inline constexpr const char kCacheStaleAgeSeconds[] = "tailcause_cache_stale_age_seconds";
 inline constexpr const char kGlitchRequestsDropped[] = "tailcause_glitch_requests_dropped";
 inline constexpr const char kIncidents[] = "tailcause_incidents";
@@ -216,6 +217,7 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kCircuitBreakerTrips, MetricType::Counter, "glitch"},
     {metric::kCacheBreakdownRatio, MetricType::Gauge, "glitch"},
     {metric::kCacheBreakdowns, MetricType::Counter, "glitch"},
+    {metric::kCacheCompetition, MetricType::Gauge, "glitch"},
     {metric::kCacheStaleAgeSeconds, MetricType::Gauge, "glitch"},
     {metric::kGlitchRequestsDropped, MetricType::Counter, "glitch"},
     {metric::kIncidents, MetricType::Counter, "glitch"},

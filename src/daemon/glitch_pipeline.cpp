@@ -195,9 +195,10 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
           std::make_unique<exporter::BreakerSocket>(b.socket, [this](core::BreakerRequest request) {
             request.tenant = sdk_label(request.tenant, ATTRIB_TENANT_SIZE);
             request.agent = sdk_label(request.agent, ATTRIB_NAME_SIZE);
+            request.cache = sdk_label(request.cache, ATTRIB_NAME_SIZE);
             std::lock_guard lock(mu_);
             return core::answer_breaker_request(analyzer_->breaker(), request,
-                                                exporter::monotonic_now_ns());
+                                                exporter::monotonic_now_ns(), &analyzer_->caches());
           });
       socket_->set_access(b.socket_mode, socket_group(b.socket_group));
       socket_->start();
@@ -241,7 +242,8 @@ void GlitchPipeline::install_hints_locked() {
     if (board.has_memory_samples()) h.memory_pressure = memory_pressure(board, r);
     // Named when another cgroup's requests took a third of the disks' request time or more
     // around the stage: then the stage's own reads queued behind them.
-    if (auto d = board.top_disk_user(cgroup, r.start_ns, r.end_ns); d && 3 * d->busy_ns >= d->total_busy_ns) {
+    if (auto d = board.top_disk_user(cgroup, r.start_ns, r.end_ns);
+        d && 3 * d->busy_ns >= d->total_busy_ns) {
       h.disk_user = core::describe_disk_user(*d);
     }
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {

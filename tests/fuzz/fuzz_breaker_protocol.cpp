@@ -34,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)parse_breaker_state_reply(line);
   (void)parse_breaker_list_line(line);
+  (void)parse_cache_state_reply(line);
   (void)parse_breaker_error_reply(line);
   return 0;
 }

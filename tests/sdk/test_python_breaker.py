@@ -186,6 +186,33 @@ class BreakerState(unittest.TestCase):
         finally:
             busy.close()
 
+    def test_cache_state_reads_the_daemons_verdict_and_refuses_bad_replies(self):
+        good = {b"ok breakdown competition_permille=952 miss_permille=1000 lookups=40\n":
+                tailcause.CacheState("breakdown", 0.952, 1.0, 40),
+                b"ok healthy competition_permille=0 miss_permille=0 lookups=0\n":
+                tailcause.CacheState("healthy", 0.0, 0.0, 0)}
+        bad = [b"ok healthy competition_permille=1001 miss_permille=0 lookups=0\n",
+               b"ok healthy competition_permille=1 miss_permille=1\n",
+               b"ok closed consecutive=0 retry_after_ms=0\n",
+               b'error unknown_command command "cache"\n']  # a daemon without the command
+        for i, (reply, want) in enumerate([*good.items(), *[(b, None) for b in bad]]):
+            path = os.path.join(self.tmp.name, f"cache-{i}.sock")
+            server = CannedServer(path, reply)
+            try:
+                if want is None:
+                    with self.assertRaises(tailcause.BreakerProtocolError, msg=reply[:40]):
+                        tailcause.cache_state("t a", "vectors", socket_path=path, timeout=5)
+                else:
+                    self.assertEqual(
+                        tailcause.cache_state("t a", "vectors", socket_path=path, timeout=5), want)
+                self.assertEqual(server.requests[-1], b"cache t%20a vectors\n")
+            finally:
+                server.close()
+        with self.assertRaises(tailcause.BreakerUnavailable):
+            tailcause.cache_state("a", "b", socket_path=os.path.join(self.tmp.name, "none.sock"))
+        with self.assertRaisesRegex(ValueError, "NUL"):
+            tailcause.cache_state("a", "b\0", socket_path=self.path)
+
     def test_bad_arguments(self):
         with self.assertRaises(TypeError):
             tailcause.breaker_state(b"a", "b", socket_path=self.path)

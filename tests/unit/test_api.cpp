@@ -96,6 +96,10 @@ core::MetricSet scrape(uint64_t n) {
           {{"tenant", "ta"}, {"cache", "vec"}, {"result", r}}, static_cast<double>(n));
   s.add(m::kCacheBreakdownRatio, core::MetricType::Gauge, "", {{"tenant", "ta"}, {"cache", "vec"}},
         0.66);
+  s.add(m::kCacheCompetition, core::MetricType::Gauge, "", {{"tenant", "ta"}, {"cache", "vec"}},
+        0.75);
+  s.add(m::kCacheQuotaBytes, core::MetricType::Gauge, "", {{"tenant", "ta"}, {"cache", "vec"}},
+        65536);
   s.add(m::kCacheStaleAgeSeconds, core::MetricType::Gauge, "",
         {{"tenant", "ta"}, {"cache", "vec"}, {"quantile", "0.99"}}, 42);
   s.add(m::kCpuThrottledSeconds, core::MetricType::Counter, "", {{"cgroup", "/a/ta"}}, 0.5 * n);
@@ -168,6 +172,8 @@ TEST_F(ApiTest, CachesAndContention) {
   EXPECT_DOUBLE_EQ(c["caches"][0]["miss"].get<double>(), 100);
   EXPECT_EQ(c["caches"][0]["state"], "breakdown");
   EXPECT_DOUBLE_EQ(c["caches"][0]["stale_age_p99_s"].get<double>(), 42);
+  EXPECT_DOUBLE_EQ(c["caches"][0]["competition"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(c["caches"][0]["quota_bytes"].get<double>(), 65536);
   const auto k = get("/contention?since=60");
   ASSERT_EQ(k["throttling"].size(), 1u);
   EXPECT_NEAR(k["throttling"][0]["quota_cpus"].get<double>(), 0.1, 1e-9);

@@ -27,7 +27,7 @@ BreakerError parse_error(std::string_view line) {
                                                       : BreakerError::internal;
 }
 
-TEST(BreakerProtocol, ParsesTheThreeCommands) {
+TEST(BreakerProtocol, ParsesTheBreakerCommands) {
   EXPECT_EQ(parse_ok("ping").command, BreakerCommand::ping);
   EXPECT_EQ(parse_ok("list").command, BreakerCommand::list);
   BreakerRequest r = parse_ok("state acme rag");
@@ -133,9 +133,11 @@ TEST(BreakerProtocol, RandomGarbageNeverParsesAsSomethingElse) {
 
 TEST(BreakerProtocol, RequestsFormattedByTheClientParseBack) {
   for (const BreakerRequest& req :
-       {BreakerRequest{BreakerCommand::ping, "", ""}, BreakerRequest{BreakerCommand::list, "", ""},
-        BreakerRequest{BreakerCommand::state, "tenant with space", "a%b"},
-        BreakerRequest{BreakerCommand::state, "", "\xe6\x9d\xb1\xff"}}) {
+       {BreakerRequest{BreakerCommand::ping, "", "", ""},
+        BreakerRequest{BreakerCommand::list, "", "", ""},
+        BreakerRequest{BreakerCommand::state, "tenant with space", "a%b", ""},
+        BreakerRequest{BreakerCommand::cache, "t\x01", "", "cache %x"},
+        BreakerRequest{BreakerCommand::state, "", "\xe6\x9d\xb1\xff", ""}}) {
     const std::string line = format_breaker_request(req);
     ASSERT_EQ(line.back(), '\n');
     auto r = parse_breaker_request(std::string_view(line).substr(0, line.size() - 1));
@@ -222,7 +224,7 @@ TEST(BreakerProtocol, AnswersFromARealBreaker) {
   for (uint64_t t = 1; t <= 3; t++) b.observe("acme", "rag agent", 500 * ms, t * 100 * ms);
   b.observe("acme", "chat", 500 * ms, 100 * ms);
   const auto state = [&](std::string t, std::string a, uint64_t now) {
-    return answer_breaker_request(b, {BreakerCommand::state, t, a}, now);
+    return answer_breaker_request(b, {BreakerCommand::state, t, a, ""}, now);
   };
   // Opened at 300 ms: quiet until 1300 ms.
   EXPECT_EQ(state("acme", "rag agent", 400 * ms), "ok open consecutive=3 retry_after_ms=900\n");
@@ -230,10 +232,66 @@ TEST(BreakerProtocol, AnswersFromARealBreaker) {
   EXPECT_EQ(state("acme", "rag agent", 1300 * ms), "ok closed consecutive=0 retry_after_ms=0\n");
   EXPECT_EQ(state("acme", "chat", 400 * ms), "ok closed consecutive=1 retry_after_ms=0\n");
   EXPECT_EQ(state("nobody", "x", 400 * ms), "ok closed consecutive=0 retry_after_ms=0\n");
-  EXPECT_EQ(answer_breaker_request(b, {BreakerCommand::list, "", ""}, 400 * ms),
+  EXPECT_EQ(answer_breaker_request(b, {BreakerCommand::list, "", "", ""}, 400 * ms),
             "open acme rag%20agent retry_after_ms=900\nend\n");
-  EXPECT_EQ(answer_breaker_request(b, {BreakerCommand::list, "", ""}, 1300 * ms), "end\n");
-  EXPECT_EQ(answer_breaker_request(b, {BreakerCommand::ping, "", ""}, 0), "ok pong\n");
+  EXPECT_EQ(answer_breaker_request(b, {BreakerCommand::list, "", "", ""}, 1300 * ms), "end\n");
+  EXPECT_EQ(answer_breaker_request(b, {BreakerCommand::ping, "", "", ""}, 0), "ok pong\n");
+}
+
+TEST(BreakerProtocol, TheCacheCommandAnswersFromARealBreakdownDetector) {
+  BreakerRequest r = parse_ok("cache ten%20a retrieval");
+  EXPECT_EQ(r.command, BreakerCommand::cache);
+  EXPECT_EQ(r.tenant, "ten a");
+  EXPECT_EQ(r.cache, "retrieval");
+  EXPECT_EQ(format_breaker_request(r), "cache ten%20a retrieval\n");
+  EXPECT_EQ(parse_error("cache ten"), BreakerError::arity);
+  EXPECT_EQ(parse_error("cache a b c"), BreakerError::arity);
+  EXPECT_EQ(parse_error("cache a%zz b"), BreakerError::encoding);
+  EXPECT_EQ(parse_error("cache a b%2"), BreakerError::encoding);
+
+  // Tenant "flood" misses all 40 of its lookups, "steady" 2 of 40 (window 60 s, 20 lookups, 0.5).
+  CacheBreakdownDetector caches(CacheBreakdownSettings{60, 20, 0.5, 0});
+  const uint64_t t0 = 10'000 * ms;
+  for (int i = 0; i < 40; ++i) {
+    CacheRecord rec;
+    rec.cache = "retrieval";
+    rec.time_ns = t0 + static_cast<uint64_t>(i) * ms;
+    rec.id.tenant = "flood";
+    rec.result = 1;
+    caches.observe(rec);
+    rec.id.tenant = "steady";
+    rec.result = i < 2 ? 1 : 0;
+    caches.observe(rec);
+  }
+  CircuitBreaker b{BreakerConfig{}};
+  const auto ask = [&](std::string tenant, const CacheBreakdownDetector* d) {
+    const BreakerRequest q{BreakerCommand::cache, std::move(tenant), "", "retrieval"};
+    return answer_breaker_request(b, q, t0 + 100 * ms, d);
+  };
+  // flood: 40 of the cache's 42 misses, all of its lookups: 0.952.
+  EXPECT_EQ(ask("flood", &caches),
+            "ok breakdown competition_permille=952 miss_permille=1000 lookups=40\n");
+  // steady: 2/42 x 2/40.
+  EXPECT_EQ(ask("steady", &caches),
+            "ok healthy competition_permille=2 miss_permille=50 lookups=40\n");
+  EXPECT_EQ(ask("nobody", &caches),
+            "ok healthy competition_permille=0 miss_permille=0 lookups=0\n");
+  EXPECT_EQ(ask("flood", nullptr), "ok healthy competition_permille=0 miss_permille=0 lookups=0\n");
+
+  // The client's parser takes what the server writes, and nothing malformed.
+  EXPECT_EQ(parse_cache_state_reply(
+                "ok breakdown competition_permille=952 miss_permille=1000 lookups=40"),
+            (CacheStateReply{true, 952, 1000, 40}));
+  EXPECT_EQ(parse_cache_state_reply("ok healthy competition_permille=0 miss_permille=0 lookups=0"),
+            (CacheStateReply{}));
+  for (const char* bad : {"ok broken competition_permille=1 miss_permille=1 lookups=1",
+                          "ok healthy competition_permille=1001 miss_permille=1 lookups=1",
+                          "ok healthy competition_permille=-1 miss_permille=1 lookups=1",
+                          "ok healthy competition_permille=1 miss_permille=1",
+                          "ok healthy miss_permille=1 competition_permille=1 lookups=1",
+                          "ok closed consecutive=0 retry_after_ms=0", "error arity x"}) {
+    EXPECT_FALSE(parse_cache_state_reply(bad)) << bad;
+  }
 }
 
 }  // namespace

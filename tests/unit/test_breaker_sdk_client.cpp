@@ -290,6 +290,44 @@ TEST(BreakerSdkClient, BadRepliesAreEPROTO) {
   }
 }
 
+TEST(BreakerSdkClient, ReadsACachesStateAndRefusesBadReplies) {
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"ok breakdown competition_permille=952 miss_permille=1000 lookups=40\n", 1},
+      {"ok healthy competition_permille=2 miss_permille=50 lookups=12345678901\n", 0},
+      {"ok healthy competition_permille=1001 miss_permille=50 lookups=1\n", -EPROTO},
+      {"ok healthy competition_permille=1 miss_permille=1001 lookups=1\n", -EPROTO},
+      {"ok healthy competition_permille=1 miss_permille=1\n", -EPROTO},
+      {"ok healthy competition_permille=1 miss_permille=1 lookups=1 x\n", -EPROTO},
+      {"ok closed consecutive=0 retry_after_ms=0\n", -EPROTO},
+      {"error busy\n", -EBUSY},
+      {"error unknown_command command \"cache\"\n", -EPROTO},  // an older daemon
+  };
+  for (const auto& [reply, want] : cases) {
+    TempDir dir;
+    CannedServer server(dir.socket(), reply);
+    SocketEnv env(dir.socket());
+    tailcause_sdk_cache_view view{7, 7, 7};
+    const int rc = tailcause_sdk_cache_state("t a", "retrieval", &view);
+    EXPECT_EQ(rc, want) << reply;
+    if (rc == -ETIMEDOUT) continue;  // a loaded VM may exceed 100 ms
+    EXPECT_EQ(server.last_request, "cache t%20a retrieval");
+    if (want == 1) {
+      EXPECT_EQ(view.competition_permille, 952u);
+      EXPECT_EQ(view.miss_permille, 1000u);
+      EXPECT_EQ(view.lookups, 40u);
+    } else if (want == 0) {
+      EXPECT_EQ(view.lookups, 12345678901u);
+    } else {
+      EXPECT_EQ(view.lookups, 7u);  // untouched on an error
+    }
+  }
+  TempDir dir;
+  SocketEnv env(dir.socket());
+  EXPECT_EQ(tailcause_sdk_cache_state("a", "b", nullptr), -ENOENT);
+  EXPECT_EQ(tailcause_sdk_cache_state(nullptr, "b", nullptr), -EINVAL);
+  EXPECT_EQ(tailcause_sdk_cache_state("a", nullptr, nullptr), -EINVAL);
+}
+
 TEST(BreakerSdkClient, BadArgumentsAreRefusedBeforeConnecting) {
   TempDir dir;
   SocketEnv env(dir.socket());

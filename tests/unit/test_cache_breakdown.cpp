@@ -196,6 +196,45 @@ TEST(CacheBreakdown, SeriesBeyondTheBoundAreCountedAndIgnored) {
   EXPECT_EQ(CacheBreakdownDetector(defaults()).series(), 0u);
 }
 
+TEST(CacheBreakdown, CompetitionIsTheTenantsShareOfTheCachesChurnTimesItsMissRatio) {
+  CacheBreakdownDetector d(defaults());
+  const uint64_t t = 100 * kSecond;
+  // "flood" misses 90 of 100 lookups, "steady" 10 of 100; "other-cache" is alone in its cache.
+  for (int i = 0; i < 100; ++i) {
+    d.observe(lookup("flood", "rag", i < 90 ? kMiss : kHit, t + i));
+    d.observe(lookup("steady", "rag", i < 5 ? kMiss : i < 10 ? kStale : kHit, t + i));
+    d.observe(lookup("alone", "other-cache", kMiss, t + i));
+  }
+  const auto flood = d.status("flood", "rag", t + kSecond);
+  const auto steady = d.status("steady", "rag", t + kSecond);
+  EXPECT_NEAR(flood.competition, 90.0 / 100 * 0.9, 1e-9);   // 0.81
+  EXPECT_NEAR(steady.competition, 10.0 / 100 * 0.1, 1e-9);  // 0.01
+  // A cache to itself competes with nobody, however much it misses.
+  EXPECT_EQ(d.status("alone", "other-cache", t + kSecond).competition, 0.0);
+  EXPECT_EQ(d.status("alone", "other-cache", t + kSecond).ratio, 1.0);
+  // snapshot() computes the same figures for every series.
+  for (const auto& s : d.snapshot(t + kSecond)) {
+    EXPECT_EQ(s.competition, d.status(s.tenant, s.cache, t + kSecond).competition) << s.tenant;
+  }
+  // Unknown: no lookups, no competition. Once the window has passed, nothing competes.
+  const auto unseen = d.status("nobody", "rag", t + kSecond);
+  EXPECT_EQ(unseen.lookups, 0u);
+  EXPECT_EQ(unseen.competition, 0.0);
+  EXPECT_FALSE(unseen.in_breakdown);
+  EXPECT_EQ(d.status("flood", "rag", t + 120 * kSecond).competition, 0.0);
+
+  // The same cache name in another process is another cache: its tenant competes with nobody.
+  for (int i = 0; i < 100; ++i) {
+    auto r = lookup("elsewhere", "rag", kMiss, t + 200 * kSecond + i);
+    r.id.pid = 78;
+    d.observe(r);
+  }
+  EXPECT_EQ(d.status("elsewhere", "rag", t + 201 * kSecond).competition, 0.0);
+  EXPECT_EQ(d.status("elsewhere", "rag", t + 201 * kSecond).pid, 78u);
+  for (const auto& s : d.snapshot(t + 201 * kSecond))
+    EXPECT_EQ(s.competition, 0.0) << s.tenant;  // the others' window has passed
+}
+
 TEST(CacheBreakdown, RefusesImpossibleSettingsAndResults) {
   EXPECT_THROW(CacheBreakdownDetector(CacheBreakdownSettings{0, 20, 0.5}), std::invalid_argument);
   EXPECT_THROW(CacheBreakdownDetector(CacheBreakdownSettings{60, 20, 0.0}), std::invalid_argument);

@@ -75,6 +75,30 @@ const char *tailcause_sdk_version(void);
 #define TAILCAUSE_SDK_BREAKER_SOCKET_DEFAULT "/run/tailcause/breaker.sock"
 int tailcause_sdk_breaker_state(const char *tenant, const char *agent, uint32_t *retry_after_ms);
 
+/* ---- vector-cache feedback ----
+ * The daemon judges each (tenant, cache) of the cache_lookup probe over its breakdown window
+ * (cache_breakdown in the configuration): breakdown or healthy, and a competition index, how
+ * much of the cache's churn this tenant causes (its share of the cache's misses times its own
+ * miss ratio; 0 when nobody else used the cache). A cache library follows it: it warms a tenant
+ * up when it breaks down and sizes tenants' quotas from their competition (libtailcause_cache's
+ * CacheFeedback does both).
+ *
+ *     struct tailcause_sdk_cache_view v;
+ *     int state = tailcause_sdk_cache_state("tenant-a", "retrieval", &v);
+ *     if (state == 1) ... breakdown: warm up
+ *     if (state >= 0 && v.lookups > 0) ... set the quota from v.competition_permille / 1000.0
+ *
+ * Returns 0 healthy, 1 breakdown, or a negative errno as tailcause_sdk_breaker_state() does
+ * (-EINVAL for a NULL tenant or cache). lookups is 0 for a pair the daemon has not seen in its
+ * window (then the rest is 0 too). Same socket, same 100 ms bound; thread-safe; errno is kept. */
+struct tailcause_sdk_cache_view {
+	uint32_t competition_permille; /* 0..1000 */
+	uint32_t miss_permille;        /* (misses + stale) / lookups in the window, 0..1000 */
+	uint64_t lookups;              /* in the window */
+};
+int tailcause_sdk_cache_state(const char *tenant, const char *cache,
+			      struct tailcause_sdk_cache_view *view);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,11 @@ An agent can also read its circuit breaker, kept by the daemon, to shed or slow 
 
     state, retry_after_ms = tailcause.breaker_state("tenant-a", "rag")   # "closed" | "open"
 
+and the daemon's verdict on its vector cache (breakdown, competition index), for a cache library
+to warm up or resize quotas:
+
+    verdict = tailcause.cache_state("tenant-a", "vectors")   # .state "healthy" | "breakdown"
+
 Standard library only (ctypes). While no tracer is attached a call checks its inputs and reads
 the probe's semaphore (mapped from the library), and skips the ctypes call. Inputs are checked here
 (TypeError / ValueError) whether or not a tracer is attached, so tracing never changes what
@@ -27,7 +32,8 @@ import secrets
 import threading
 
 from . import _validate as _check
-from ._breaker import BreakerProtocolError, BreakerUnavailable, breaker_state
+from ._breaker import (BreakerProtocolError, BreakerUnavailable, CacheState, breaker_state,
+                       cache_state)
 from ._native import PROBES, library_path
 from ._native import lib as _lib
 from ._native import semaphores as _semaphores
@@ -47,8 +53,8 @@ _S_LAYER_END = _semaphores["layer_end"]
 _S_OUTPUT_QUALITY = _semaphores["output_quality"]
 
 __all__ = [
-    "PROBES", "BreakerProtocolError", "BreakerUnavailable", "CacheResult", "Request", "Stage",
-    "breaker_state", "cache_lookup", "context_scope", "enabled", "layer",
+    "PROBES", "BreakerProtocolError", "BreakerUnavailable", "CacheResult", "CacheState", "Request",
+    "Stage", "breaker_state", "cache_lookup", "cache_state", "context_scope", "enabled", "layer",
     "library_path", "new_request_id", "new_trace_id", "output_quality", "token", "valid_traceparent",
     "version",
 ]

@@ -33,7 +33,8 @@ const nlohmann::json kIndex = {
       {"/api/v1/heatmap/layers", "since: layer x batch size P99"},
       {"/api/v1/glitches",
        "tenant, stage, since (s), from, to (Unix s), min_s, max_s, trace_id, limit: newest first"},
-      {"/api/v1/caches", "tenant, since: hit/miss/stale, breakdown, stale-age P95/P99"},
+      {"/api/v1/caches",
+       "tenant, since: hit/miss/stale, breakdown, stale-age P95/P99, competition, quota"},
       {"/api/v1/contention", "since: throttling, noisy neighbours, breakers"}}}};
 
 }  // namespace
@@ -49,7 +50,8 @@ core::HistorySettings history_settings(uint64_t tick_ns, size_t slots) {
                 m::kCgroupPreemptedSeconds, m::kCgroupPreemptions};
   s.hourly_families = {m::kTcpRttSeconds, m::kTcpConnectionDurationSeconds};
   s.gauge_families = {m::kCircuitBreakerOpen, m::kCacheBreakdownRatio, m::kCacheStaleAgeSeconds,
-                      m::kCpuQuotaSeconds, m::kCpuPeriodSeconds};
+                      m::kCacheCompetition,   m::kCacheQuotaBytes,     m::kCpuQuotaSeconds,
+                      m::kCpuPeriodSeconds};
   return s;
 }
 

@@ -39,6 +39,8 @@ nlohmann::json caches_json(const core::MetricHistory& h, const Params& p, int64_
                     {"stale_age_p95_s", nullptr},
                     {"stale_age_p99_s", nullptr},
                     {"breakdowns", 0.0},
+                    {"competition", nullptr},
+                    {"quota_bytes", nullptr},
                     {"state", "ok"}};
     }
     return it->second;
@@ -61,6 +63,17 @@ nlohmann::json caches_json(const core::MetricHistory& h, const Params& p, int64_
     auto& r = row(t, label(g.labels, "cache"));
     r["breakdown_ratio"] = g.value;
     if (g.value >= breakdown_ratio) r["state"] = "breakdown";
+  }
+  for (const auto* family : {core::metric::kCacheCompetition, core::metric::kCacheQuotaBytes}) {
+    for (const auto& g : h.gauges(family)) {
+      const std::string t = label(g.labels, "tenant");
+      if (tenant && t != *tenant) continue;
+      row(t,
+          label(
+              g.labels,
+              "cache"))[family == core::metric::kCacheCompetition ? "competition" : "quota_bytes"] =
+          g.value;
+    }
   }
   for (const auto& g : h.gauges(core::metric::kCacheStaleAgeSeconds)) {
     const std::string t = label(g.labels, "tenant");

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tailcause/cache/feedback.h"
+
+#include <cmath>
+#include <vector>
+
+#include <tailcause/sdk_lib.h>
+
+namespace tailcause::cache {
+
+VerdictSource sdk_verdict_source() {
+  return [](const std::string& tenant, const std::string& cache) -> std::optional<DaemonVerdict> {
+    tailcause_sdk_cache_view view{};
+    const int rc = tailcause_sdk_cache_state(tenant.c_str(), cache.c_str(), &view);
+    if (rc < 0) return std::nullopt;
+    return DaemonVerdict{rc == 1, view.competition_permille / 1000.0, view.miss_permille / 1000.0,
+                         view.lookups};
+  };
+}
+
+CacheFeedback::CacheFeedback(VectorCache& cache, VerdictSource source)
+    : cache_(cache), source_(std::move(source)) {}
+
+CacheFeedback::~CacheFeedback() { stop(); }
+
+void CacheFeedback::poll() {
+  std::lock_guard round(poll_mu_);
+  const std::string& name = cache_.options().name;
+  std::vector<std::string> warm;
+  bool rebalance = false;
+  uint64_t unanswered = 0, breakdowns = 0;
+  for (const std::string& tenant : cache_.tenants()) {
+    const auto v = source_(tenant, name);
+    if (!v) {
+      unanswered++;
+      continue;
+    }
+    if (v->lookups == 0) continue;  // not in the daemon's window: nothing to follow
+    if (!(v->competition >= 0 && v->competition <= 1)) continue;  // a source gone wrong
+    std::lock_guard lock(mu_);
+    bool& was = in_breakdown_[tenant];
+    if (v->breakdown && !was) {
+      warm.push_back(tenant);
+      breakdowns++;
+    }
+    was = v->breakdown;
+    auto [it, first] = applied_.try_emplace(tenant, v->competition);
+    if (first || std::abs(it->second - v->competition) >= kRebalanceStep) {
+      it->second = v->competition;
+      rebalance = true;
+    }
+    cache_.set_competition(tenant, v->competition);
+  }
+  // Outside our lock: a warm-up runs the application's loader.
+  uint64_t warmups = 0, entries = 0;
+  for (const auto& tenant : warm) {
+    entries += cache_.warm_up(tenant);
+    warmups++;
+  }
+  if (rebalance) cache_.rebalance();
+  std::lock_guard lock(mu_);
+  stats_.polls++;
+  stats_.unanswered += unanswered;
+  stats_.breakdowns += breakdowns;
+  stats_.warmups += warmups;
+  stats_.warmed_entries += entries;
+  stats_.rebalances += rebalance;
+}
+
+void CacheFeedback::start(std::chrono::milliseconds period) {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this, period] {
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+      lock.unlock();
+      poll();
+      lock.lock();
+    }
+  });
+}
+
+void CacheFeedback::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!thread_.joinable()) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+FeedbackStats CacheFeedback::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace tailcause::cache
