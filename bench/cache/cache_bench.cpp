@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Vector cache benchmark (bench/README.md): prints figures and ratios, asserts nothing.
-//   cache_bench [--entries N] [--dim D] [--quick] [--semantic-only]
+//   cache_bench [--entries N] [--dim D] [--quick] [--semantic-only | --exact-only]
 // 1. exact lookups/s on one core; 2. semantic lookups/s over N entries and recall@1 against
 // exact search; 3. hit rate after a cold start and after a drift, warm-up on vs off; 4. a
 // tenant's P99 (lookup + retrieval on a miss) while another floods, quotas on vs off;
@@ -288,7 +288,7 @@ void locality_effect() {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures as they come
   std::size_t entries = 100000, dim = 256;
-  bool semantic_only = false;
+  bool semantic_only = false, exact_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--entries") && i + 1 < argc)
       entries = std::stoul(argv[++i]);
@@ -298,14 +298,18 @@ int main(int argc, char** argv) {
       entries = 10000;
     else if (!std::strcmp(argv[i], "--semantic-only"))
       semantic_only = true;
+    else if (!std::strcmp(argv[i], "--exact-only"))
+      exact_only = true;
     else {
       std::fprintf(stderr,
-                   "usage: cache_bench [--entries N] [--dim D] [--quick] [--semantic-only]\n");
+                   "usage: cache_bench [--entries N] [--dim D] [--quick] [--semantic-only | "
+                   "--exact-only]\n");
       return 2;
     }
   }
+  if (!semantic_only) exact_rate(entries, dim);
+  if (exact_only) return 0;
   if (!semantic_only) {
-    exact_rate(entries, dim);
     warmup_effect(dim);
     quota_effect(dim);
     locality_effect();

@@ -125,7 +125,10 @@ VectorCache::Tenant& VectorCache::tenant(const std::string& name) {
 
 Lookup VectorCache::lookup(const std::string& tenant_name, std::span<const float> vector,
                            uint64_t request_id) {
-  const auto unit = normalized_or_throw(vector, options_.dim);
+  // A lookup stores nothing of its vector but a pattern's first copy: normalise it into this
+  // thread's buffer rather than a fresh allocation each time.
+  thread_local std::vector<float> unit;
+  normalize_into(vector, options_.dim, unit);
   Tenant& t = tenant(tenant_name);
   Lookup out;
   {

@@ -2,6 +2,7 @@
 // The cache's parts on their own: quotas, admission sketch, warm-up planning, locality.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -173,6 +174,35 @@ TEST(Locality, WriteLayoutPutsGroupsContiguously) {
   EXPECT_EQ(firsts, (std::vector<float>{1, 4, 0, 2, 3, 5}));
   EXPECT_THROW(write_layout(path, rows, dim, {0, 0, 1, 2, 3, 4}), std::invalid_argument);
   EXPECT_THROW(write_layout("/nonexistent/dir/x", rows, dim, order), std::runtime_error);
+}
+
+TEST(VectorCheck, NamesTheBadComponentWhereverItIsAndKeepsExtremeFiniteValues) {
+  for (const std::size_t dim : {std::size_t{3}, std::size_t{8}, std::size_t{13}}) {
+    for (std::size_t at = 0; at < dim; ++at) {
+      for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+        std::vector<float> v(dim, 0.25f);
+        v[at] = bad;
+        try {
+          normalized_or_throw(v, dim);
+          ADD_FAILURE() << "no error for component " << at << " of " << dim;
+        } catch (const BadVector& e) {
+          const std::string want = "vector component " + std::to_string(at) + " is " +
+                                   (std::isnan(bad) ? "NaN" : "infinite");
+          EXPECT_EQ(e.what(), want);
+        }
+      }
+    }
+  }
+  // The largest and the smallest finite floats still normalise (their squares fit a double).
+  std::vector<float> big(13, 3e38f), tiny(13, 1e-44f);
+  for (const auto& v : {big, tiny}) {
+    const auto u = normalized_or_throw(v, v.size());
+    EXPECT_NEAR(dot(u.data(), u.data(), u.size()), 1.0f, 1e-5f);
+  }
+  // A buffer reused for a shorter or longer vector takes its size.
+  std::vector<float> out(50, 9.0f);
+  normalize_into(std::vector<float>{3, 4}, 2, out);
+  EXPECT_EQ(out, (std::vector<float>{0.6f, 0.8f}));
 }
 
 }  // namespace

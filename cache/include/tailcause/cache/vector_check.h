@@ -18,6 +18,8 @@ class BadVector : public std::invalid_argument {
 // Returns the vector scaled to unit length (cosine similarity is then a dot product), or throws
 // BadVector naming what is wrong.
 std::vector<float> normalized_or_throw(std::span<const float> v, std::size_t dim);
+// The same into `out` (resized), so a caller can reuse its buffer.
+void normalize_into(std::span<const float> v, std::size_t dim, std::vector<float>& out);
 
 // Dot product of two vectors of the same length (unit vectors: their cosine similarity).
 float dot(const float* a, const float* b, std::size_t n);
