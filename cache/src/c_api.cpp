@@ -2,8 +2,11 @@
 #include "tailcause/cache/c_api.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "tailcause/cache/feedback.h"
 #include "tailcause/cache/vector_cache.h"
 
 using tailcause::cache::CacheOptions;
@@ -12,6 +15,15 @@ using tailcause::cache::VectorCache;
 struct tc_cache {
   explicit tc_cache(CacheOptions o) : cache(std::move(o)) {}
   VectorCache cache;
+};
+
+struct tc_cache_load {
+  std::vector<std::optional<std::string>> values;
+};
+
+struct tc_cache_feedback {
+  explicit tc_cache_feedback(VectorCache& c) : loop(c) {}
+  tailcause::cache::CacheFeedback loop;
 };
 
 namespace {
@@ -131,6 +143,100 @@ int tc_cache_tenant_stats_get(tc_cache* c, const char* tenant, tc_cache_tenant_s
     return 0;
   });
 }
+
+int64_t tc_cache_tenants(tc_cache* c, char* buf, size_t cap) {
+  int64_t need_bytes = -1;
+  guarded([&] {
+    if (!c || (!buf && cap)) throw std::invalid_argument("NULL argument");
+    std::string all;
+    for (const auto& t : c->cache.tenants()) {
+      all += t;
+      all += '\0';
+    }
+    if (all.size() <= cap) std::memcpy(buf, all.data(), all.size());
+    need_bytes = static_cast<int64_t>(all.size());
+    return 0;
+  });
+  return need_bytes;
+}
+
+int tc_cache_set_loader(tc_cache* c, tc_cache_loader_fn loader, void* user) {
+  return guarded([&] {
+    if (!c) throw std::invalid_argument("cache is NULL");
+    if (!loader) {
+      c->cache.set_loader({});
+      return 0;
+    }
+    const std::size_t dim = c->cache.options().dim;
+    c->cache.set_loader([loader, user, dim](const std::string& tenant,
+                                            const std::vector<std::vector<float>>& vectors) {
+      std::vector<float> rows;
+      rows.reserve(vectors.size() * dim);
+      for (const auto& v : vectors) rows.insert(rows.end(), v.begin(), v.end());
+      tc_cache_load load{std::vector<std::optional<std::string>>(vectors.size())};
+      loader(user, &load, tenant.c_str(), rows.data(), vectors.size(), dim);
+      return std::move(load.values);
+    });
+    return 0;
+  });
+}
+
+int tc_cache_load_put(tc_cache_load* load, size_t i, const void* value, size_t value_len) {
+  return guarded([&] {
+    if (!load || (!value && value_len)) throw std::invalid_argument("NULL argument");
+    if (i >= load->values.size())
+      throw std::invalid_argument("vector " + std::to_string(i) + " is not in this batch of " +
+                                  std::to_string(load->values.size()));
+    load->values[i].emplace(static_cast<const char*>(value), value_len);
+    return 0;
+  });
+}
+
+int64_t tc_cache_warm_up(tc_cache* c, const char* tenant) {
+  int64_t loaded = -1;
+  guarded([&] {
+    if (!c) throw std::invalid_argument("cache is NULL");
+    loaded = static_cast<int64_t>(c->cache.warm_up(need(tenant, "tenant")));
+    return 0;
+  });
+  return loaded;
+}
+
+tc_cache_feedback* tc_cache_feedback_new(tc_cache* c) {
+  tc_cache_feedback* out = nullptr;
+  guarded([&] {
+    if (!c) throw std::invalid_argument("cache is NULL");
+    out = new tc_cache_feedback(c->cache);
+    return 0;
+  });
+  return out;
+}
+
+int tc_cache_feedback_follow(tc_cache_feedback* f, const tc_cache_verdict* verdicts, size_t n) {
+  return guarded([&] {
+    if (!f || (!verdicts && n)) throw std::invalid_argument("NULL argument");
+    std::vector<tailcause::cache::TenantVerdict> round;
+    for (size_t i = 0; i < n; ++i) {
+      const auto& v = verdicts[i];
+      std::optional<tailcause::cache::DaemonVerdict> d;
+      if (v.answered) d = {v.breakdown != 0, v.competition, v.miss_ratio, v.lookups};
+      round.emplace_back(need(v.tenant, "tenant"), d);
+    }
+    f->loop.follow(round);
+    return 0;
+  });
+}
+
+int tc_cache_feedback_stats_get(tc_cache_feedback* f, tc_cache_feedback_stats* out) {
+  return guarded([&] {
+    if (!f || !out) throw std::invalid_argument("NULL argument");
+    const auto s = f->loop.stats();
+    *out = {s.polls, s.unanswered, s.breakdowns, s.warmups, s.warmed_entries, s.rebalances};
+    return 0;
+  });
+}
+
+void tc_cache_feedback_free(tc_cache_feedback* f) { delete f; }
 
 #pragma GCC visibility pop
 }  // extern "C"

@@ -4,19 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include <tailcause/sdk_lib.h>
-
 namespace tailcause::cache {
-
-VerdictSource sdk_verdict_source() {
-  return [](const std::string& tenant, const std::string& cache) -> std::optional<DaemonVerdict> {
-    tailcause_sdk_cache_view view{};
-    const int rc = tailcause_sdk_cache_state(tenant.c_str(), cache.c_str(), &view);
-    if (rc < 0) return std::nullopt;
-    return DaemonVerdict{rc == 1, view.competition_permille / 1000.0, view.miss_permille / 1000.0,
-                         view.lookups};
-  };
-}
 
 CacheFeedback::CacheFeedback(VectorCache& cache, VerdictSource source)
     : cache_(cache), source_(std::move(source)) {}
@@ -24,13 +12,21 @@ CacheFeedback::CacheFeedback(VectorCache& cache, VerdictSource source)
 CacheFeedback::~CacheFeedback() { stop(); }
 
 void CacheFeedback::poll() {
+  if (!source_) return;
+  std::vector<TenantVerdict> verdicts;
+  for (std::string& tenant : cache_.tenants()) {
+    auto v = source_(tenant, cache_.options().name);
+    verdicts.emplace_back(std::move(tenant), v);
+  }
+  follow(verdicts);
+}
+
+void CacheFeedback::follow(const std::vector<TenantVerdict>& verdicts) {
   std::lock_guard round(poll_mu_);
-  const std::string& name = cache_.options().name;
   std::vector<std::string> warm;
   bool rebalance = false;
   uint64_t unanswered = 0, breakdowns = 0;
-  for (const std::string& tenant : cache_.tenants()) {
-    const auto v = source_(tenant, name);
+  for (const auto& [tenant, v] : verdicts) {
     if (!v) {
       unanswered++;
       continue;

@@ -69,7 +69,7 @@ pass "the daemon counts as the library: $warmed entries warmed, $hits hits; quot
 curl -sf "http://127.0.0.1:$PORT/api/v1/caches?tenant=loop-b" | /usr/bin/python3 -c '
 import json, sys
 row = json.load(sys.stdin)["caches"][0]
-# The page's history is sampled each second: its quota may be one rebalance behind the scrape.
+# The API history is sampled each second: its quota may be one rebalance behind the scrape.
 assert row["quota_bytes"] < float(sys.argv[1]) and 0 <= row["competition"] <= 1, row
 print("api: loop-b competition %.2f, quota %.0f" % (row["competition"], row["quota_bytes"]))' "$base" ||
   fail "/api/v1/caches: $(curl -s "http://127.0.0.1:$PORT/api/v1/caches")"

@@ -79,6 +79,33 @@ _lib.tc_cache_set_base_quota.argtypes = [_p, ctypes.c_char_p, ctypes.c_uint64]
 _lib.tc_cache_set_competition.argtypes = [_p, ctypes.c_char_p, ctypes.c_double]
 _lib.tc_cache_rebalance.argtypes = [_p]
 _lib.tc_cache_tenant_stats_get.argtypes = [_p, ctypes.c_char_p, ctypes.POINTER(_Stats)]
+_lib.tc_cache_tenants.restype = ctypes.c_int64
+_lib.tc_cache_tenants.argtypes = [_p, ctypes.c_char_p, ctypes.c_size_t]
+_LOADER = ctypes.CFUNCTYPE(None, _p, _p, ctypes.c_char_p, _F32P, ctypes.c_size_t, ctypes.c_size_t)
+_lib.tc_cache_set_loader.argtypes = [_p, _LOADER, _p]
+_lib.tc_cache_load_put.argtypes = [_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+_lib.tc_cache_warm_up.restype = ctypes.c_int64
+_lib.tc_cache_warm_up.argtypes = [_p, ctypes.c_char_p]
+
+
+class _Verdict(ctypes.Structure):
+    _fields_ = [("tenant", ctypes.c_char_p), ("answered", ctypes.c_int), ("breakdown", ctypes.c_int),
+                ("competition", ctypes.c_double), ("miss_ratio", ctypes.c_double),
+                ("lookups", ctypes.c_uint64)]
+
+
+_FEEDBACK_FIELDS = ["polls", "unanswered", "breakdowns", "warmups", "warmed_entries", "rebalances"]
+
+
+class _FeedbackStats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in _FEEDBACK_FIELDS]
+
+
+_lib.tc_cache_feedback_new.restype = _p
+_lib.tc_cache_feedback_new.argtypes = [_p]
+_lib.tc_cache_feedback_follow.argtypes = [_p, ctypes.POINTER(_Verdict), ctypes.c_size_t]
+_lib.tc_cache_feedback_stats_get.argtypes = [_p, ctypes.POINTER(_FeedbackStats)]
+_lib.tc_cache_feedback_free.argtypes = [_p]
 
 
 def _check(rc):
@@ -152,3 +179,90 @@ class VectorCache:
         s = _Stats()
         _check(_lib.tc_cache_tenant_stats_get(self._h, tenant.encode(), ctypes.byref(s)))
         return {n: getattr(s, n) for n in _STAT_FIELDS}
+
+    def tenants(self):
+        need = _check(_lib.tc_cache_tenants(self._h, None, 0))
+        buf = ctypes.create_string_buffer(max(need, 1))
+        _check(_lib.tc_cache_tenants(self._h, buf, need))
+        return [t.decode() for t in buf.raw[:need].split(b"\0")[:-1]]
+
+    def set_loader(self, loader):
+        """`loader(tenant, vectors)` gives the values of a warm-up batch (`vectors`: an n x dim
+        float32 array): a list of n bytes or None (skipped). An exception it raises skips the
+        batch (and is kept in `loader_errors`). None: no loader."""
+        if loader is None:
+            self._loader = None
+            _check(_lib.tc_cache_set_loader(self._h, _LOADER(), None))
+            return
+
+        def call(_user, load, tenant, vectors, n, dim):
+            try:
+                rows = np.ctypeslib.as_array(vectors, shape=(n, dim)).copy()
+                values = list(loader(tenant.decode(errors="replace"), rows))
+                if len(values) != n:
+                    raise CacheError(f"loader gave {len(values)} values for {n} vectors")
+                for i, value in enumerate(values):
+                    if value is not None:
+                        _check(_lib.tc_cache_load_put(load, i, bytes(value), len(value)))
+            except Exception as err:  # a callback must not raise into C
+                self.loader_errors.append(err)
+
+        self.loader_errors = []
+        self._loader = _LOADER(call)  # kept alive as long as the cache may call it
+        _check(_lib.tc_cache_set_loader(self._h, self._loader, None))
+
+    def warm_up(self, tenant):
+        """Warms `tenant` up from its recorded query patterns now; returns the entries loaded."""
+        return _check(_lib.tc_cache_warm_up(self._h, tenant.encode()))
+
+
+class CacheFeedback:
+    """The closed loop in Python: each poll() asks the tailcause daemon for its verdict on every
+    tenant of `cache` (tailcause.cache_state, the SDK's socket client: breakdown or healthy, and
+    the competition index) and the library follows it as the C++ CacheFeedback does: a tenant
+    whose breakdown began is warmed up (set_loader first), competition indexes set the quotas.
+    `source(tenant, cache_name)` replaces the daemon (a CacheState, or None: no answer).
+    Call poll() from a timer, every second or so."""
+
+    def __init__(self, cache, cache_name="retrieval", source=None, socket_path=None):
+        self._cache = cache
+        self._name = cache_name
+        if source is None:
+            import tailcause  # the SDK's Python package: only this class needs it
+
+            def source(tenant, name):
+                try:
+                    return tailcause.cache_state(tenant, name, socket_path=socket_path)
+                except tailcause.BreakerUnavailable:
+                    return None
+        self._source = source
+        handle = _lib.tc_cache_feedback_new(cache._h)
+        if not handle:
+            raise CacheError(_lib.tc_cache_last_error().decode(errors="replace"))
+        self._h = handle
+
+    def close(self):
+        if self._h:
+            _lib.tc_cache_feedback_free(self._h)
+            self._h = None
+
+    __del__ = close
+
+    def poll(self):
+        names = self._cache.tenants()
+        verdicts = (_Verdict * max(len(names), 1))()
+        for i, tenant in enumerate(names):
+            v = self._source(tenant, self._name)
+            verdicts[i].tenant = tenant.encode()
+            if v is not None:
+                verdicts[i].answered = 1
+                verdicts[i].breakdown = int(v.state == "breakdown")
+                verdicts[i].competition = float(v.competition)
+                verdicts[i].miss_ratio = float(v.miss_ratio)
+                verdicts[i].lookups = int(v.lookups)
+        _check(_lib.tc_cache_feedback_follow(self._h, verdicts, len(names)))
+
+    def stats(self):
+        s = _FeedbackStats()
+        _check(_lib.tc_cache_feedback_stats_get(self._h, ctypes.byref(s)))
+        return {n: getattr(s, n) for n in _FEEDBACK_FIELDS}

@@ -7,17 +7,7 @@ import numpy as np
 
 import tailcause_cache as tc
 
-
-def unit(seed, dim=64):
-    v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
-    return v / np.linalg.norm(v)
-
-
-def at_cosine(a, c, seed):
-    b = unit(seed, a.size)
-    b = b - np.dot(a, b) * a
-    b /= np.linalg.norm(b)
-    return (c * a + np.sqrt(1 - c * c) * b).astype(np.float32)
+from vectors import at_cosine, unit
 
 
 class BindingTest(unittest.TestCase):

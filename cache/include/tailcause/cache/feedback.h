@@ -20,6 +20,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tailcause/cache/vector_cache.h"
 
@@ -37,8 +39,12 @@ using VerdictSource = std::function<std::optional<DaemonVerdict>(const std::stri
                                                                  const std::string& cache)>;
 
 // Asks the daemon over its socket (libtailcause_sdk: $TAILCAUSE_BREAKER_SOCKET, else
-// /run/tailcause/breaker.sock; 100 ms at most per question).
+// /run/tailcause/breaker.sock; 100 ms at most per question). In the library
+// tailcause_cache_feedback, which links libtailcause_sdk.so (sdk_verdict_source.cpp).
 VerdictSource sdk_verdict_source();
+
+// One tenant's verdict for a round; nullopt: no daemon answered.
+using TenantVerdict = std::pair<std::string, std::optional<DaemonVerdict>>;
 
 struct FeedbackStats {
   uint64_t polls = 0;           // rounds
@@ -53,13 +59,17 @@ class CacheFeedback {
  public:
   static constexpr double kRebalanceStep = 0.1;
 
-  CacheFeedback(VectorCache& cache, VerdictSource source);
+  // `source` may be empty for a caller that brings its verdicts to follow() itself.
+  CacheFeedback(VectorCache& cache, VerdictSource source = {});
   ~CacheFeedback();  // stops the thread
   CacheFeedback(const CacheFeedback&) = delete;
   CacheFeedback& operator=(const CacheFeedback&) = delete;
 
-  // One round: asks about every tenant of the cache and acts on the answers.
+  // One round: asks the source about every tenant of the cache and follows the answers.
   void poll();
+  // One round from verdicts the caller got itself (the Python binding asks through the
+  // Python SDK): warm-ups and a rebalance as poll() would do.
+  void follow(const std::vector<TenantVerdict>& verdicts);
   // A thread calling poll() every `period` until stop().
   void start(std::chrono::milliseconds period = std::chrono::seconds(1));
   void stop();
