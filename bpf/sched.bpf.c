@@ -292,11 +292,13 @@ int BPF_PROG(handle_exit_raw)
 }
 
 /* Records one run-queue length sample of the CPU it runs on, or only every stride-th one while
- * the node is in sparse mode. */
+ * the node is in sparse mode; dense samples (a cgroup is throttled) have a histogram of their
+ * own, so the depth while throttled is read apart from the rest. */
 static __always_inline void record_runqlen(const struct rq *rq)
 {
 	__u32 zero = 0;
 	struct sched_runqlen *r = bpf_map_lookup_elem(&sched_runqlen, &zero);
+	struct tailcause_linear_hist *h;
 	__u64 len;
 
 	if (!r || !rq)
@@ -306,9 +308,10 @@ static __always_inline void record_runqlen(const struct rq *rq)
 			return;
 		r->ticks = 0;
 	}
+	h = runqlen_dense ? &r->throttled : &r->hist;
 	len = rq->nr_running;
-	r->hist.slots[len < TAILCAUSE_LINEAR_SLOTS ? len : TAILCAUSE_LINEAR_SLOTS - 1] += 1;
-	r->hist.sum += len;
+	h->slots[len < TAILCAUSE_LINEAR_SLOTS ? len : TAILCAUSE_LINEAR_SLOTS - 1] += 1;
+	h->sum += len;
 }
 
 /* Software cpu-clock event, one per CPU at the dense rate; runs on the sampled CPU. Preferred

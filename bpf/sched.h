@@ -39,7 +39,8 @@ struct sched_pair_stats {
 
 /* Per CPU: the sampled run-queue length of that CPU. */
 struct sched_runqlen {
-	struct tailcause_linear_hist hist;
+	struct tailcause_linear_hist hist;      /* sparse samples: no cgroup throttled */
+	struct tailcause_linear_hist throttled; /* dense samples: while a cgroup is throttled */
 	__u64 ticks; /* perf samples seen, to record only every stride-th one in sparse mode */
 };
 

@@ -267,7 +267,9 @@ def contention(t):
     b.panel("timeseries", "Run-queue depth P99 (per node)",
             "instance:tailcause_runqueue_length:p99: runnable tasks per CPU, sampled at "
             "probes.sched.runqlen_dense_hz while any cgroup is throttled, else sparse_hz.",
-            [target(f"instance:tailcause_runqueue_length:p99{sel(NODE)}", "{{instance}}")],
+            [target(f"instance:tailcause_runqueue_length:p99{sel(NODE)}", "{{instance}}"),
+             target(f"instance:tailcause_runqueue_length_while_throttled:p99{sel(NODE)}",
+                    "{{instance}} while throttled", ref="B")],
             unit="none")
     b.heatmap("Run-queue depth per CPU", "Sampled run-queue length per CPU.",
               [target(f"sum by (le) (rate(tailcause_runqueue_length_bucket{sel(NODE)}[{RI}]))",

@@ -184,6 +184,11 @@ class Rules:
             {"record": "instance:tailcause_runqueue_length:p99",
              "expr": f"histogram_quantile(0.99, sum by (instance, job, le) "
                      f"(rate(tailcause_runqueue_length_bucket{sel(job)}[{w}])))"},
+            # The depth while a cgroup is throttled: the dense samples alone.
+            {"record": "instance:tailcause_runqueue_length_while_throttled:p99",
+             "expr": "histogram_quantile(0.99, sum by (instance, job, le) "
+                     "(rate(tailcause_runqueue_length_bucket" + sel(job, 'throttling="true"')
+                     + f"[{w}])))"},
             self.alert("TailcauseCpuThrottled",
                        f"{thr} > {d['throttled_share']:g} and on (instance, job, cgroup) sum by "
                        f"(instance, job, cgroup) (rate(tailcause_cpu_periods_total{sel(job, cg)}"

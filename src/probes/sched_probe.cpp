@@ -366,11 +366,15 @@ void SchedProbe::collect_runqlen(core::MetricSet& out) {
   const auto per_cpu = percpu_values<sched_runqlen>(bpf_map__fd(skel_->maps.sched_runqlen), &zero);
   for (int cpu : sampler_.cpus) {
     if (cpu >= static_cast<int>(per_cpu.size())) continue;
-    const auto& h = per_cpu[cpu].hist;
-    out.add_histogram(core::metric::kRunqueueLength,
-                      "Sampled number of runnable tasks on a CPU, the running one included",
-                      {{"cpu", std::to_string(cpu)}},
-                      core::linear_to_buckets(widen(h.slots), h.sum), "");
+    for (const bool throttling : {false, true}) {
+      const auto& h = throttling ? per_cpu[cpu].throttled : per_cpu[cpu].hist;
+      out.add_histogram(
+          core::metric::kRunqueueLength,
+          "Sampled number of runnable tasks on a CPU, the running one included; "
+          "throttling=\"true\": the dense samples taken while a cgroup is throttled",
+          {{"cpu", std::to_string(cpu)}, {"throttling", throttling ? "true" : "false"}},
+          core::linear_to_buckets(widen(h.slots), h.sum), "");
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -93,9 +94,15 @@ class SchedTest : public ::testing::Test {
     return s ? s->histogram.count : 0;
   }
   // Run-queue length samples taken on all CPUs so far.
-  uint64_t runqlen_samples(const core::MetricSet& m) {
+  // Run-queue length samples over every CPU: all of them, or those of one `throttling` value.
+  uint64_t runqlen_samples(const core::MetricSet& m, const char* throttling = nullptr) {
     uint64_t n = 0;
-    for (const auto& s : samples_of(m, kRunqlen)) n += s.histogram.count;
+    for (const auto& s : samples_of(m, kRunqlen)) {
+      const bool match = !throttling || std::find(s.labels.begin(), s.labels.end(),
+                                                  std::pair<std::string, std::string>{
+                                                      "throttling", throttling}) != s.labels.end();
+      if (match) n += s.histogram.count;
+    }
     return n;
   }
 
@@ -229,6 +236,7 @@ TEST_F(SchedTest, UninterruptibleWaitShowsOffcpuIo) {
 TEST_F(SchedTest, RunqueueLengthIsSampledOnEveryCpu) {
   TestCgroup hogs("sched-runqlen");
   signals.cgroup_throttling = true;  // dense: plenty of samples in a short test
+  const std::pair<std::string, std::string> dense{"throttling", "true"};
   probe->start(ctx);
   probe->tick(ctx);
   spawn_child(&hogs, 0);
@@ -238,7 +246,7 @@ TEST_F(SchedTest, RunqueueLengthIsSampledOnEveryCpu) {
   // CPU's timer for a while, so wait (up to 6 s) until every CPU has reported.
   auto every_cpu_sampled = [&](const core::MetricSet& set) {
     for (long cpu = 0; cpu < cpus; ++cpu) {
-      if (count(set, kRunqlen, {{"cpu", std::to_string(cpu)}}) == 0) return false;
+      if (count(set, kRunqlen, {{"cpu", std::to_string(cpu)}, dense}) == 0) return false;
     }
     return true;
   };
@@ -248,12 +256,12 @@ TEST_F(SchedTest, RunqueueLengthIsSampledOnEveryCpu) {
     std::this_thread::sleep_for(250ms);
     m = scrape();
   }
-  ASSERT_EQ(samples_of(m, kRunqlen).size(), static_cast<size_t>(cpus));
+  ASSERT_EQ(samples_of(m, kRunqlen).size(), 2 * static_cast<size_t>(cpus));  // throttling or not
   for (long cpu = 0; cpu < cpus; ++cpu) {
-    EXPECT_GT(count(m, kRunqlen, {{"cpu", std::to_string(cpu)}}), 0u) << "cpu " << cpu;
+    EXPECT_GT(count(m, kRunqlen, {{"cpu", std::to_string(cpu)}, dense}), 0u) << "cpu " << cpu;
   }
   // Bucket le=1 counts samples of length 0 and 1; the two hogs make the rest.
-  const core::Sample* cpu0 = find_sample(m, kRunqlen, {{"cpu", "0"}});
+  const core::Sample* cpu0 = find_sample(m, kRunqlen, {{"cpu", "0"}, dense});
   ASSERT_NE(cpu0, nullptr);
   ASSERT_GE(cpu0->histogram.buckets.size(), 2u);
   EXPECT_EQ(cpu0->histogram.buckets[1].first, 1.0);
@@ -265,17 +273,23 @@ TEST_F(SchedTest, ThrottlingSignalRaisesRunqueueLengthSampleRate) {
   probe->tick(ctx);  // sparse
   const uint64_t sparse0 = runqlen_samples(scrape());
   std::this_thread::sleep_for(1s);
-  const uint64_t sparse = runqlen_samples(scrape()) - sparse0;
+  const auto m1 = scrape();
+  const uint64_t sparse = runqlen_samples(m1) - sparse0;
+  EXPECT_EQ(runqlen_samples(m1, "true"), 0u);  // nothing throttled yet
 
   signals.cgroup_throttling = true;
   probe->tick(ctx);
-  const uint64_t dense0 = runqlen_samples(scrape());
+  const auto m2 = scrape();
+  const uint64_t dense0 = runqlen_samples(m2), dense_true0 = runqlen_samples(m2, "true");
   std::this_thread::sleep_for(1s);
-  const uint64_t dense = runqlen_samples(scrape()) - dense0;
+  const auto m3 = scrape();
+  const uint64_t dense = runqlen_samples(m3) - dense0;
 
   // Defaults: 10 Hz sparse, 200 Hz dense; a 3x margin absorbs any scheduling noise.
   EXPECT_GT(sparse, 0u);
   EXPECT_GT(dense, 3 * sparse) << "sparse " << sparse << ", dense " << dense;
+  // The dense samples are the throttling="true" histogram's: the depth while throttled.
+  EXPECT_EQ(runqlen_samples(m3, "true") - dense_true0, dense);
 
   signals.cgroup_throttling = false;
   probe->tick(ctx);
