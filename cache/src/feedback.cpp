@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tailcause/cache/feedback.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -23,10 +24,13 @@ void CacheFeedback::poll() {
 
 void CacheFeedback::follow(const std::vector<TenantVerdict>& verdicts) {
   std::lock_guard round(poll_mu_);
+  // A verdict about a tenant this cache does not have creates nothing.
+  const auto known = cache_.tenants();
   std::vector<std::string> warm;
   bool rebalance = false;
   uint64_t unanswered = 0, breakdowns = 0;
   for (const auto& [tenant, v] : verdicts) {
+    if (!std::binary_search(known.begin(), known.end(), tenant)) continue;
     if (!v) {
       unanswered++;
       continue;

@@ -139,6 +139,10 @@ TEST(CacheFeedback, NoAnswerOrNoLookupsChangesNothing) {
   EXPECT_EQ(f.cache->stats("a").competition, 0.5);
   EXPECT_EQ(f.cache->stats("a").warmups, 0u);
   EXPECT_EQ(loop.stats().rebalances, 0u);
+  // A verdict about a tenant the cache does not have (follow(), as the C ABI passes them on)
+  // neither creates it nor fails.
+  loop.follow({{"stranger", DaemonVerdict{true, 0.9, 1.0, 50}}, {"", DaemonVerdict{}}});
+  EXPECT_EQ(f.cache->tenants(), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(CacheFeedback, ItsThreadPollsUntilStopped) {
