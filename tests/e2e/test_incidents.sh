@@ -222,7 +222,9 @@ median = {s: v["p50_seconds"] for s, v in report.items() if s != "request" and v
 threshold = {s: max(2 * m, m + MIN_EXCESS) for s, m in median.items()}
 
 def during(r, window):
-    return r["start"] >= window[0] and r["end"] <= window[1] + GRACE
+    # Started while the fault held (a stage begun after it was lifted is not its doing), ended
+    # by GRACE after it.
+    return window[0] <= r["start"] <= window[1] and r["end"] <= window[1] + GRACE
 
 def inside(r, i):
     return r["start"] >= i["start_ns"] - TOL and r["end"] <= i["end_ns"] + TOL
