@@ -97,20 +97,30 @@ static int parse_field(const char **p, const char *prefix, uint64_t *value)
 	return 0;
 }
 
+/* A reply's state word: 0 when *p starts with `zero`, 1 with `one` (then *p is past it), else
+ * -EPROTO. */
+static int match_state(const char **p, const char *zero, const char *one)
+{
+	size_t n = strlen(zero);
+	if (strncmp(*p, zero, n) == 0) {
+		*p += n;
+		return 0;
+	}
+	n = strlen(one);
+	if (strncmp(*p, one, n) == 0) {
+		*p += n;
+		return 1;
+	}
+	return -EPROTO;
+}
+
 /* "ok closed|open consecutive=N retry_after_ms=M" (without "\n"): 0 closed, 1 open. */
 static int parse_reply(const char *line, uint32_t *retry_after_ms)
 {
-	int state;
 	const char *p = line;
-	if (strncmp(p, "ok closed ", 10) == 0) {
-		state = 0;
-		p += 10;
-	} else if (strncmp(p, "ok open ", 8) == 0) {
-		state = 1;
-		p += 8;
-	} else {
-		return -EPROTO;
-	}
+	int state = match_state(&p, "ok closed ", "ok open ");
+	if (state < 0)
+		return state;
 	uint64_t consecutive, retry;
 	if (parse_field(&p, "consecutive=", &consecutive) != 0 || *p++ != ' ' ||
 	    parse_field(&p, "retry_after_ms=", &retry) != 0 || *p != '\0')
@@ -255,17 +265,10 @@ TAILCAUSE_SDK_EXPORT int tailcause_sdk_breaker_state(const char *tenant, const c
  * 1 breakdown. */
 static int parse_cache_reply(const char *line, struct tailcause_sdk_cache_view *view)
 {
-	int state;
 	const char *p = line;
-	if (strncmp(p, "ok healthy ", 11) == 0) {
-		state = 0;
-		p += 11;
-	} else if (strncmp(p, "ok breakdown ", 13) == 0) {
-		state = 1;
-		p += 13;
-	} else {
-		return -EPROTO;
-	}
+	int state = match_state(&p, "ok healthy ", "ok breakdown ");
+	if (state < 0)
+		return state;
 	uint64_t competition, miss, lookups;
 	if (parse_field(&p, "competition_permille=", &competition) != 0 || *p++ != ' ' ||
 	    parse_field(&p, "miss_permille=", &miss) != 0 || *p++ != ' ' ||

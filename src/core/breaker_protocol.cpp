@@ -118,25 +118,23 @@ std::variant<BreakerRequest, BreakerParseError> parse_breaker_request(std::strin
     request.command = command == "ping" ? BreakerCommand::ping : BreakerCommand::list;
     return request;
   }
-  if (command == "state") {
+  if (command == "state" || command == "cache") {
+    const bool state = command == "state";
+    const std::string_view second = state ? "AGENT" : "CACHE";
     if (fields.size() != 3) {
-      return BreakerParseError{BreakerError::arity, "usage: state TENANT AGENT"};
+      return BreakerParseError{BreakerError::arity,
+                               fmt::format("usage: {} TENANT {}", command, second)};
     }
     auto tenant = breaker_percent_decode(fields[1]);
     if (!tenant) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in TENANT"};
-    auto agent = breaker_percent_decode(fields[2]);
-    if (!agent) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in AGENT"};
-    return BreakerRequest{BreakerCommand::state, std::move(*tenant), std::move(*agent), {}};
-  }
-  if (command == "cache") {
-    if (fields.size() != 3) {
-      return BreakerParseError{BreakerError::arity, "usage: cache TENANT CACHE"};
+    auto name = breaker_percent_decode(fields[2]);
+    if (!name) {
+      return BreakerParseError{BreakerError::encoding,
+                               fmt::format("bad percent-encoding in {}", second)};
     }
-    auto tenant = breaker_percent_decode(fields[1]);
-    if (!tenant) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in TENANT"};
-    auto cache = breaker_percent_decode(fields[2]);
-    if (!cache) return BreakerParseError{BreakerError::encoding, "bad percent-encoding in CACHE"};
-    return BreakerRequest{BreakerCommand::cache, std::move(*tenant), {}, std::move(*cache)};
+    if (state)
+      return BreakerRequest{BreakerCommand::state, std::move(*tenant), std::move(*name), {}};
+    return BreakerRequest{BreakerCommand::cache, std::move(*tenant), {}, std::move(*name)};
   }
   return BreakerParseError{
       BreakerError::unknown_command,
