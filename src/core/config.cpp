@@ -244,6 +244,15 @@ Config parse_config(std::string_view yaml_text, std::string_view source, Config 
        }},
       {"top_k",
        [&](const YAML::Node& n, const std::string& k) { c.top_k = r.positive(n, k, 100000); }},
+      {"ui",
+       [&](const YAML::Node& n, const std::string& k) {
+         r.mapping(n, k,
+                   {{"tick_s", [&](const YAML::Node& v,
+                                   const std::string& kk) { c.ui.tick_s = r.positive(v, kk, 60); }},
+                    {"history_s", [&](const YAML::Node& v, const std::string& kk) {
+                       c.ui.history_s = r.positive(v, kk, 6 * 3600);
+                     }}});
+       }},
       {"btf", [&](const YAML::Node& n, const std::string& k) { c.btf = r.string(n, k); }},
       {"bpf_stats", enabled(c.bpf_stats)},
       {"cgroup",
@@ -349,6 +358,12 @@ Config parse_config(std::string_view yaml_text, std::string_view source, Config 
     r.fail_at(r.key_line(key).value_or(1), key,
               fmt::format("runqlen_sparse_hz ({}) must not exceed runqlen_dense_hz ({})",
                           c.sched.runqlen_sparse_hz, c.sched.runqlen_dense_hz));
+  }
+  if (c.ui.history_s < 2 * c.ui.tick_s || c.ui.history_s / c.ui.tick_s > UiSettings::kMaxUiSlots) {
+    const std::string key = r.key_line("ui.history_s") ? "ui.history_s" : "ui.tick_s";
+    r.fail_at(r.key_line(key).value_or(1), key,
+              fmt::format("history_s ({}) must hold 2 to {} ticks of tick_s ({})", c.ui.history_s,
+                          UiSettings::kMaxUiSlots, c.ui.tick_s));
   }
   check_glitch_sections(r, c);
   return c;

@@ -191,6 +191,16 @@ struct KubernetesSettings {
   bool operator==(const KubernetesSettings&) const = default;
 };
 
+// The web UI's and `top`'s short memory (export/api): how often the daemon samples its own
+// metrics for them, and how far back that history and the stage heatmap reach. Memory grows
+// with history_s / tick_s (at most kMaxUiSlots samples kept).
+struct UiSettings {
+  static constexpr uint32_t kMaxUiSlots = 1800;
+  uint32_t tick_s = 2;
+  uint32_t history_s = 900;
+  bool operator==(const UiSettings&) const = default;
+};
+
 struct Config {
   std::string listen = "0.0.0.0:9436";
   uint32_t top_k = 50;  // label values kept per label before folding into __other__
@@ -210,6 +220,7 @@ struct Config {
   JournalSettings journal;
   OtlpSettings otlp;
   KubernetesSettings kubernetes;
+  UiSettings ui;
   bool operator==(const Config&) const = default;
 };
 

@@ -11,7 +11,6 @@ namespace tailcause::core {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
-constexpr uint32_t kWorkerKind = 255;  // a context_attach..detach span (stage_record.h)
 
 bool slower(const Glitch& a, const Glitch& b) { return a.check.wall_ns > b.check.wall_ns; }
 
@@ -95,7 +94,7 @@ TenantSummary& GlitchAnalyzer::tenant(const std::string& name) {
 
 void GlitchAnalyzer::on_stage(const StageRecord& r, AnalyzerOutput& out) {
   if (r.aborted()) return;  // the thread exited mid-stage: no wall time to judge
-  const bool worker = r.worker() || r.kind == kWorkerKind;
+  const bool worker = r.worker() || r.kind == StageRecord::kWorkerSpanKind;
   // A request is kept pending for its trace, or (below) once one of its stages glitched.
   Pending* p = r.id.synthetic || !settings_.collect_traces
                    ? nullptr

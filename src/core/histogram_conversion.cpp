@@ -2,6 +2,7 @@
 #include "core/histogram_conversion.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace tailcause::core {
@@ -25,6 +26,25 @@ HistogramData log2_to_buckets(std::span<const uint64_t> slots, uint64_t sum, dou
   h.count = cumulative;
   h.sum = static_cast<double>(sum) * unit_seconds;
   return h;
+}
+
+size_t log2_slot(uint64_t ns, size_t slots) {
+  const size_t s = ns > 1 ? static_cast<size_t>(std::bit_width(ns) - 1) : 0;
+  return std::min(s, slots - 1);
+}
+
+size_t duration_bucket(uint64_t ns) {
+  const size_t s = log2_slot(ns, 64);
+  if (s < kDurationFirstSlot) return 0;
+  return std::min(s, kDurationLastSlot + 1) - kDurationFirstSlot;
+}
+
+std::vector<double> duration_bounds() {
+  // As log2_to_buckets() labels them: le = 2^(slot+1) ns.
+  std::vector<double> b;
+  for (size_t s = kDurationFirstSlot; s <= kDurationLastSlot; ++s)
+    b.push_back(std::ldexp(1e-9, static_cast<int>(s + 1)));
+  return b;
 }
 
 HistogramData linear_to_buckets(std::span<const uint64_t> slots, uint64_t sum) {

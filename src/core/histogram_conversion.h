@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/metrics.h"
 
@@ -18,6 +19,17 @@ void add_slots(std::span<uint64_t> into, std::span<const uint64_t> from);
 // bucket each; slots below `first` fall into the first bucket, slots above `last` only into +Inf.
 HistogramData log2_to_buckets(std::span<const uint64_t> slots, uint64_t sum, double unit_seconds,
                               size_t first, size_t last);
+
+// floor(log2(v)), 0 for v <= 1, at most `slots` - 1: the slot log2_slot() in bpf/common.bpf.h
+// picks.
+size_t log2_slot(uint64_t v, size_t slots);
+
+// The stage and request duration histograms' slots [first, last] (of ns, 32.8 us .. 137 s),
+// and the bucket a duration falls in: 0 .. (last - first) finite, then +Inf.
+inline constexpr size_t kDurationFirstSlot = 14, kDurationLastSlot = 36;
+size_t duration_bucket(uint64_t ns);
+// Their finite upper bounds in seconds, as log2_to_buckets() labels them.
+std::vector<double> duration_bounds();
 
 // Linear slots: slot v counts the value v exactly; the last slot counts values >= it and so
 // only reaches +Inf. Buckets le = 0, 1, ..., slots.size() - 2.

@@ -12,7 +12,6 @@
 namespace tailcause::core {
 
 namespace {
-constexpr uint32_t kWorkerKind = 255;  // a context_attach..detach span (stage_record.h)
 // The baseline median is a walk over its buckets: refresh it every few learned samples (it
 // moves by well under a bucket in that many at any useful horizon).
 constexpr uint64_t kMedianRefresh = 8;
@@ -190,7 +189,7 @@ void IncidentDetector::backdate(Active& a, Series& s, const std::string& stage) 
 }
 
 void IncidentDetector::observe(const StageRecord& r) {
-  if (!config_.enabled || r.aborted() || r.worker() || r.kind == kWorkerKind) return;
+  if (!config_.enabled || !r.owner_stage()) return;
   maybe_end(r.id.tenant, r.end_ns);
   auto key = std::make_pair(r.id.tenant, r.stage);
   auto it = series_.find(key);

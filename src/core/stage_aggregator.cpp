@@ -2,7 +2,6 @@
 #include "core/stage_aggregator.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "core/histogram_conversion.h"
@@ -14,10 +13,10 @@ namespace {
 constexpr char kSeparator = '\x1f';  // cannot occur in a number
 
 // Bucket ranges (log2 slots of ns; le = 2^(slot+1) ns).
-constexpr size_t kDurationFirst = 14, kDurationLast = 36;  // 32.8 us .. 137 s
-constexpr size_t kTokenFirst = 12, kTokenLast = 32;        // 8.2 us .. 8.6 s
-constexpr size_t kAgeFirst = 20, kAgeLast = 46;            // 2.1 ms .. 39 h
-constexpr size_t kLayerFirst = 10, kLayerLast = 33;        // 2 us .. 17 s
+constexpr size_t kDurationFirst = kDurationFirstSlot, kDurationLast = kDurationLastSlot;
+constexpr size_t kTokenFirst = 12, kTokenLast = 32;  // 8.2 us .. 8.6 s
+constexpr size_t kAgeFirst = 20, kAgeLast = 46;      // 2.1 ms .. 39 h
+constexpr size_t kLayerFirst = 10, kLayerLast = 33;  // 2 us .. 17 s
 
 // Entropy of an output distribution (nats or bits): fixed buckets, the last slot is +Inf.
 constexpr std::array<double, 15> kEntropyBounds = {0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2,
@@ -25,15 +24,10 @@ constexpr std::array<double, 15> kEntropyBounds = {0.05, 0.1, 0.25, 0.5, 0.75, 1
 
 const char* const kCacheResults[3] = {"hit", "miss", "stale"};
 
-size_t slot_of(uint64_t ns, size_t slots) {
-  const size_t s = ns > 1 ? static_cast<size_t>(std::bit_width(ns) - 1) : 0;
-  return std::min(s, slots - 1);
-}
-
 }  // namespace
 
 void ExemplarHistogram::observe(uint64_t ns, const std::string& trace_id, double unix_time) {
-  const size_t s = slot_of(ns, kSlots);
+  const size_t s = log2_slot(ns, kSlots);
   slots_[s] += 1;
   sum_ns_ += ns;
   if (!trace_id.empty()) exemplars_[s] = Slot{trace_id, ns * 1e-9, unix_time};

@@ -234,6 +234,7 @@ uint64_t StageRecord::measured_ns() const {
 
 bool StageRecord::worker() const { return flags & ATTRIB_SPAN_WORKER; }
 bool StageRecord::aborted() const { return flags & ATTRIB_SPAN_ABORTED; }
+bool StageRecord::owner_stage() const { return !aborted() && !worker() && kind != kWorkerSpanKind; }
 
 Component StageRecord::largest() const {
   const auto it = std::max_element(component_ns.begin(), component_ns.end());

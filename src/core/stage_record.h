@@ -64,9 +64,10 @@ struct StageRecord {
   Identity id;
   uint32_t tid = 0;
   uint64_t cgroup_id = 0;
-  std::string stage;      // label-ready stage name
-  uint32_t kind = 0;      // enum tailcause_stage, or 255 for a worker span between stages
-  uint32_t flags = 0;     // ATTRIB_SPAN_*
+  std::string stage;  // label-ready stage name
+  static constexpr uint32_t kWorkerSpanKind = 255;
+  uint32_t kind = 0;   // enum tailcause_stage, or kWorkerSpanKind for a worker span between stages
+  uint32_t flags = 0;  // ATTRIB_SPAN_*
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC
   uint64_t end_ns = 0;
   std::array<uint64_t, kComponents> component_ns{};  // unattributed included
@@ -92,6 +93,8 @@ struct StageRecord {
   uint64_t measured_ns() const;
   bool worker() const;   // a context_attach..detach span on a helper thread
   bool aborted() const;  // the thread exited mid-stage
+  // A whole stage of its owner thread, ended: what the detectors and the stage heatmap judge.
+  bool owner_stage() const;
   // The component with the most time.
   Component largest() const;
 };

@@ -27,9 +27,12 @@ Daemon::Daemon(StartOptions options, Startup startup)
     throw StartupError(e.what());
   }
   http_.api().configure({.journal_path = config_.journal.path,
-                         .cache_breakdown_ratio = config_.cache_breakdown.ratio});
+                         .cache_breakdown_ratio = config_.cache_breakdown.ratio,
+                         .tick_ns = uint64_t{config_.ui.tick_s} * 1'000'000'000,
+                         .slots = config_.ui.history_s / config_.ui.tick_s});
   pipeline_ = std::make_unique<GlitchPipeline>(config_, PipelineOptions{});
   pipeline_->connect(set_);
+  http_.api().set_stage_heatmap(pipeline_->stage_heatmap());
 }
 
 Daemon::~Daemon() { shutdown(); }
@@ -101,6 +104,14 @@ ReloadResult Daemon::reload() {
                  current.listen, next.listen, current.listen);
     next.listen = current.listen;
     result.listen_kept = true;
+  }
+  if (next.ui != current.ui) {
+    spdlog::warn(
+        "reload: a ui: change (tick_s, history_s) needs a restart; keeping tick_s={} "
+        "history_s={}",
+        current.ui.tick_s, current.ui.history_s);
+    next.ui = current.ui;
+    result.ui_kept = true;
   }
   set_.apply(next);
   pipeline_->reconfigure(next);

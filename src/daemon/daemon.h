@@ -27,6 +27,7 @@ struct ReloadResult {
   bool applied = false;      // false: rejected, the running configuration is kept
   std::string error;         // why it was rejected
   bool listen_kept = false;  // the new one asked for another listen address (needs a restart)
+  bool ui_kept = false;      // ... or another ui: section (its history is sized at start)
 };
 
 class Daemon {

@@ -158,7 +158,10 @@ void make_parent_dir(const std::string& path) {
 GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions options)
     : config_(config), options_(options) {
   analyzer_ = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config_, options_));
-  analyzer_->set_unix_offset_ns(realtime_minus_monotonic_ns());
+  unix_offset_ns_ = realtime_minus_monotonic_ns();
+  analyzer_->set_unix_offset_ns(unix_offset_ns_);
+  stage_heatmap_ = std::make_shared<core::StageHeatmap>(
+      core::StageHeatmapLimits{.window_s = config_.ui.history_s});
   incidents_ = std::make_unique<core::IncidentDetector>(core::incident_config(config_));
   // Keys in the journal stay unique over restarts: this run's start time, then the detector.
   incident_key_prefix_ = fmt::format(
@@ -275,7 +278,7 @@ void GlitchPipeline::reconfigure(const core::Config& config) {
   }
   const std::string breakers = analyzer_->breaker().serialize();
   auto next = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config, options_));
-  next->set_unix_offset_ns(realtime_minus_monotonic_ns());
+  next->set_unix_offset_ns(unix_offset_ns_);
   next->breaker().deserialize(breakers);
   next->continue_counters_of(*analyzer_);
   analyzer_ = std::move(next);
@@ -293,7 +296,15 @@ void GlitchPipeline::observe(const core::Record& record) {
   {
     std::lock_guard lock(mu_);
     analyzer_->observe(record, out);
-    if (const auto* stage = std::get_if<core::StageRecord>(&record)) incidents_->observe(*stage);
+    if (const auto* stage = std::get_if<core::StageRecord>(&record)) {
+      incidents_->observe(*stage);
+      // The stages the analyzer judges (an owner's whole stage), on the journal's clock.
+      if (stage->owner_stage()) {
+        stage_heatmap_->add(stage->id.tenant, stage->stage,
+                            static_cast<int64_t>(stage->end_ns) + unix_offset_ns_,
+                            stage->wall_ns());
+      }
+    }
     for (auto& g : out.glitches) {
       spdlog::debug("glitch: {} {} {}: {}", g.tenant, g.agent, g.stage, g.verdict.evidence);
       if (!journal_) continue;
@@ -301,7 +312,7 @@ void GlitchPipeline::observe(const core::Record& record) {
         journal_dropped_++;
         continue;
       }
-      queue_.push_back(std::move(g));
+      queue_.push_back({std::move(g), unix_offset_ns_});
     }
   }
   if (otlp_) {
@@ -317,8 +328,11 @@ void GlitchPipeline::journal_loop() {
     const bool last = stopping_;
     const uint64_t now = exporter::monotonic_now_ns();
     analyzer_->tick(now);
-    std::vector<core::Glitch> batch;
+    std::vector<QueuedGlitch> batch;
     batch.swap(queue_);
+    // Renewed under the lock, so a stage and its glitch share one offset.
+    unix_offset_ns_ = realtime_minus_monotonic_ns();
+    analyzer_->set_unix_offset_ns(unix_offset_ns_);
     // Incidents that opened, grew or ended; at the end, those under way end with the daemon.
     incidents_->tick(now);
     if (last) incidents_->end_all(now);
@@ -328,7 +342,7 @@ void GlitchPipeline::journal_loop() {
       std::string key = incident_key(i);
       changed.emplace_back(std::move(key), std::move(i));
     }
-    const int64_t offset = realtime_minus_monotonic_ns();
+    const int64_t offset = unix_offset_ns_;
     // The breaker file is rewritten only when its state changed.
     std::optional<core::CircuitBreaker> breaker_copy;
     if (options_.persist_breaker && !config_.breaker.state_file.empty()) {
@@ -343,7 +357,7 @@ void GlitchPipeline::journal_loop() {
     if (journal_ && !batch.empty()) {
       std::vector<exporter::GlitchRow> rows;
       rows.reserve(batch.size());
-      for (const auto& g : batch) rows.push_back(journal_row(g, offset));
+      for (const auto& q : batch) rows.push_back(journal_row(q.glitch, q.unix_offset_ns));
       try {
         journal_->append(rows);
         journal_written_ += rows.size();

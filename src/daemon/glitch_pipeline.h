@@ -21,6 +21,7 @@
 #include "core/glitch_analyzer.h"
 #include "core/incident_detector.h"
 #include "core/metrics.h"
+#include "core/stage_heatmap.h"
 #include "probes/probe_set.h"
 
 namespace tailcause::exporter {
@@ -66,6 +67,8 @@ class GlitchPipeline {
   void observe(const core::Record& record);
 
   void collect(core::MetricSet& out);
+  // Stages by end second and wall-time bucket, for the API's heatmap (window: ui.history_s).
+  std::shared_ptr<const core::StageHeatmap> stage_heatmap() const { return stage_heatmap_; }
   // The analyzer's summary with the incidents (active first, then the ended ones kept).
   core::AnalyzerSummary summary();
   uint64_t glitches();
@@ -80,9 +83,18 @@ class GlitchPipeline {
   PipelineOptions options_;
   probes::ProbeSet* set_ = nullptr;
 
-  std::mutex mu_;  // guards analyzer_, queue_
+  // A glitch for the journal thread, with the Unix clock offset its stage was counted under in
+  // the stage heatmap: the two agree to the nanosecond, so a heatmap cell lists its glitches.
+  struct QueuedGlitch {
+    core::Glitch glitch;
+    int64_t unix_offset_ns;
+  };
+
+  std::mutex mu_;  // guards analyzer_, queue_, unix_offset_ns_
   std::unique_ptr<core::GlitchAnalyzer> analyzer_;
-  std::vector<core::Glitch> queue_;  // for the journal thread
+  std::vector<QueuedGlitch> queue_;  // for the journal thread
+  int64_t unix_offset_ns_ = 0;       // CLOCK_REALTIME - CLOCK_MONOTONIC, renewed every second
+  std::shared_ptr<core::StageHeatmap> stage_heatmap_;
   std::unique_ptr<core::IncidentDetector> incidents_;
   // (journal key, incident) from a detector replaced by reconfigure(), for the journal thread.
   std::vector<std::pair<std::string, core::Incident>> incident_queue_;

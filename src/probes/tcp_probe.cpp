@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -38,17 +37,11 @@ static_assert(sizeof(tailcause_tcp_event) == 72, "the record layout is shared wi
 
 using Slots = std::array<uint64_t, TAILCAUSE_LOG2_SLOTS>;
 
-// The same slot as log2_slot() in bpf/common.bpf.h.
-size_t log2_slot(uint64_t v) {
-  const size_t s = v <= 1 ? 0 : static_cast<size_t>(std::bit_width(v) - 1);
-  return std::min<size_t>(s, TAILCAUSE_LOG2_SLOTS - 1);
-}
-
 struct Log2Hist {
   Slots slots{};
   uint64_t sum = 0;
   void observe(uint64_t v) {
-    ++slots[log2_slot(v)];
+    ++slots[core::log2_slot(v, TAILCAUSE_LOG2_SLOTS)];
     sum += v;
   }
 };

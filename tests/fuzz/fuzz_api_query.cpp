@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the JSON API behind /api/v1, as anyone who reaches the port can call it. The input
-// is "PATH?QUERY" for Api::handle over a history of real-shaped scrapes and a journal with
-// glitches in it (the glitch list turns parameters into SQL bindings). Every reply is 200, 400
-// or 404 with a JSON body that parses; never a crash, never 5xx.
+// is "PATH?QUERY" for Api::handle over a history of real-shaped scrapes, a stage heatmap and a
+// journal with glitches in it (the glitch list turns parameters into SQL bindings). Every reply is
+// 200, 400 or 404 with a JSON body that parses; never a crash, never 5xx.
 #include <unistd.h>
 
 #include <cstddef>
@@ -68,6 +68,10 @@ const api::Api& the_api() {
     }
     auto* made = new api::Api([](core::MetricSet&) {}, api::ApiSettings{.journal_path = path});
     for (int i = 0; i <= 10; ++i) made->sample(scrape(10.0 * i), kT0 + i * 2 * kS);
+    auto stages = std::make_shared<core::StageHeatmap>();
+    for (int64_t t = kT0; t < kT0 + 22 * kS; t += kS / 8)
+      stages->add("ta", "generation", t, static_cast<uint64_t>(t % 997) * 1'000'000);
+    made->set_stage_heatmap(stages);
     return made;
   }();
   return *a;

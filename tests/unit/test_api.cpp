@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/histogram_conversion.h"
 #include "core/schema.h"
 #include "export/api/api.h"
 #include "export/http_server.h"
@@ -122,6 +123,9 @@ class ApiTest : public ::testing::Test {
   void SetUp() override {
     for (uint64_t i = 0; i <= 10; ++i)
       api.sample(scrape(i * 10), kT0 + static_cast<int64_t>(i) * 2 * kS);
+    for (int64_t t = kT0; t < now; t += kS / 4)
+      stages->add("ta", "generation", t, t % (2 * kS) ? 5'000'000 : 600'000'000);
+    api.set_stage_heatmap(stages);
   }
   nlohmann::json get(const std::string& target, unsigned want = 200) {
     const size_t q = target.find('?');
@@ -132,6 +136,7 @@ class ApiTest : public ::testing::Test {
     return nlohmann::json::parse(r.body);
   }
   Api api{[](core::MetricSet&) {}, ApiSettings{}};
+  std::shared_ptr<core::StageHeatmap> stages = std::make_shared<core::StageHeatmap>();
   int64_t now = kT0 + 20 * kS;
 };
 
@@ -151,11 +156,36 @@ TEST_F(ApiTest, StagesGivePercentilesComponentsAndGlitchesOverTime) {
   EXPECT_EQ(get("/stages?tenant=tb")["series"].size(), 0u);
 }
 
+TEST_F(ApiTest, IndexSaysTheHistoryWindow) {
+  const auto j = get("/");
+  EXPECT_EQ(j["tick_s"], 2);
+  EXPECT_EQ(j["history_s"], 900);
+  api.configure(
+      {.journal_path = "", .cache_breakdown_ratio = 0.5, .tick_ns = 5 * kS, .slots = 720});
+  EXPECT_EQ(get("/")["history_s"], 3600);
+}
+
 TEST_F(ApiTest, HeatmapsHaveCells) {
   const auto hm = get("/heatmap/stage?stage=generation&since=60&step=2");
-  EXPECT_EQ(hm["bounds"].size(), 4u);
-  EXPECT_FALSE(hm["cells"].empty());
-  get("/heatmap/stage", 400);  // stage is required
+  EXPECT_EQ(hm["bounds"], core::duration_bounds());
+  ASSERT_EQ(hm["x"].size(), 30u);
+  EXPECT_EQ(hm["x"].back(), now / kS + 2) << "the current second is in the last column";
+  for (const auto& x : hm["x"])
+    EXPECT_EQ(x.get<int64_t>() % 2, 0) << "columns on multiples of step";
+  // Stages every 250 ms from kT0 to now: 8 per 2 s column, one of them 600 ms.
+  uint64_t slow = 0, fast = 0;
+  for (const auto& c : hm["cells"]) {
+    (c[1] == core::duration_bucket(600'000'000) ? slow : fast) += c[2].get<uint64_t>();
+    EXPECT_EQ(c[1] == core::duration_bucket(600'000'000) ? 1 : 7, c[2]) << c;
+  }
+  EXPECT_EQ(slow, 10u);
+  EXPECT_EQ(fast, 70u);
+  EXPECT_EQ(hm["max"], 7);
+  EXPECT_TRUE(get("/heatmap/stage?stage=generation&tenant=tb")["cells"].empty());
+  get("/heatmap/stage", 400);                                     // stage is required
+  get("/heatmap/stage?stage=generation&since=3600&step=1", 400);  // too many columns
+  Api bare{[](core::MetricSet&) {}, ApiSettings{}};
+  EXPECT_EQ(bare.handle("/heatmap/stage", "stage=generation", now).status, 503u);
   const auto tcp = get("/heatmap/tcp");
   ASSERT_EQ(tcp["pairs"].size(), 1u);
   EXPECT_EQ(tcp["pairs"][0]["remote"], "127.0.0.1:8080");
@@ -233,6 +263,49 @@ TEST_F(ApiTest, GlitchesComeFromTheJournalFiltered) {
                 .size(),
             1u);
   EXPECT_EQ(get("/glitches?limit=1")["glitches"].size(), 1u);
+}
+
+// A heatmap cell's click asks /glitches for the cell's seconds [x - step, x) and wall times
+// [lo, hi), as the page does: it lists exactly the glitches counted in the cell, at the edges
+// too (a nanosecond either side of a second, a wall time on a bucket's bound or under it).
+TEST_F(ApiTest, AHeatmapCellListsExactlyItsGlitches) {
+  tailcause::testing::TempDir dir;
+  const std::string path = dir.file("journal.db");
+  auto cells = std::make_shared<core::StageHeatmap>();
+  std::vector<GlitchRow> rows;
+  const int64_t s0 = now - 10 * kS;
+  for (int64_t at : {s0 - 1, s0, s0 + kS - 1, s0 + kS, s0 + 2 * kS - 1, s0 + 5 * kS})
+    for (uint64_t wall : {(1ull << 28) - 1, 1ull << 28, (1ull << 29) - 1, 1ull << 29}) {
+      cells->add("ta", "generation", at, wall);
+      GlitchRow r;
+      r.time_ns = at;
+      r.tenant = "ta";
+      r.stage = "generation";
+      r.wall_seconds = static_cast<double>(wall) * 1e-9;  // as the pipeline writes it
+      r.cause = "cpu_throttled";
+      rows.push_back(r);
+    }
+  Journal(path, {}).append(rows);
+  api.configure({.journal_path = path});
+  api.set_stage_heatmap(cells);
+
+  for (int64_t step : {1, 2, 3}) {
+    const auto hm = get("/heatmap/stage?stage=generation&since=30&step=" + std::to_string(step));
+    const auto& bounds = hm["bounds"];
+    uint64_t total = 0;
+    for (const auto& c : hm["cells"]) {
+      const int64_t to = hm["x"][c[0].get<size_t>()], from = to - step;
+      const size_t b = c[1];
+      const std::string lo = b ? bounds[b - 1].dump() : "0";
+      const std::string hi = b < bounds.size() ? bounds[b].dump() : "1e6";
+      const auto listed = get("/glitches?stage=generation&from=" + std::to_string(from) +
+                              "&to=" + std::to_string(to) + "&min_s=" + lo + "&max_s=" + hi +
+                              "&limit=500")["glitches"];
+      EXPECT_EQ(listed.size(), c[2].get<size_t>()) << "step " << step << " cell " << c;
+      total += c[2].get<uint64_t>();
+    }
+    EXPECT_EQ(total, rows.size()) << "step " << step;
+  }
 }
 
 // The routes through the real server: the query string reaches the API, hostile ones are 400

@@ -206,6 +206,27 @@ TEST(ConfigErrors, SparseRateAboveDenseRate) {
   EXPECT_NO_THROW(parse_config("probes:\n  sched:\n    runqlen_dense_hz: 10\n", "f"));
 }
 
+TEST(Config, UiHistoryWindow) {
+  const Config d = parse_config("", "t.yaml");
+  EXPECT_EQ(d.ui.tick_s, 2u);
+  EXPECT_EQ(d.ui.history_s, 900u);
+  const Config c = parse_config("ui:\n  tick_s: 12\n  history_s: 21600\n", "t.yaml");
+  EXPECT_EQ(c.ui.tick_s, 12u);
+  EXPECT_EQ(c.ui.history_s, 21600u);
+}
+
+TEST(ConfigErrors, UiHistoryMustHoldTwoToMaxTicks) {
+  EXPECT_CONFIG_ERROR("ui:\n  tick_s: 1\n  history_s: 3600\n", 3, "ui.history_s",
+                      "must hold 2 to 1800 ticks of tick_s (1)");
+  EXPECT_CONFIG_ERROR("ui:\n  tick_s: 30\n  history_s: 45\n", 3, "ui.history_s",
+                      "must hold 2 to 1800 ticks");
+  EXPECT_CONFIG_ERROR("ui:\n  history_s: 3\n", 2, "ui.history_s", "history_s (3) must hold");
+  EXPECT_NO_THROW(parse_config("ui:\n  tick_s: 1\n", "t.yaml"));  // 900 ticks
+  EXPECT_CONFIG_ERROR("ui:\n  tick_s: 61\n", 2, "ui.tick_s", "expected an integer from 1 to 60");
+  EXPECT_CONFIG_ERROR("ui:\n  history_s: 0\n", 2, "ui.history_s", "expected an integer");
+  EXPECT_CONFIG_ERROR("ui:\n  window: 5\n", 2, "ui.window", "unknown key");
+}
+
 TEST(ConfigErrors, DuplicateKeysAreRejected) {
   EXPECT_CONFIG_ERROR("top_k: 5\nlisten: \":1\"\ntop_k: 7\n", 3, "top_k", "duplicate");
   EXPECT_CONFIG_ERROR("probes:\n  tcp:\n    enabled: true\n    enabled: false\n", 4,

@@ -95,6 +95,17 @@ TEST(DaemonReload, ANewListenAddressIsRefusedTheRestApplied) {
   EXPECT_EQ(d->port(), f.port);
 }
 
+TEST(DaemonReload, ANewUiWindowIsRefusedTheRestApplied) {
+  Fixture f;
+  auto d = f.make();
+  f.write(yaml(f.port, "top_k: 13\nui: {tick_s: 5, history_s: 3600}\n"));
+  const ReloadResult r = d->reload();
+  EXPECT_TRUE(r.applied);
+  EXPECT_TRUE(r.ui_kept);
+  EXPECT_EQ(d->config().ui, core::UiSettings{});
+  EXPECT_EQ(d->config().top_k, 13u);
+}
+
 TEST(DaemonReload, FlagsOverrideTheFileAgainOnReload) {
   Fixture f;
   f.options.pid = 4321;

@@ -24,18 +24,24 @@ int64_t unix_now_ns() {
       .count();
 }
 
-const nlohmann::json kIndex = {
-    {"version", 1},
-    {"endpoints",
-     {{"/api/v1/stages", "tenant, stage, since (s), step (s): P50/P99, components, glitches"},
-      {"/api/v1/heatmap/stage", "stage (required), tenant, since, step: time x latency bucket"},
-      {"/api/v1/heatmap/tcp", "metric (rtt|duration), hours, local, remote: pair x hour P99"},
-      {"/api/v1/heatmap/layers", "since: layer x batch size P99"},
-      {"/api/v1/glitches",
-       "tenant, stage, since (s), from, to (Unix s), min_s, max_s, trace_id, limit: newest first"},
-      {"/api/v1/caches",
-       "tenant, since: hit/miss/stale, breakdown, stale-age P95/P99, competition, quota"},
-      {"/api/v1/contention", "since: throttling, noisy neighbours, breakers"}}}};
+nlohmann::json index_json(const ApiSettings& s) {
+  return {
+      {"version", 1},
+      {"tick_s", static_cast<int64_t>(s.tick_ns) / kSecondNs},
+      {"history_s", static_cast<int64_t>(s.tick_ns) / kSecondNs * static_cast<int64_t>(s.slots)},
+      {"endpoints",
+       {{"/api/v1/stages", "tenant, stage, since (s), step (s): P50/P99, components, glitches"},
+        {"/api/v1/heatmap/stage",
+         "stage (required), tenant, since, step: end second x latency bucket"},
+        {"/api/v1/heatmap/tcp", "metric (rtt|duration), hours, local, remote: pair x hour P99"},
+        {"/api/v1/heatmap/layers", "since: layer x batch size P99"},
+        {"/api/v1/glitches",
+         "tenant, stage, since (s), from, to (Unix s), min_s, max_s, trace_id, limit: newest "
+         "first"},
+        {"/api/v1/caches",
+         "tenant, since: hit/miss/stale, breakdown, stale-age P95/P99, competition, quota"},
+        {"/api/v1/contention", "since: throttling, noisy neighbours, breakers"}}}};
+}
 
 }  // namespace
 
@@ -67,6 +73,11 @@ void Api::configure(ApiSettings settings) {
   settings_ = std::move(settings);
   history_ = core::MetricHistory(history_settings(settings_.tick_ns, settings_.slots));
   journal_.reset();
+}
+
+void Api::set_stage_heatmap(std::shared_ptr<const core::StageHeatmap> heatmap) {
+  std::lock_guard lock(mu_);
+  stage_heatmap_ = std::move(heatmap);
 }
 
 void Api::start() {
@@ -130,13 +141,14 @@ Reply Api::handle(std::string_view path, std::string_view query, int64_t now_ns)
   try {
     std::lock_guard lock(mu_);
     const auto& h = history_;
-    if (path == "" || path == "/") return json_reply(kIndex);
+    if (path == "" || path == "/") return json_reply(index_json(settings_));
     if (path == "/stages")
       return json_reply(
           stages_json(h, Params::parse(query, {"tenant", "stage", "since", "step"}), now_ns));
     if (path == "/heatmap/stage") {
+      if (!stage_heatmap_) return error_reply(503, "no stage heatmap in this process");
       return json_reply(stage_heatmap_json(
-          h, Params::parse(query, {"tenant", "stage", "since", "step"}), now_ns));
+          *stage_heatmap_, Params::parse(query, {"tenant", "stage", "since", "step"}), now_ns));
     }
     if (path == "/heatmap/tcp")
       return json_reply(

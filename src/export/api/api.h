@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The JSON API under /api/v1/ that the web UI, `tailcause top` and `tailcause heatmap` read.
-// A sampler thread scrapes the daemon's own metrics every tick into a MetricHistory (the last
-// 15 minutes at 2 s, hourly TCP totals); each endpoint answers from it, and the glitch list
+// A sampler thread scrapes the daemon's own metrics every tick into a MetricHistory (by default
+// the last 15 minutes at 2 s, ui: in the configuration; hourly TCP totals); each endpoint
+// answers from it, the stage heatmap from the pipeline's StageHeatmap, and the glitch list
 // from the journal (a read-only use of a second SQLite connection). Read-only: nothing a
 // request says changes what the daemon does.
 #pragma once
@@ -17,6 +18,7 @@
 
 #include "core/metric_history.h"
 #include "core/metrics.h"
+#include "core/stage_heatmap.h"
 #include "export/api/params.h"
 
 namespace tailcause::exporter {
@@ -44,6 +46,8 @@ class Api {
   Api& operator=(const Api&) = delete;
 
   void configure(ApiSettings settings);  // before start()
+  // Where /heatmap/stage reads from (the pipeline's); without one it answers 503.
+  void set_stage_heatmap(std::shared_ptr<const core::StageHeatmap> heatmap);
   // Samples every tick on a thread of its own until stop().
   void start();
   void stop();
@@ -62,8 +66,9 @@ class Api {
 
   Collect collect_;
   ApiSettings settings_;
-  mutable std::mutex mu_;  // guards history_, journal_
+  mutable std::mutex mu_;  // guards history_, journal_, stage_heatmap_
   core::MetricHistory history_;
+  std::shared_ptr<const core::StageHeatmap> stage_heatmap_;
   mutable std::unique_ptr<Journal> journal_;  // opened on the first glitch request
   std::thread thread_;
   std::condition_variable wake_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/metric_history.h"
+#include "core/stage_heatmap.h"
 #include "export/api/params.h"
 
 namespace tailcause::exporter::api {
@@ -30,8 +31,9 @@ Columns columns(const Params& p, int64_t now_ns, int64_t tick_ns, int64_t defaul
 
 // /stages: per tenant and stage P50/P99, count, glitches and components, with points over time.
 nlohmann::json stages_json(const core::MetricHistory& h, const Params& p, int64_t now_ns);
-// /heatmap/stage: time x latency bucket counts of one stage.
-nlohmann::json stage_heatmap_json(const core::MetricHistory& h, const Params& p, int64_t now_ns);
+// /heatmap/stage: end second x latency bucket counts of one stage. Columns are whole seconds,
+// [x - step_s, x) for each end x: the same range /glitches?from=x-step_s&to=x lists.
+nlohmann::json stage_heatmap_json(const core::StageHeatmap& h, const Params& p, int64_t now_ns);
 // /heatmap/tcp: service pair x hour P99 (metric=rtt|duration).
 nlohmann::json tcp_heatmap_json(const core::MetricHistory& h, const Params& p);
 // /heatmap/layers: layer x batch size P99 (64 x 64 at most).

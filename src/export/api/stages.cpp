@@ -2,9 +2,11 @@
 // /api/v1/stages and /api/v1/heatmap/stage: stage latency and its components over time.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
+#include "core/histogram_conversion.h"
 #include "core/schema.h"
 #include "export/api/endpoints.h"
 
@@ -152,38 +154,29 @@ nlohmann::json stages_json(const core::MetricHistory& h, const Params& p, int64_
           {"series", std::move(series)}};
 }
 
-nlohmann::json stage_heatmap_json(const core::MetricHistory& h, const Params& p, int64_t now_ns) {
+nlohmann::json stage_heatmap_json(const core::StageHeatmap& h, const Params& p, int64_t now_ns) {
   const auto stage = p.name("stage");
   if (!stage) throw BadRequest("stage is required (e.g. stage=generation)");
   const auto tenant = p.name("tenant");
-  const Columns cols = columns(p, now_ns, h.settings().step_ns, 900, 10);
-  std::vector<double> bounds;
-  std::map<std::pair<int, size_t>, uint64_t> cells;
-  for (const auto* s : h.series(core::metric::kStageDurationSeconds)) {
-    if (!wanted(*s, tenant, stage)) continue;
-    if (bounds.empty()) bounds = s->bounds;
-    if (s->bounds != bounds) continue;
-    for (const auto& t : h.ticks()) {
-      const int col = cols.index(t.unix_ns);
-      if (col < 0) continue;
-      if (const auto* d = t.find(s->id))
-        for (size_t b = 0; b < d->buckets.size(); ++b)
-          if (d->buckets[b]) cells[{col, b}] += d->buckets[b];
-    }
+  const int64_t since = p.integer("since", 1, kMaxSinceS, 900);
+  const int64_t step = p.integer("step", 1, 3600, 10);
+  if (since / step > kMaxPoints) {
+    throw BadRequest(
+        fmt::format("since={} step={}: more than {} points; raise step", since, step, kMaxPoints));
   }
+  // Whole seconds, columns on multiples of step (they stay put from one refresh to the next),
+  // the last one holding the current second, which is still filling.
+  const int64_t columns = (since + step - 1) / step;
+  const int64_t to_s = (now_ns / kSecondNs / step + 1) * step, from_s = to_s - columns * step;
   nlohmann::json x = nlohmann::json::array(), out_cells = nlohmann::json::array();
-  for (int64_t e : cols.ends) x.push_back(e / kSecondNs);
+  for (int64_t i = 1; i <= columns; ++i) x.push_back(from_s + i * step);
   uint64_t max = 0;
-  for (const auto& [k, n] : cells) {
-    out_cells.push_back({k.first, k.second, n});
-    max = std::max(max, n);
+  for (const auto& c : h.cells(*stage, tenant, from_s, step, static_cast<size_t>(columns))) {
+    out_cells.push_back({c.column, c.bucket, c.count});
+    max = std::max(max, c.count);
   }
-  return {{"stage", *stage},
-          {"tenant", tenant ? *tenant : ""},
-          {"step_s", cols.step_ns / kSecondNs},
-          {"x", std::move(x)},
-          {"bounds", bounds},
-          {"cells", std::move(out_cells)},
+  return {{"stage", *stage},   {"tenant", tenant ? *tenant : ""},   {"step_s", step},
+          {"x", std::move(x)}, {"bounds", core::duration_bounds()}, {"cells", std::move(out_cells)},
           {"max", max}};
 }
 
