@@ -35,6 +35,9 @@ set(CPACK_COMPONENT_DAEMON_DESCRIPTION
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA
     ${CMAKE_SOURCE_DIR}/cmake/deb/conffiles ${CMAKE_SOURCE_DIR}/cmake/deb/postrm)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# `tailcause heatmap --out FILE.png` draws its labels in fontconfig's sans-serif; without a
+# font it asks for one (or --font, or .svg), so the font is recommended, not required.
+set(CPACK_DEBIAN_DAEMON_PACKAGE_RECOMMENDS fonts-dejavu-core)
 
 set(CPACK_DEBIAN_SDK_PACKAGE_NAME libtailcause-sdk0)
 set(CPACK_DEBIAN_SDK_PACKAGE_SECTION libs)

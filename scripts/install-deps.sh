@@ -11,6 +11,7 @@ run_pkgs=(
   systemtap-sdt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev protobuf-compiler libprotobuf-dev libcap2-bin
   libmicrohttpd-dev libyaml-dev libhnswlib-dev libpng-dev
+  libfreetype-dev libfontconfig-dev fonts-dejavu-core  # `heatmap --out FILE.png`'s labels
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tailcause heatmap --metric NAME --out FILE.svg|FILE.png`: the web UI's heatmaps as files,
-// read from the JSON API (core/heatmap_render draws them; PNG through libpng).
+// read from the JSON API (core/heatmap_render draws them; PNG through libpng, its labels
+// through FreeType with fontconfig's sans-serif or --font).
 #include <fmt/format.h>
 #include <png.h>
 
@@ -9,9 +10,12 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "cli/api_client.h"
 #include "cli/commands.h"
+#include "cli/font_lookup.h"
+#include "cli/font_painter.h"
 #include "core/heatmap_render.h"
 
 namespace tailcause::cli {
@@ -50,10 +54,16 @@ int write_heatmap(const HeatmapOptions& options) {
   // --metric and --out were checked by their validators (heatmap_metric, file_suffix).
   const std::string path = core::heatmap_api_path(options.metric);
   const bool png = ends_with(options.out, ".png");
+  // The font before the request: without one there is no PNG to write.
+  std::optional<FontPainter> painter;
+  if (png) {
+    const FontFile font = options.font.empty() ? find_sans_serif_font() : FontFile{options.font, 0};
+    painter.emplace(font.path, font.index);
+  }
   ApiClient api(options.url);
   const core::HeatmapGrid grid = core::heatmap_grid(options.metric, api.get(path));
-  if (png) {
-    write_png(core::render_heatmap_raster(grid, 12), options.out);
+  if (painter) {
+    write_png(core::render_heatmap_raster(grid, *painter), options.out);
   } else {
     std::ofstream out(options.out, std::ios::binary | std::ios::trunc);
     out << core::render_heatmap_svg(grid);

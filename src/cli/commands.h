@@ -60,6 +60,7 @@ struct HeatmapOptions {
   std::string url = "http://127.0.0.1:9436";
   std::string metric;  // stage:NAME | tcp_rtt | tcp_duration | layers
   std::string out;     // FILE.svg | FILE.png
+  std::string font;    // the PNG's font file; empty: fontconfig's sans-serif
 };
 int write_heatmap(const HeatmapOptions& options);
 // `instrument`: execs a Python agent under tailcause.instrument; returns only on failure

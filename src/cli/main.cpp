@@ -131,6 +131,10 @@ int main(int argc, char** argv) {
   heatmap->add_option("--out,-o", heatmap_options.out, "FILE.svg or FILE.png")
       ->check(file_suffix({".svg", ".png"}))
       ->required();
+  heatmap
+      ->add_option("--font", heatmap_options.font,
+                   "Font file for a PNG's labels (default: fontconfig's sans-serif)")
+      ->check(CLI::ExistingFile);
   auto* instrument = app.add_subcommand(
       "instrument", "Run a Python agent with its libraries' calls as stages: -- python3 agent.py");
   InstrumentOptions instrument_options;

@@ -40,6 +40,12 @@ std::string clock_of(int64_t unix_s, bool hours_only) {
   return buf;
 }
 
+// Characters, not bytes: UTF-8 continuation bytes do not count.
+size_t code_points(const std::string& s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
+}
+
 // hsl(h, s, l) with s, l in [0, 1] -> 0xRRGGBB.
 uint32_t hsl(double h, double s, double l) {
   const double c = (1 - std::fabs(2 * l - 1)) * s;
@@ -131,70 +137,100 @@ HeatmapGrid heatmap_grid(const std::string& metric, const nlohmann::json& r) {
   return g;
 }
 
+HeatmapLayout heatmap_layout(const HeatmapGrid& g, int left) {
+  HeatmapLayout l;
+  l.nx = static_cast<int>(std::max<size_t>(1, g.x_labels.size()));
+  l.ny = static_cast<int>(std::max<size_t>(1, g.y_labels.size()));
+  l.cw = std::clamp(720 / l.nx, 4, 32);
+  l.ch = std::clamp(400 / l.ny, 6, 20);
+  l.left = left;
+  l.top = 30;
+  l.width = left + l.cw * l.nx + 20;
+  l.height = l.top + l.ch * l.ny + 40;
+  l.ystep = static_cast<size_t>(l.ny + 19) / 20;
+  // At most 8 x labels, and (estimating 7 pixels a character, the same for the SVG and the
+  // raster so that both pick the same labels) none running into the next on a narrow grid.
+  size_t longest = 0;
+  for (const auto& s : g.x_labels) longest = std::max(longest, code_points(s));
+  const size_t pitch = 7 * longest + 4;
+  l.xstep = std::max(static_cast<size_t>(l.nx + 7) / 8, (pitch + l.cw - 1) / l.cw);
+  return l;
+}
+
+std::vector<HeatmapText> heatmap_texts(const HeatmapGrid& g, const HeatmapLayout& l) {
+  using Kind = HeatmapText::Kind;
+  std::vector<HeatmapText> out;
+  out.push_back({Kind::title, g.title, 8, 18, kHeatmapTitlePx, false});
+  for (size_t i = 0; i < g.y_labels.size(); i += l.ystep)
+    out.push_back({Kind::y_label, g.y_labels[i], l.left - 4,
+                   l.top + l.ch * (l.ny - static_cast<int>(i)) - 2, kHeatmapLabelPx, true});
+  for (size_t i = 0; i < g.x_labels.size(); i += l.xstep)
+    out.push_back({Kind::x_label, g.x_labels[i], l.cell_x(i), l.top + l.ch * l.ny + 14,
+                   kHeatmapLabelPx, false});
+  out.push_back(
+      {Kind::x_title, g.x_title + " \u2192", l.left, l.height - 8, kHeatmapLabelPx, false});
+  out.push_back({Kind::y_title, g.y_title + " \u2191", 8, l.top + 12, kHeatmapLabelPx, false});
+  if (g.cells.empty())
+    out.push_back({Kind::no_data, "no data", l.left, l.top + 20, kHeatmapLabelPx, false});
+  return out;
+}
+
 std::string render_heatmap_svg(const HeatmapGrid& g) {
-  const size_t nx = std::max<size_t>(1, g.x_labels.size()),
-               ny = std::max<size_t>(1, g.y_labels.size());
-  const int cw = std::clamp(static_cast<int>(720 / nx), 4, 32);
-  const int ch = std::clamp(static_cast<int>(400 / ny), 6, 20);
-  const int left = 200, top = 30, bottom = 40;
-  const int w = left + cw * static_cast<int>(nx) + 20, h = top + ch * static_cast<int>(ny) + bottom;
+  const HeatmapLayout l = heatmap_layout(g);
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
-      "{1}\" "
-      "font-family=\"sans-serif\" font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" "
-      "fill=\"#fff\"/>\n"
-      "<text x=\"8\" y=\"18\" font-size=\"13\">{2}</text>\n",
-      w, h, escape_xml(g.title));
-  const size_t ystep = (ny + 19) / 20;
-  for (size_t i = 0; i < g.y_labels.size(); i += ystep) {
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 4,
-                       top + ch * static_cast<int>(ny - i) - 2, escape_xml(g.y_labels[i]));
+      "{1}\" font-family=\"sans-serif\" font-size=\"{2}\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n",
+      l.width, l.height, kHeatmapLabelPx);
+  for (const auto& t : heatmap_texts(g, l)) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\"{}{}>{}</text>\n", t.x, t.baseline,
+                       t.px == kHeatmapLabelPx ? "" : fmt::format(" font-size=\"{}\"", t.px),
+                       t.end_anchor ? " text-anchor=\"end\"" : "", escape_xml(t.text));
   }
-  const size_t xstep = (nx + 7) / 8;
-  for (size_t i = 0; i < g.x_labels.size(); i += xstep) {
-    out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", left + cw * static_cast<int>(i),
-                       top + ch * static_cast<int>(ny) + 14, escape_xml(g.x_labels[i]));
-  }
-  out +=
-      fmt::format("<text x=\"{}\" y=\"{}\">{} \u2192</text>\n", left, h - 8, escape_xml(g.x_title));
-  out += fmt::format("<text x=\"8\" y=\"{}\">{} \u2191</text>\n", top + 12, escape_xml(g.y_title));
   for (const auto& c : g.cells) {
     out += fmt::format(
         "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
         "fill=\"#{:06x}\"><title>{}</title></rect>\n",
-        left + cw * static_cast<int>(c.x), top + ch * static_cast<int>(ny - 1 - c.y), cw - 1,
-        ch - 1, heat_color(c.value, g.max), escape_xml(c.tip));
+        l.cell_x(c.x), l.cell_y(c.y), l.cw - 1, l.ch - 1, heat_color(c.value, g.max),
+        escape_xml(c.tip));
   }
-  if (g.cells.empty())
-    out += fmt::format("<text x=\"{}\" y=\"{}\">no data</text>\n", left, top + 20);
   out += "</svg>\n";
   return out;
 }
 
-Raster render_heatmap_raster(const HeatmapGrid& g, int cell_px) {
-  cell_px = std::clamp(cell_px, 2, 64);
-  const int margin = 8;
-  const int nx = static_cast<int>(std::max<size_t>(1, g.x_labels.size()));
-  const int ny = static_cast<int>(std::max<size_t>(1, g.y_labels.size()));
+Raster render_heatmap_raster(const HeatmapGrid& g, const TextPainter& painter) {
+  using Kind = HeatmapText::Kind;
+  // The y title and the widest y label side by side (the title's line meets the top label).
+  int y_title = 0, widest = 0;
+  for (const auto& t : heatmap_texts(g, heatmap_layout(g))) {
+    if (t.kind == Kind::y_title) y_title = painter.width(t.text, t.px);
+    if (t.kind == Kind::y_label) widest = std::max(widest, painter.width(t.text, t.px));
+  }
+  const HeatmapLayout l = heatmap_layout(g, std::max(kHeatmapLeft, 8 + y_title + 8 + widest + 4));
+  const std::vector<HeatmapText> texts = heatmap_texts(g, l);
   Raster r;
-  r.width = 2 * margin + nx * cell_px;
-  r.height = 2 * margin + ny * cell_px;
+  r.width = l.width;
+  for (const auto& t : texts)
+    if (!t.end_anchor) r.width = std::max(r.width, t.x + painter.width(t.text, t.px) + 8);
+  r.height = l.height;
   r.rgb.assign(static_cast<size_t>(r.width) * r.height * 3, 0xff);
-  // The grid's frame, so an empty map is not mistaken for a blank file.
   auto put = [&](int x, int y, uint32_t c) {
     uint8_t* p = &r.rgb[(static_cast<size_t>(y) * r.width + x) * 3];
     p[0] = c >> 16 & 0xff, p[1] = c >> 8 & 0xff, p[2] = c & 0xff;
   };
-  for (int x = margin - 1; x <= r.width - margin; ++x)
-    put(x, margin - 1, 0xcccccc), put(x, r.height - margin, 0xcccccc);
-  for (int y = margin - 1; y <= r.height - margin; ++y)
-    put(margin - 1, y, 0xcccccc), put(r.width - margin, y, 0xcccccc);
+  // The grid's frame, one pixel outside the cells.
+  const int x0 = l.left - 1, x1 = l.left + l.cw * l.nx, y0 = l.top - 1, y1 = l.top + l.ch * l.ny;
+  for (int x = x0; x <= x1; ++x) put(x, y0, 0xcccccc), put(x, y1, 0xcccccc);
+  for (int y = y0; y <= y1; ++y) put(x0, y, 0xcccccc), put(x1, y, 0xcccccc);
   for (const auto& c : g.cells) {
     const uint32_t color = heat_color(c.value, g.max);
-    const int x0 = margin + static_cast<int>(c.x) * cell_px;
-    const int y0 = margin + (ny - 1 - static_cast<int>(c.y)) * cell_px;
-    for (int y = y0; y < y0 + cell_px - 1; ++y)
-      for (int x = x0; x < x0 + cell_px - 1; ++x) put(x, y, color);
+    const int cx = l.cell_x(c.x), cy = l.cell_y(c.y);
+    for (int y = cy; y < cy + l.ch - 1; ++y)
+      for (int x = cx; x < cx + l.cw - 1; ++x) put(x, y, color);
+  }
+  for (const auto& t : texts) {
+    const int x = t.end_anchor ? t.x - painter.width(t.text, t.px) : t.x;
+    painter.draw(r, x, t.baseline, t.text, t.px, 0x000000);
   }
   return r;
 }

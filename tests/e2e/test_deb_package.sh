@@ -27,6 +27,8 @@ for lib in libc6 libbpf1 libelf1 libsqlite3-0 libmicrohttpd12; do
   [[ $depends == *"$lib"* ]] || fail "tailcause Depends lacks $lib: $depends"
 done
 [[ $(dpkg-deb -f "$(deb_of libtailcause-sdk-dev)" Depends) == *"libtailcause-sdk0 (= "* ]] || fail "sdk-dev Depends"
+[[ $(dpkg-deb -f "$(deb_of tailcause)" Recommends) == *fonts-dejavu-core* ]] ||
+  fail "tailcause Recommends lacks fonts-dejavu-core (heatmap PNG labels)"
 dpkg-deb -I "$(deb_of libtailcause-sdk0)" shlibs | grep -q "^libtailcause_sdk 0 libtailcause-sdk0" || fail "no shlibs"
 pass "three packages, Depends from dpkg-shlibdeps: $depends"
 # Paths: apt installs local files; it fetches nothing when the dependencies are here.

@@ -151,9 +151,19 @@ grep -q '<rect class="cell"' "$WORK/gen.svg" || fail "heatmap svg has no cells"
 "$TAILCAUSE" heatmap --url "http://127.0.0.1:$PORT" --metric stage:generation --out "$WORK/gen.png" 2>"$WORK/hm.err" ||
   fail "heatmap png: $(cat "$WORK/hm.err")"
 [ "$(head -c 8 "$WORK/gen.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"
+# The PNG carries the SVG's text, drawn with the real font: dark ink where the labels go.
+/usr/bin/python3 "$(dirname "$0")/web_ui/png_text.py" "$WORK/gen.png" >"$WORK/png_text.json" ||
+  fail "heatmap png: cannot decode it"
+/usr/bin/python3 - "$WORK/png_text.json" <<'PY' || fail "heatmap png lacks text: $(cat "$WORK/png_text.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert all(r[band] > 20 for band in ("title", "y_labels", "x_labels", "x_title")), r
+PY
 expect_exit 2 "want stage:NAME" "$TAILCAUSE" heatmap --metric cpu --out "$WORK/x.svg"
 expect_exit 2 ".svg or .png" "$TAILCAUSE" heatmap --metric layers --out "$WORK/x.txt"
 expect_exit 2 "want http://HOST:PORT" "$TAILCAUSE" heatmap --url ftp://x --metric layers --out "$WORK/x.svg"
 expect_exit 2 "want http://HOST:PORT" "$TAILCAUSE" top --url localhost:9436 --once
 expect_exit 1 "127.0.0.1:1" "$TAILCAUSE" heatmap --url http://127.0.0.1:1 --metric layers --out "$WORK/x.svg"
-pass "heatmap: SVG with cells, a PNG, bad flags exit 2, an unreachable endpoint 1"
+expect_exit 1 "not a font file" "$TAILCAUSE" heatmap --url "http://127.0.0.1:$PORT" --metric layers --font "$WORK/cfg.yaml" --out "$WORK/x.png"
+expect_exit 2 "--font" "$TAILCAUSE" heatmap --metric layers --font "$WORK/no-such.ttf" --out "$WORK/x.png"
+pass "heatmap: SVG with cells, a PNG with its labels, bad flags exit 2, an unreachable endpoint or a bad font 1"
