@@ -3,35 +3,78 @@
 
 #include <hnswlib/hnswlib.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include "tailcause/cache/vector_check.h"
 
 namespace tailcause::cache {
 namespace {
 
-// Our own inner-product space: hnswlib's InnerProductSpace writes process-wide SIMD function
-// pointers in its constructor, a data race when one tenant is created while another searches.
-float ip_distance(const void* a, const void* b, const void* dim) {
-  return 1.0f - dot(static_cast<const float*>(a), static_cast<const float*>(b),
-                    *static_cast<const std::size_t*>(dim));
-}
+// The graph walk is memory-bound: it reads a stored vector per distance. So by default the
+// graph holds each vector as int8 components with one scale (max |x| / 127), a quarter of the
+// float bytes; the few candidates the walk returns are ranked again on the exact float vectors
+// (kept for rebuilds anyway), so the match and its similarity are exact either way.
+constexpr std::size_t kCandidates = 4;
 
+// How the graph stores a vector and measures 1 - cosine. Our own space, not hnswlib's
+// InnerProductSpace, which writes process-wide SIMD function pointers in its constructor (a
+// data race when one tenant is created while another searches).
 class CosineSpace : public hnswlib::SpaceInterface<float> {
  public:
-  explicit CosineSpace(std::size_t dim) : dim_(dim) {}
-  size_t get_data_size() override { return dim_ * sizeof(float); }
-  hnswlib::DISTFUNC<float> get_dist_func() override { return ip_distance; }
+  CosineSpace(std::size_t dim, bool quantized) : dim_(dim), quantized_(quantized) {}
+  size_t get_data_size() override { return quantized_ ? dim_ + sizeof(float) : dim_ * 4; }
+  hnswlib::DISTFUNC<float> get_dist_func() override {
+    return quantized_ ? int8_distance : float_distance;
+  }
   void* get_dist_func_param() override { return &dim_; }
 
+  // `v` as the graph stores it, into `out` (get_data_size() bytes).
+  void encode(const float* v, std::vector<uint8_t>& out) {
+    out.resize(get_data_size());
+    if (!quantized_) {
+      std::memcpy(out.data(), v, out.size());
+      return;
+    }
+    float max = 0;
+    for (std::size_t i = 0; i < dim_; ++i) max = std::max(max, std::fabs(v[i]));
+    const float scale = max > 0 ? max / 127.0f : 1.0f;
+    auto* q = reinterpret_cast<int8_t*>(out.data());
+    for (std::size_t i = 0; i < dim_; ++i)
+      q[i] = static_cast<int8_t>(std::lrint(std::clamp(v[i] / scale, -127.0f, 127.0f)));
+    std::memcpy(out.data() + dim_, &scale, sizeof scale);
+  }
+
  private:
+  static float float_distance(const void* a, const void* b, const void* dim) {
+    return 1.0f - dot(static_cast<const float*>(a), static_cast<const float*>(b),
+                      *static_cast<const std::size_t*>(dim));
+  }
+  static float int8_distance(const void* a, const void* b, const void* param) {
+    const std::size_t dim = *static_cast<const std::size_t*>(param);
+    const auto* x = static_cast<const int8_t*>(a);
+    const auto* y = static_cast<const int8_t*>(b);
+    float sx, sy;
+    std::memcpy(&sx, x + dim, sizeof sx);
+    std::memcpy(&sy, y + dim, sizeof sy);
+    return 1.0f - static_cast<float>(dot_i8(x, y, dim)) * sx * sy;
+  }
   std::size_t dim_;
+  bool quantized_;
 };
 
 }  // namespace
 
 struct SemanticIndex::Impl {
   Impl(std::size_t dim, const IndexParams& p, std::size_t capacity)
-      : space(dim), graph(&space, capacity, p.m, p.ef_construction) {
+      : space(dim, p.quantized), graph(&space, capacity, p.m, p.ef_construction) {
     graph.setEf(p.ef_search);
+  }
+  void add(const float* v, uint64_t label) {
+    std::vector<uint8_t> stored;
+    space.encode(v, stored);
+    graph.addPoint(stored.data(), label);
   }
   CosineSpace space;
   hnswlib::HierarchicalNSW<float> graph;
@@ -43,16 +86,17 @@ SemanticIndex::SemanticIndex(std::size_t dim, IndexParams params)
 SemanticIndex::~SemanticIndex() = default;
 
 std::size_t SemanticIndex::bytes_per_element(std::size_t dim, const IndexParams& p) {
-  // hnswlib's level-0 record (2M links + count, the vector, the label), our copy of the
-  // vector, and about 64 bytes of hash-map nodes and upper-level links.
-  return (2 * p.m * sizeof(uint32_t) + sizeof(uint32_t)) + dim * sizeof(float) +
-         sizeof(hnswlib::labeltype) + dim * sizeof(float) + 64;
+  // hnswlib's level-0 record (2M links + count, the stored vector, the label), our float copy
+  // of the vector, and about 64 bytes of hash-map nodes and upper-level links.
+  const std::size_t stored = p.quantized ? dim + sizeof(float) : dim * sizeof(float);
+  return (2 * p.m * sizeof(uint32_t) + sizeof(uint32_t)) + stored + sizeof(hnswlib::labeltype) +
+         dim * sizeof(float) + 64;
 }
 
 void SemanticIndex::add(uint64_t label, std::span<const float> v) {
   auto& g = impl_->graph;
   if (g.cur_element_count >= g.max_elements_) g.resizeIndex(g.max_elements_ * 2);
-  g.addPoint(v.data(), label);
+  impl_->add(v.data(), label);
   live_[label].assign(v.begin(), v.end());
 }
 
@@ -64,7 +108,7 @@ void SemanticIndex::remove(uint64_t label) {
 
 void SemanticIndex::rebuild() {
   auto fresh = std::make_unique<Impl>(dim_, params_, std::max<std::size_t>(1024, live_.size() * 2));
-  for (const auto& [label, v] : live_) fresh->graph.addPoint(v.data(), label);
+  for (const auto& [label, v] : live_) fresh->add(v.data(), label);
   impl_ = std::move(fresh);
   deleted_ = 0;
 }
@@ -82,9 +126,17 @@ void SemanticIndex::clear() {
 
 std::optional<SemanticIndex::Match> SemanticIndex::nearest(std::span<const float> v) const {
   if (live_.empty()) return std::nullopt;
-  auto found = impl_->graph.searchKnn(v.data(), 1);
-  if (found.empty()) return std::nullopt;
-  return Match{found.top().second, 1.0f - found.top().first};
+  thread_local std::vector<uint8_t> q;  // no allocation per lookup
+  impl_->space.encode(v.data(), q);
+  auto found = impl_->graph.searchKnn(q.data(), kCandidates);
+  std::optional<Match> best;
+  for (; !found.empty(); found.pop()) {
+    const auto it = live_.find(found.top().second);
+    if (it == live_.end()) continue;
+    const float s = dot(v.data(), it->second.data(), dim_);
+    if (!best || s > best->similarity) best = Match{it->first, s};
+  }
+  return best;
 }
 
 }  // namespace tailcause::cache

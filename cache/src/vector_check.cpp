@@ -2,6 +2,9 @@
 #include "tailcause/cache/vector_check.h"
 
 #include <cmath>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <string>
 
 namespace tailcause::cache {
@@ -14,6 +17,7 @@ namespace tailcause::cache {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || \
     __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 #define TC_DOT_CLONES
+#define TC_NO_CLONES
 #else
 #define TC_DOT_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
@@ -26,6 +30,51 @@ TC_DOT_CLONES float dot(const float* a, const float* b, std::size_t n) {
   float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   for (; i < n; ++i) r += a[i] * b[i];
   return r;
+}
+
+namespace {
+
+int32_t dot_i8_plain(const int8_t* a, const int8_t* b, std::size_t i, std::size_t n) {
+  int32_t r = 0;
+  for (; i < n; ++i) r += int32_t{a[i]} * int32_t{b[i]};
+  return r;
+}
+
+#if defined(__x86_64__) && !defined(TC_NO_CLONES)
+// 16 components a step: sign-extend to 16 bits, multiply and add pairs into 32-bit lanes
+// (vpmaddwd). The compiler's own vectorisation of the plain loop takes four times as many
+// instructions (128-bit, a widening per step).
+__attribute__((target("avx2"))) int32_t dot_i8_avx2(const int8_t* a, const int8_t* b,
+                                                    std::size_t n) {
+  __m256i acc = _mm256_setzero_si256();
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i x =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256i y =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(x, y));
+  }
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+  int32_t r = 0;
+  for (int32_t v : lanes) r += v;
+  return r + dot_i8_plain(a, b, i, n);
+}
+// Asked once, at load (cpu_init first: this may run before libgcc's own constructor).
+const bool kHasAvx2 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}();
+#endif
+
+}  // namespace
+
+int32_t dot_i8(const int8_t* a, const int8_t* b, std::size_t n) {
+#if defined(__x86_64__) && !defined(TC_NO_CLONES)
+  if (kHasAvx2) return dot_i8_avx2(a, b, n);
+#endif
+  return dot_i8_plain(a, b, 0, n);
 }
 
 namespace {

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cache's parts on their own: quotas, admission sketch, warm-up planning, locality.
+// The cache's parts on their own: quotas, admission sketch, warm-up planning, locality, the
+// vector checks and dot products, the semantic index's two walks.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <set>
 #include <unistd.h>
 
 #include "tailcause/cache/admission.h"
 #include "tailcause/cache/locality.h"
 #include "tailcause/cache/quota.h"
+#include "tailcause/cache/semantic_index.h"
 #include "tailcause/cache/vector_check.h"
 #include "tailcause/cache/warmup.h"
 #include "test_helpers.h"
@@ -203,6 +206,52 @@ TEST(VectorCheck, NamesTheBadComponentWhereverItIsAndKeepsExtremeFiniteValues) {
   std::vector<float> out(50, 9.0f);
   normalize_into(std::vector<float>{3, 4}, 2, out);
   EXPECT_EQ(out, (std::vector<float>{0.6f, 0.8f}));
+}
+
+TEST(VectorCheck, Int8DotIsExactAtEveryLength) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> c(-127, 127);
+  for (std::size_t n : {0u, 1u, 15u, 16u, 17u, 255u, 256u, 1000u}) {
+    std::vector<int8_t> a(n), b(n);
+    int32_t want = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<int8_t>(c(rng)), b[i] = static_cast<int8_t>(c(rng));
+      want += int32_t{a[i]} * b[i];
+    }
+    EXPECT_EQ(dot_i8(a.data(), b.data(), n), want) << n;
+  }
+  std::vector<int8_t> m(4096, -127);  // the largest magnitude, every lane
+  EXPECT_EQ(dot_i8(m.data(), m.data(), m.size()), 4096 * 127 * 127);
+}
+
+// Both walks (int8 copies with the candidates ranked again, and float) find the exact nearest
+// neighbour of clustered queries, and the match's similarity is the exact float cosine.
+TEST(SemanticIndex, BothWalksFindTheExactNearestWithItsExactSimilarity) {
+  constexpr std::size_t kDim = 64, kEntries = 3000;
+  std::vector<std::vector<float>> stored;
+  for (std::size_t i = 0; i < kEntries; ++i)
+    stored.push_back(test::at_cosine(test::random_vector(kDim, i % 60), 0.8, 1000 + i));
+  for (bool quantized : {true, false}) {
+    IndexParams p;
+    p.quantized = quantized;
+    SemanticIndex index(kDim, p);
+    for (std::size_t i = 0; i < kEntries; ++i) index.add(i, stored[i]);
+    std::size_t right = 0;
+    for (uint64_t q = 0; q < 300; ++q) {
+      const auto query = test::at_cosine(stored[(q * 7919) % kEntries], 0.9, 50000 + q);
+      uint64_t best = 0;
+      float best_s = -2;
+      for (std::size_t i = 0; i < kEntries; ++i) {
+        const float s = dot(query.data(), stored[i].data(), kDim);
+        if (s > best_s) best_s = s, best = i;
+      }
+      const auto m = index.nearest(query);
+      ASSERT_TRUE(m);
+      EXPECT_EQ(m->similarity, dot(query.data(), stored[m->label].data(), kDim));
+      right += m->label == best;
+    }
+    EXPECT_GE(right, 285u) << (quantized ? "int8" : "float") << " walk, recall@1 " << right / 300.0;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The approximate nearest-neighbour index behind semantic lookups: hnswlib's HNSW graph
-// (Debian's libhnswlib-dev, header-only) over unit vectors with an inner-product distance.
+// (Debian's libhnswlib-dev, header-only) over unit vectors with an inner-product distance,
+// walked on int8 copies of them and the candidates ranked again exactly.
 // Evicted entries are marked deleted; once deleted slots outnumber live ones the graph is
 // rebuilt from the live vectors, so churn does not grow it without bound. Not thread-safe:
 // the owning tenant's lock guards it.
@@ -19,6 +20,9 @@ struct IndexParams {
   std::size_t m = 16;                 // graph degree
   std::size_t ef_construction = 100;  // build-time candidate list
   std::size_t ef_search = 64;         // query-time candidate list (recall vs speed)
+  // The graph walks int8 copies of the vectors (a quarter of the memory it reads), the best
+  // few candidates ranked again on the float vectors; false: it walks the float vectors.
+  bool quantized = true;
 };
 
 class SemanticIndex {

@@ -3,6 +3,7 @@
 // wrong dimension is a clear error (BadVector) and nothing is stored.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -23,5 +24,7 @@ void normalize_into(std::span<const float> v, std::size_t dim, std::vector<float
 
 // Dot product of two vectors of the same length (unit vectors: their cosine similarity).
 float dot(const float* a, const float* b, std::size_t n);
+// The same over int8 components, exact in 32 bits (n < 2^17).
+int32_t dot_i8(const int8_t* a, const int8_t* b, std::size_t n);
 
 }  // namespace tailcause::cache
