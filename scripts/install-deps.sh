@@ -20,6 +20,7 @@ test_pkgs=(
   # packaging tests: cpack's dpkg-shlibdeps, an offline pip install, systemd-analyze
   dpkg-dev file python3-venv python3-setuptools python3-pip systemd
   python3-torch python3-faiss  # zero-code tests: recipes and `tailcause instrument` (tests/zerocode)
+  python3-requests python3-httpx  # ... and its HTTP-client hooks
   python3-yaml  # deploy/prometheus/generate.py, tests/prometheus (rules and dashboards)
 )
 case "$profile" in

@@ -27,7 +27,8 @@ stop_pid() {
   local pid=${!1:-}
   printf -v "$1" '%s' ""
   [ -n "$pid" ] || return 0
-  kill -"${2:-TERM}" "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  # wait answers the signal's status (143): under set -e that must not end the test.
+  kill -"${2:-TERM}" "$pid" 2>/dev/null && { wait "$pid" 2>/dev/null || true; }
   return 0
 }
 on_exit 'stop_pid RECEIVER_PID'

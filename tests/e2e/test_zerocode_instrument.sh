@@ -3,7 +3,9 @@
 # Zero code, Python auto-instrumentation: the same untouched agent (tests/zerocode/agent.py)
 # run by `tailcause instrument --entry handle_request --tenant-arg tenant -- python3 agent.py`:
 # requests per tenant, stages for FAISS search, PyTorch modules (embedding vs generation) and
-# the urllib tool call, and a slow loopback tool server shows as network on the tool stage.
+# the urllib tool call, and a slow loopback tool server shows as network on the tool stage; the
+# same agent calling the tool with requests and with httpx (Debian's packages) gets one tool
+# stage per request from those clients' own hooks.
 source "$(dirname "$0")/lib.sh"
 require_root
 require_zerocode_agent  # sets PY and AGENT
@@ -48,3 +50,48 @@ tool=$(sum_of tool) net=$(sum_of tool network)
 awk -v t="$tool" -v n="$net" 'BEGIN { exit !(n > 0.6 * t && t > 1.5) }' ||
   fail "the 300 ms tool server is not network on the tool stage: tool $tool s, network $net s"
 pass "slow tool server: ${net} s of ${tool} s on the tool stage is network"
+
+# ---- requests and httpx: their own hooks time the whole call as one tool stage ----------------
+# requests goes through http.client underneath, whose hook alone would make two tool stages a
+# call (request, getresponse); httpx has its own transport, so without its hook there would be
+# none. One tool stage per request, mostly network, shows each client's hook at work.
+count_of() {  # METRIC TENANT [STAGE]
+  scrape | awk -v m="$1" -v t="$2" -v s="${3:-}" 'index($0, m "{") == 1 &&
+    index($0, "tenant=\"" t "\"") && (s == "" || index($0, "stage=\"" s "\"")) { n += $2 }
+    END { printf "%d\n", n + 0 }'
+}
+tool_time() {  # TENANT [COMPONENT]: seconds on the tool stage
+  scrape | grep -E "^tailcause_stage_time_seconds_total\{tenant=\"$1\"" |
+    awk -v c="${2:-}" 'index($0, "stage=\"tool\"") && (c == "" || index($0, "component=\"" c "\"")) { t += $2 }
+      END { printf "%.6f\n", t + 0 }'
+}
+stop_pid AGENT_PID
+for client in requests httpx; do
+  if ! "$PY" -c "import $client" 2>/dev/null; then
+    [ -n "${CI:-}" ] && fail "python3-$client is needed (scripts/install-deps.sh test installs it)"
+    echo "SKIP: python3-$client not installed"; continue
+  fi
+  tenant="zi-$client"
+  "$TAILCAUSE" instrument --entry handle_request --tenant-arg tenant -- \
+    "$PY" "$AGENT" --tenant "$tenant" --tool-url "$TOOL_URL" --http-client "$client" \
+    --seconds 600 >"$WORK/agent-$client.out" 2>&1 &
+  AGENT_PID=$!
+  for _ in $(seq 1 600); do
+    n=$(count_of tailcause_requests_total "$tenant")
+    [ "$n" -ge 5 ] && break
+    kill -0 "$AGENT_PID" 2>/dev/null || fail "$client agent exited: $(tail -5 "$WORK/agent-$client.out")"
+    sleep 0.2
+  done
+  stop_pid AGENT_PID
+  sleep 0.5  # the last records drain
+  requests=$(count_of tailcause_requests_total "$tenant")
+  tools=$(count_of tailcause_stage_duration_seconds_count "$tenant" tool)
+  [ "$requests" -ge 5 ] || fail "$client: fewer than 5 requests of $tenant"
+  # The agent stopped mid-request at most once: one tool stage more, or one fewer.
+  [ $((tools - requests)) -ge -1 ] && [ $((tools - requests)) -le 1 ] ||
+    fail "$client: $tools tool stages for $requests requests (want one each: the $client hook)"
+  tool=$(tool_time "$tenant") net=$(tool_time "$tenant" network)
+  awk -v t="$tool" -v n="$net" 'BEGIN { exit !(n > 0.6 * t && t > 1) }' ||
+    fail "$client: the 300 ms tool server is not network on the tool stage: tool $tool s, network $net s"
+  pass "$client hook: $tools tool stages for $requests requests, ${net} s of ${tool} s network"
+done

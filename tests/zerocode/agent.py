@@ -3,12 +3,13 @@
 
 Per request: embed the query with a transformer encoder (the fused inference path of
 nn.TransformerEncoderLayer), search a FAISS flat index, generate tokens with a small causal
-decoder, and, when a tool URL is given, call the tool over HTTP (urllib). Nothing here knows
+decoder, and, when a tool URL is given, call the tool over HTTP (urllib, or requests or httpx
+when --http-client says so and Debian's python3-requests / python3-httpx are there). Nothing here knows
 about tailcause: the tests run it untouched under uprobe recipes and under
 `tailcause instrument`.
 
   agent.py [--requests N | --seconds S] [--tool-url URL] [--tenant NAME] [--wait]
-           [--vectors N] [--tokens N]
+           [--vectors N] [--tokens N] [--http-client urllib|requests|httpx]
 
 --wait: after start-up, print "ready PID" and wait for a line on stdin before serving (the
 tests attach first). Ends with "done REQUESTS SECONDS" on stdout.
@@ -30,11 +31,18 @@ DIM = 64  # embedding vector size
 
 
 class Agent:
-    def __init__(self, vectors, tokens, tool_url):
+    def __init__(self, vectors, tokens, tool_url, http_client="urllib"):
         torch.manual_seed(1)
         torch.set_num_threads(1)
         self.tokens = tokens
         self.tool_url = tool_url
+        self.http_client = http_client
+        if http_client == "requests":
+            import requests
+            self.session = requests.Session()
+        elif http_client == "httpx":
+            import httpx
+            self.session = httpx.Client(timeout=30)
         self.embed_tokens = nn.Embedding(V, D)
         self.encoder = nn.TransformerEncoder(
             nn.TransformerEncoderLayer(D, 4, 256, batch_first=True), 2).eval()
@@ -69,6 +77,10 @@ class Agent:
 
     def call_tool(self, tenant, tokens):
         url = f"{self.tool_url}?tenant={tenant}&q={tokens[0]}"
+        if self.http_client == "requests":
+            return self.session.get(url, timeout=30).content
+        if self.http_client == "httpx":
+            return self.session.get(url).content
         with urllib.request.urlopen(url, timeout=30) as r:
             return r.read()
 
@@ -92,8 +104,9 @@ def main():
     p.add_argument("--wait", action="store_true")
     p.add_argument("--vectors", type=int, default=20000)
     p.add_argument("--tokens", type=int, default=4)
+    p.add_argument("--http-client", choices=("urllib", "requests", "httpx"), default="urllib")
     a = p.parse_args()
-    agent = Agent(a.vectors, a.tokens, a.tool_url)
+    agent = Agent(a.vectors, a.tokens, a.tool_url, a.http_client)
     handle_request(agent, a.tenant, "warm-up")
     if a.wait:
         print(f"ready {os.getpid()}", flush=True)
