@@ -225,10 +225,14 @@ static int format_request(char *request, const char *command, const char *a, con
 	return (int)len;
 }
 
-/* Sends one request to the daemon's socket and reads its reply line (without "\n") into
+/* Sends "COMMAND A B" to the daemon's socket and reads its reply line (without "\n") into
  * reply[BREAKER_MAX_LINE + 1]; 0 or a negative errno ("error busy" is -EBUSY). errno is kept. */
-static int ask_daemon(const char *request, size_t len, char *reply)
+static int ask_daemon(const char *command, const char *a, const char *b, char *reply)
 {
+	char request[BREAKER_MAX_LINE];
+	const int len = format_request(request, command, a, b);
+	if (len < 0)
+		return len;
 	const int saved_errno = errno;
 	const int64_t deadline = now_ms() + BREAKER_TIMEOUT_MS;
 	const char *path = secure_getenv("TAILCAUSE_BREAKER_SOCKET");
@@ -237,7 +241,7 @@ static int ask_daemon(const char *request, size_t len, char *reply)
 	int fd = connect_socket(path, deadline);
 	int rc = fd;
 	if (fd >= 0) {
-		rc = exchange(fd, request, len, reply, deadline);
+		rc = exchange(fd, request, (size_t)len, reply, deadline);
 		close(fd);
 	}
 	if (rc == 0 && strncmp(reply, "error busy", 10) == 0 &&
@@ -252,12 +256,8 @@ TAILCAUSE_SDK_EXPORT int tailcause_sdk_breaker_state(const char *tenant, const c
 {
 	if (!tenant || !agent)
 		return -EINVAL;
-	char request[BREAKER_MAX_LINE];
-	int len = format_request(request, "state", tenant, agent);
-	if (len < 0)
-		return len;
 	char reply[BREAKER_MAX_LINE + 1];
-	int rc = ask_daemon(request, (size_t)len, reply);
+	const int rc = ask_daemon("state", tenant, agent, reply);
 	return rc == 0 ? parse_reply(reply, retry_after_ms) : rc;
 }
 
@@ -288,11 +288,7 @@ TAILCAUSE_SDK_EXPORT int tailcause_sdk_cache_state(const char *tenant, const cha
 {
 	if (!tenant || !cache)
 		return -EINVAL;
-	char request[BREAKER_MAX_LINE];
-	int len = format_request(request, "cache", tenant, cache);
-	if (len < 0)
-		return len;
 	char reply[BREAKER_MAX_LINE + 1];
-	int rc = ask_daemon(request, (size_t)len, reply);
+	const int rc = ask_daemon("cache", tenant, cache, reply);
 	return rc == 0 ? parse_cache_reply(reply, view) : rc;
 }
