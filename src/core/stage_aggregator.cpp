@@ -12,8 +12,8 @@ namespace {
 
 constexpr char kSeparator = '\x1f';  // cannot occur in a number
 
-// Bucket ranges (log2 slots of ns; le = 2^(slot+1) ns).
-constexpr size_t kDurationFirst = kDurationFirstSlot, kDurationLast = kDurationLastSlot;
+// Bucket ranges (log2 slots of ns; le = 2^(slot+1) ns); durations: kDurationFirstSlot.. in
+// histogram_conversion.h, shared with the stage heatmap.
 constexpr size_t kTokenFirst = 12, kTokenLast = 32;  // 8.2 us .. 8.6 s
 constexpr size_t kAgeFirst = 20, kAgeLast = 46;      // 2.1 ms .. 39 h
 constexpr size_t kLayerFirst = 10, kLayerLast = 33;  // 2 us .. 17 s
@@ -174,7 +174,7 @@ void StageAggregator::collect_stages(MetricSet& out) const {
     if (s.duration.count() > 0) {
       out.add_histogram(metric::kStageDurationSeconds,
                         "Wall time of agent stages, per tenant, agent and stage", l,
-                        s.duration.render(kDurationFirst, kDurationLast));
+                        s.duration.render(kDurationFirstSlot, kDurationLastSlot));
     }
     for (size_t c = 0; c < kComponents; ++c) {
       Labels lc = l;
@@ -209,7 +209,7 @@ void StageAggregator::collect_requests(MetricSet& out) const {
     if (s.duration.count() > 0) {
       out.add_histogram(metric::kRequestDurationSeconds,
                         "Wall time of agent requests, per tenant and agent", l,
-                        s.duration.render(kDurationFirst, kDurationLast));
+                        s.duration.render(kDurationFirstSlot, kDurationLastSlot));
     }
     if (s.ok + s.error > 0) {
       for (const auto& [status, n] : {std::pair{"ok", s.ok}, std::pair{"error", s.error}}) {
@@ -222,7 +222,7 @@ void StageAggregator::collect_requests(MetricSet& out) const {
     if (s.ttft.count() > 0) {
       out.add_histogram(metric::kTimeToFirstTokenSeconds,
                         "Time from request start to its first output token", l,
-                        s.ttft.render(kDurationFirst, kDurationLast));
+                        s.ttft.render(kDurationFirstSlot, kDurationLastSlot));
     }
     if (s.tpot.count() > 0) {
       out.add_histogram(metric::kTimePerOutputTokenSeconds,

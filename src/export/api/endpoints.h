@@ -18,6 +18,13 @@ inline constexpr int64_t kSecondNs = 1'000'000'000;
 inline constexpr int64_t kMaxSinceS = 24 * 3600;  // asking for more than the ring holds is fine
 inline constexpr int64_t kMaxPoints = 450;        // points (time columns) in one reply
 
+// The `since` and `step` parameters (seconds), with their defaults; throws BadRequest when
+// since / step exceeds kMaxPoints.
+struct SinceStep {
+  int64_t since_s, step_s;
+};
+SinceStep since_and_step(const Params& p, int64_t default_since_s, int64_t default_step_s);
+
 // The ticks in (now - since, now], grouped by `step` seconds: time columns ending at these
 // Unix nanosecond times, oldest first. Throws BadRequest when since / step exceeds kMaxPoints.
 struct Columns {

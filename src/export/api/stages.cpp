@@ -52,15 +52,20 @@ int Columns::index(int64_t tick_ns) const {
   return i < static_cast<int64_t>(ends.size()) ? static_cast<int>(i) : -1;
 }
 
-Columns columns(const Params& p, int64_t now_ns, int64_t tick_ns, int64_t default_since_s,
-                int64_t default_step_s) {
+SinceStep since_and_step(const Params& p, int64_t default_since_s, int64_t default_step_s) {
   const int64_t since = p.integer("since", 1, kMaxSinceS, default_since_s);
-  const int64_t min_step = std::max<int64_t>(1, tick_ns / kSecondNs);
-  const int64_t step = p.integer("step", 1, 3600, std::max(default_step_s, min_step));
+  const int64_t step = p.integer("step", 1, 3600, default_step_s);
   if (since / step > kMaxPoints) {
     throw BadRequest(
         fmt::format("since={} step={}: more than {} points; raise step", since, step, kMaxPoints));
   }
+  return {since, step};
+}
+
+Columns columns(const Params& p, int64_t now_ns, int64_t tick_ns, int64_t default_since_s,
+                int64_t default_step_s) {
+  const int64_t min_step = std::max<int64_t>(1, tick_ns / kSecondNs);
+  const auto [since, step] = since_and_step(p, default_since_s, std::max(default_step_s, min_step));
   Columns c;
   c.step_ns = std::max(step, min_step) * kSecondNs;
   const int64_t n = std::max<int64_t>(1, (since * kSecondNs + c.step_ns - 1) / c.step_ns);
@@ -158,12 +163,7 @@ nlohmann::json stage_heatmap_json(const core::StageHeatmap& h, const Params& p, 
   const auto stage = p.name("stage");
   if (!stage) throw BadRequest("stage is required (e.g. stage=generation)");
   const auto tenant = p.name("tenant");
-  const int64_t since = p.integer("since", 1, kMaxSinceS, 900);
-  const int64_t step = p.integer("step", 1, 3600, 10);
-  if (since / step > kMaxPoints) {
-    throw BadRequest(
-        fmt::format("since={} step={}: more than {} points; raise step", since, step, kMaxPoints));
-  }
+  const auto [since, step] = since_and_step(p, 900, 10);
   // Whole seconds, columns on multiples of step (they stay put from one refresh to the next),
   // the last one holding the current second, which is still filling.
   const int64_t columns = (since + step - 1) / step;
