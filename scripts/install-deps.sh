@@ -11,6 +11,7 @@ run_pkgs=(
   systemtap-sdt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev protobuf-compiler libprotobuf-dev libcap2-bin
   libmicrohttpd-dev libyaml-dev libhnswlib-dev libpng-dev
+  libabsl-dev  # the vector cache's open-addressing maps (absl::flat_hash_map)
   libfreetype-dev libfontconfig-dev fonts-dejavu-core  # `heatmap --out FILE.png`'s labels
 )
 test_pkgs=(

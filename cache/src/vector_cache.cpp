@@ -9,6 +9,8 @@
 #include <thread>
 #include <unordered_set>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "tailcause/cache/admission.h"
 #include "tailcause/cache/exact_key.h"
 #include "tailcause/cache/probes.h"
@@ -58,9 +60,12 @@ struct VectorCache::Tenant {
   std::string version;
   uint64_t base_quota, quota, usage = 0, value_bytes = 0;
   double competition = 0;
-  std::unordered_map<uint64_t, Entry> entries;       // exact key -> entry
-  std::unordered_map<uint64_t, uint64_t> label_key;  // index label -> exact key
-  std::list<uint64_t> lru;                           // exact keys, most recent first
+  // Open addressing (Abseil): a lookup's one probe reads the entry itself, where a node-based
+  // map reads a bucket and then a node. Entries move on a rehash; their LRU iterators point
+  // into the list's nodes and stay valid.
+  absl::flat_hash_map<uint64_t, Entry> entries;       // exact key -> entry
+  absl::flat_hash_map<uint64_t, uint64_t> label_key;  // index label -> exact key
+  std::list<uint64_t> lru;                            // exact keys, most recent first
   uint64_t next_label = 0;
   SemanticIndex index;
   FrequencySketch sketch;

@@ -61,6 +61,19 @@ __attribute__((target("avx2"))) int32_t dot_i8_avx2(const int8_t* a, const int8_
   for (int32_t v : lanes) r += v;
   return r + dot_i8_plain(a, b, i, n);
 }
+// Eight components a step. The plain loop does not vectorise (nearbyint is a libm call), and
+// the exact key of every lookup starts here.
+__attribute__((target("avx2"))) void quantise_avx2(const float* v, std::size_t n, float inv,
+                                                   int32_t* out) {
+  const __m256 scale = _mm256_set1_ps(inv);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    // vcvtps2dq rounds as the MXCSR says: to nearest, ties to even, as nearbyint does.
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + i), scale));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), q);
+  }
+  for (; i < n; ++i) out[i] = static_cast<int32_t>(std::nearbyint(v[i] * inv));
+}
 // Asked once, at load (cpu_init first: this may run before libgcc's own constructor).
 const bool kHasAvx2 = [] {
   __builtin_cpu_init();
@@ -75,6 +88,13 @@ int32_t dot_i8(const int8_t* a, const int8_t* b, std::size_t n) {
   if (kHasAvx2) return dot_i8_avx2(a, b, n);
 #endif
   return dot_i8_plain(a, b, 0, n);
+}
+
+void quantise_to_grid(const float* v, std::size_t n, float inv, int32_t* out) {
+#if defined(__x86_64__) && !defined(TC_NO_CLONES)
+  if (kHasAvx2) return quantise_avx2(v, n, inv, out);
+#endif
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(std::nearbyint(v[i] * inv));
 }
 
 namespace {

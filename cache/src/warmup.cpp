@@ -65,7 +65,7 @@ std::vector<uint64_t> PatternLog::roll_window() {
     for (const auto& [k, p] : patterns_) w.push_back(p.history);
     std::nth_element(w.begin(), w.begin() + w.size() / 2, w.end());
     const double median = w[w.size() / 2];
-    std::erase_if(patterns_, [&](const auto& kv) { return kv.second.history <= median; });
+    absl::erase_if(patterns_, [&](const auto& kv) { return kv.second.history <= median; });
   }
   std::sort(rising.begin(), rising.end());
   return rising;

@@ -224,6 +224,29 @@ TEST(VectorCheck, Int8DotIsExactAtEveryLength) {
   EXPECT_EQ(dot_i8(m.data(), m.data(), m.size()), 4096 * 127 * 127);
 }
 
+// The exact key's grid: the vector path (AVX2 here) and the tail loop round as nearbyint does,
+// ties to even included, at every length.
+TEST(VectorCheck, QuantiseToGridRoundsToNearestTiesToEven) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (std::size_t n : {0u, 1u, 7u, 8u, 9u, 31u, 256u, 1001u}) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    // Exact ties (k + 0.5 grid steps) in every lane and the tail, both signs.
+    for (std::size_t i = 0; i < n; i += 3) v[i] = (static_cast<float>(i % 41) - 20.5f) / 1024;
+    std::vector<int32_t> got(n + 1, 12345);
+    quantise_to_grid(v.data(), n, 1024, got.data());
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i], static_cast<int32_t>(std::nearbyint(v[i] * 1024))) << n << " " << i;
+    EXPECT_EQ(got[n], 12345) << "wrote past the end";
+  }
+  const float ties[] = {
+      0.5f / 1024, 1.5f / 1024, -0.5f / 1024, -1.5f / 1024, 2.5f / 1024, -2.5f / 1024, 0, 0, 0};
+  int32_t q[9];
+  quantise_to_grid(ties, 9, 1024, q);
+  EXPECT_EQ(std::vector<int32_t>(q, q + 6), (std::vector<int32_t>{0, 2, 0, -2, 2, -2}));
+}
+
 // Both walks (int8 copies with the candidates ranked again, and float) find the exact nearest
 // neighbour of clustered queries, and the match's similarity is the exact float cosine.
 TEST(SemanticIndex, BothWalksFindTheExactNearestWithItsExactSimilarity) {

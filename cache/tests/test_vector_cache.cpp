@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "tailcause/cache/exact_key.h"
@@ -36,6 +37,28 @@ TEST(VectorCache, FloatNoiseGivesTheSameExactKey) {
             exact_key("v1", normalized_or_throw(noisy, kDim), 1.0f / 1024));
   EXPECT_NE(exact_key("v1", normalized_or_throw(v, kDim), 1.0f / 1024),
             exact_key("v2", normalized_or_throw(v, kDim), 1.0f / 1024));
+}
+
+// Every component counts, wherever it falls in the key's lanes and padding, at every length.
+TEST(VectorCache, ExactKeyTellsAnyComponentApartAtEveryLength) {
+  for (std::size_t n : {1u, 2u, 15u, 16u, 17u, 33u, 256u}) {
+    auto v = normalized_or_throw(random_vector(n, 11), n);
+    const uint64_t key = exact_key("v1", v, 1.0f / 1024);
+    EXPECT_EQ(exact_key("v1", v, 1.0f / 1024), key);
+    std::set<uint64_t> seen{key};
+    for (std::size_t i = 0; i < n; ++i) {
+      auto w = v;
+      w[i] += 2.0f / 1024;  // two grid steps: another grid point
+      EXPECT_TRUE(seen.insert(exact_key("v1", w, 1.0f / 1024)).second) << n << " " << i;
+    }
+    // A vector of zeros past the end is another vector: the length is in the key.
+    auto longer = v;
+    longer.push_back(0);
+    EXPECT_NE(exact_key("v1", longer, 1.0f / 1024), key) << n;
+    // The 64-bit grid (a step finer than 2^-30) keys it too.
+    EXPECT_EQ(exact_key("v1", v, 1e-10f), exact_key("v1", v, 1e-10f));
+    EXPECT_NE(exact_key("v1", v, 1e-10f), key);
+  }
 }
 
 TEST(VectorCache, ExactHitReturnsValueAndAge) {

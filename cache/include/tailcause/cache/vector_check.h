@@ -26,5 +26,7 @@ void normalize_into(std::span<const float> v, std::size_t dim, std::vector<float
 float dot(const float* a, const float* b, std::size_t n);
 // The same over int8 components, exact in 32 bits (n < 2^17).
 int32_t dot_i8(const int8_t* a, const int8_t* b, std::size_t n);
+// out[i] = v[i] * inv rounded to the nearest integer, ties to even (|v[i] * inv| < 2^31).
+void quantise_to_grid(const float* v, std::size_t n, float inv, int32_t* out);
 
 }  // namespace tailcause::cache

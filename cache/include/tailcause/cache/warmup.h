@@ -8,8 +8,9 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 namespace tailcause::cache {
 
@@ -40,11 +41,11 @@ class PatternLog {
     uint32_t window = 0, last_window = 0;
     double weight() const { return history + window; }
   };
-  const std::unordered_map<uint64_t, Pattern>& patterns() const { return patterns_; }
+  const absl::flat_hash_map<uint64_t, Pattern>& patterns() const { return patterns_; }
 
  private:
   std::size_t capacity_;
-  std::unordered_map<uint64_t, Pattern> patterns_;
+  absl::flat_hash_map<uint64_t, Pattern> patterns_;
 };
 
 struct WarmupGroup {
