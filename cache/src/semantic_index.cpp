@@ -124,19 +124,28 @@ void SemanticIndex::clear() {
   deleted_ = 0;
 }
 
-std::optional<SemanticIndex::Match> SemanticIndex::nearest(std::span<const float> v) const {
-  if (live_.empty()) return std::nullopt;
+std::vector<SemanticIndex::Match> SemanticIndex::candidates(std::span<const float> v) const {
+  std::vector<Match> out;
+  if (live_.empty()) return out;
   thread_local std::vector<uint8_t> q;  // no allocation per lookup
   impl_->space.encode(v.data(), q);
   auto found = impl_->graph.searchKnn(q.data(), kCandidates);
-  std::optional<Match> best;
   for (; !found.empty(); found.pop()) {
     const auto it = live_.find(found.top().second);
     if (it == live_.end()) continue;
-    const float s = dot(v.data(), it->second.data(), dim_);
-    if (!best || s > best->similarity) best = Match{it->first, s};
+    out.push_back(Match{it->first, dot(v.data(), it->second.data(), dim_)});
   }
-  return best;
+  // Ranked again on the float vectors; ties by label, so the order never depends on the walk.
+  std::sort(out.begin(), out.end(), [](const Match& a, const Match& b) {
+    return a.similarity != b.similarity ? a.similarity > b.similarity : a.label < b.label;
+  });
+  return out;
+}
+
+std::optional<SemanticIndex::Match> SemanticIndex::nearest(std::span<const float> v) const {
+  auto found = candidates(v);
+  if (found.empty()) return std::nullopt;
+  return found.front();
 }
 
 }  // namespace tailcause::cache

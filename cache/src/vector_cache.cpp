@@ -142,14 +142,26 @@ Lookup VectorCache::lookup(const std::string& tenant_name, std::span<const float
     t.sketch.record(out.key);
     t.patterns.record(out.key, unit);
     ++t.window_lookups;
+    const int64_t at = now();
+    const auto expired = [&](const Tenant::Entry& e) {
+      return at - e.stored_ns > options_.ttl.count();
+    };
     auto it = t.entries.find(out.key);
     if (it != t.entries.end()) {
       out.similarity = 1;
     } else if (options_.semantic) {
-      if (auto m = t.index.nearest(unit); m && m->similarity >= options_.threshold) {
-        it = t.entries.find(t.label_key.at(m->label));
-        out.semantic = true;
-        out.similarity = m->similarity;
+      // The most similar fresh entry above the threshold; a stale one only when no fresh one
+      // is: a stale neighbour must not hide a fresh one a little farther away.
+      for (const auto& m : t.index.candidates(unit)) {
+        if (m.similarity < options_.threshold) break;
+        auto found = t.entries.find(t.label_key.at(m.label));
+        const bool fresh = !expired(found->second);
+        if (it == t.entries.end() || fresh) {
+          it = found;
+          out.semantic = true;
+          out.similarity = m.similarity;
+        }
+        if (fresh) break;
       }
     }
     if (it == t.entries.end()) {
@@ -157,12 +169,14 @@ Lookup VectorCache::lookup(const std::string& tenant_name, std::span<const float
       ++t.counts.misses;
       t.missed.record(out.key);
     } else {
-      out.age_ns = static_cast<uint64_t>(std::max<int64_t>(0, now() - it->second.stored_ns));
-      t.lru.splice(t.lru.begin(), t.lru, it->second.lru);
-      if (out.age_ns > static_cast<uint64_t>(options_.ttl.count())) {
+      out.age_ns = static_cast<uint64_t>(std::max<int64_t>(0, at - it->second.stored_ns));
+      if (expired(it->second)) {
+        // Not moved up the LRU order: an expired entry is only worth its refresh, which
+        // stores it again (or a new entry) at the front.
         out.result = LookupResult::Stale;
         ++t.counts.stale;
       } else {
+        t.lru.splice(t.lru.begin(), t.lru, it->second.lru);
         out.result = LookupResult::Hit;
         out.value = it->second.value;
         ++t.counts.hits;
@@ -215,11 +229,14 @@ InsertResult insert_locked(T& t, const CacheOptions& o, uint64_t key,
   if (bytes > t.quota) return InsertResult::Rejected;
   if (t.usage + bytes > t.quota) {
     if (!evict) return InsertResult::Rejected;
-    // TinyLFU: the candidate must be more frequent than each victim it would push out.
+    // TinyLFU: the candidate must be more frequent than each victim it would push out, unless
+    // the victim has expired (its popularity is no reason to keep an answer past its TTL).
     uint64_t freed = 0;
     for (auto v = t.lru.rbegin(); v != t.lru.rend() && t.usage - freed + bytes > t.quota; ++v) {
-      if (admit && !t.sketch.admit(key, *v)) return InsertResult::Rejected;
-      freed += t.entries.at(*v).bytes;
+      const auto& victim = t.entries.at(*v);
+      if (admit && now - victim.stored_ns <= o.ttl.count() && !t.sketch.admit(key, *v))
+        return InsertResult::Rejected;
+      freed += victim.bytes;
     }
     evict_to_fit(t, t.quota - bytes);
   }

@@ -121,6 +121,51 @@ TEST(VectorCache, OlderThanTtlIsStaleThenRefreshed) {
   EXPECT_EQ(r.age_ns, 0u);
 }
 
+// A stale neighbour does not hide a fresh one a little farther away (found by the benchmark on
+// the example agent's traffic, bench/README.md): the fresh one is the hit.
+TEST(VectorCache, SemanticLookupPrefersAFreshEntryToANearerStaleOne) {
+  FakeClock clock;
+  VectorCache c(options(clock));  // threshold 0.9, TTL 10 s
+  auto q = random_vector(kDim, 21);
+  c.insert("a", at_cosine(q, 0.98, 22), "old");
+  clock.advance_s(11);
+  c.insert("a", at_cosine(q, 0.93, 23), "fresh");
+  auto r = c.lookup("a", q);
+  ASSERT_EQ(r.result, LookupResult::Hit);
+  EXPECT_EQ(*r.value, "fresh");
+  EXPECT_NEAR(r.similarity, 0.93, 1e-4);
+  // With only stale ones in reach, the nearest is reported stale, its age the staleness.
+  clock.advance_s(11);
+  r = c.lookup("a", q);
+  EXPECT_EQ(r.result, LookupResult::Stale);
+  EXPECT_NEAR(r.similarity, 0.98, 1e-4);
+  EXPECT_EQ(r.age_ns, 22'000'000'000u);
+}
+
+// A stale lookup does not move its entry up the LRU order, and admission lets a newcomer push
+// out an expired entry however popular it was.
+TEST(VectorCache, ExpiredEntriesAreTheFirstToGo) {
+  FakeClock clock;
+  auto o = options(clock);
+  o.base_quota_bytes = VectorCache(o).entry_bytes(1) * 2;
+  for (bool admission : {false, true}) {
+    o.admission = admission;
+    VectorCache c(o);
+    auto popular = random_vector(kDim, 31), recent = random_vector(kDim, 32);
+    for (int k = 0; k < 8; ++k) c.lookup("a", popular);  // asked for again and again
+    c.insert("a", popular, "p");
+    clock.advance_s(6);
+    c.insert("a", recent, "r");
+    clock.advance_s(6);  // popular is 12 s old (expired), recent 6 s
+    EXPECT_EQ(c.lookup("a", popular).result, LookupResult::Stale);
+    // A one-off newcomer: the expired entry goes, not the fresh one.
+    EXPECT_EQ(c.insert("a", random_vector(kDim, 33), "n"), InsertResult::Stored) << admission;
+    EXPECT_EQ(c.lookup("a", recent).result, LookupResult::Hit) << admission;
+    EXPECT_EQ(c.lookup("a", popular).result, LookupResult::Miss) << admission;
+    EXPECT_EQ(c.stats("a").evicted, 1u) << admission;
+  }
+}
+
 TEST(VectorCache, ModelVersionChangeInvalidatesAndCounts) {
   FakeClock clock;
   VectorCache c(options(clock));

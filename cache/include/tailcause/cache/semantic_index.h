@@ -39,6 +39,9 @@ class SemanticIndex {
     float similarity;  // cosine
   };
   std::optional<Match> nearest(std::span<const float> unit_vector) const;
+  // The walk's best few candidates (up to 4), most similar first, each with its exact cosine:
+  // a caller can pass over a match it cannot use (a stale entry) for the next one.
+  std::vector<Match> candidates(std::span<const float> unit_vector) const;
   void clear();
   void set_ef(std::size_t ef);  // query-time candidate list
   std::size_t size() const { return live_.size(); }
