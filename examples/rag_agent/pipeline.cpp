@@ -5,10 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "rng.h"
 #include "sdk_scope.h"
 
 namespace rag {
@@ -20,58 +18,16 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A tenant's question pool: the same few hundred questions recur (Zipf-like, chosen by the
-// worker), so the retrieval cache sees real hits, misses and stale entries.
-std::vector<std::string> make_questions(const std::string& tenant) {
-  static const char* verbs[] = {"configure", "restore", "migrate", "scale",   "debug", "monitor",
-                                "secure",    "rotate",  "upgrade", "index",   "shard", "replicate",
-                                "tune",      "audit",   "deploy",  "rollback"};
-  static const char* nouns[] = {"database", "cluster",   "backup",    "certificate", "queue",
-                                "gateway",  "scheduler", "embedding", "model",       "pipeline",
-                                "service",  "volume",    "snapshot",  "token",       "policy",
-                                "endpoint", "worker",    "replica",   "partition",   "dashboard"};
-  static const char* states[] = {"slow",      "full",        "degraded",   "expired",
-                                 "corrupted", "unreachable", "overloaded", "stale",
-                                 "missing",   "encrypted",   "paused",     "saturated"};
-  std::vector<std::string> out;
-  SplitMix rng(fnv1a("questions:" + tenant));
-  for (int i = 0; i < 240; ++i) {
-    out.push_back(
-        fmt::format("how do i {} the {} when the {} is {}?", verbs[rng.next() % std::size(verbs)],
-                    nouns[rng.next() % std::size(nouns)], nouns[rng.next() % std::size(nouns)],
-                    states[rng.next() % std::size(states)]));
-  }
-  return out;
-}
-
-void normalize(std::vector<float>& v) {
-  float n = 0;
-  for (float x : v) n += x * x;
-  n = std::sqrt(n) + 1e-12f;
-  for (float& x : v) x /= n;
-}
-
 }  // namespace
 
 RagPipeline::RagPipeline(PipelineConfig config)
     : config_(std::move(config)),
-      weights_(fnv1a("weights:" + config_.tenant)),
       index_(config_.index_path),
-      cache_(config_.tenant, index_.dim(), 128, std::chrono::seconds(5), config_.top_k),
+      encoder_(config_.tenant, index_.dim()),
+      cache_(config_.tenant, index_.dim(), kRetrievalCacheEntries, kRetrievalCacheTtl,
+             config_.top_k),
       questions_(make_questions(config_.tenant)) {
-  projection_.init(index_.dim(), kHidden, fnv1a("projection:" + config_.tenant),
-                   1.0f / std::sqrt(static_cast<float>(kHidden)));
   if (config_.cold_cache) index_.read_cold();
-}
-
-std::string RagPipeline::build_prompt(uint32_t question) const {
-  const std::string& q = questions_[question % questions_.size()];
-  return fmt::format(
-      "System: You are a helpful assistant for tenant {}. Answer using the retrieved passages and "
-      "cite them. "
-      "Be concise and precise.\nContext: previous turn: the user said that this was not enough.\n"
-      "Question: {}\nPlease explain the steps with an example, in detail.",
-      config_.tenant, q);
 }
 
 std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t request_id,
@@ -110,7 +66,7 @@ std::string RagPipeline::respond(const Generation& gen, const std::vector<Neighb
   std::string text;
   for (uint32_t t : gen.tokens) {
     if (!text.empty()) text.push_back(' ');
-    text += tokenizer_.piece(t);
+    text += encoder_.tokenizer().piece(t);
   }
   std::string citations;
   for (const auto& d : docs) citations += fmt::format(" [doc {} ({:.3f})]", d.row, d.score);
@@ -140,30 +96,25 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
     }
   };
   try {
-    // A pair, not a structured binding: clang 14 cannot capture those in the lambdas below.
     const auto prompt = stage(TAILCAUSE_STAGE_PROMPT, [&] {
-      auto t = tokenizer_.encode(build_prompt(question));
-      uint64_t k = 0xcbf29ce484222325ULL;
-      for (uint32_t id : tokenizer_.encode(questions_[question % questions_.size()]))
-        k = (k ^ id) * 0x100000001b3ULL;
-      return std::pair{std::move(t), k};
+      return encoder_.prompt(questions_[question % questions_.size()]);
     });
-    const auto& tokens = prompt.first;
-    const uint64_t key = prompt.second;
-    auto embedding = stage(TAILCAUSE_STAGE_EMBEDDING, [&] { return embed(weights_, tokens); });
+    // The prompt's embedding steers the decoder; the question's is what retrieval searches with.
+    // A pair, not a structured binding: clang 14 cannot capture those in the lambdas below.
+    const auto embeddings = stage(TAILCAUSE_STAGE_EMBEDDING, [&] {
+      return std::pair{encoder_.embed(prompt.tokens), encoder_.embed(prompt.question)};
+    });
+    const auto& embedding = embeddings.first;
     auto docs = stage(TAILCAUSE_STAGE_RETRIEVAL, [&] {
-      std::vector<float> query(index_.dim());
-      projection_.apply(embedding, query);
-      normalize(query);
-      return retrieve(worker, request_id, query, key);
+      return retrieve(worker, request_id, encoder_.query(embeddings.second), prompt.key);
     });
     auto generation = stage(TAILCAUSE_STAGE_GENERATION, [&] {
       std::vector<float> context = embedding;  // the retrieved passages steer the decoder
       for (const auto& d : docs)
         for (std::size_t j = 0; j < kHidden; ++j)
           context[j] += 0.05f * d.score * (((d.row * 31 + j) % 7) - 3.0f);
-      return generate(weights_, request_id, context, config_.output_tokens, request_id, kv_,
-                      config_.entropy);
+      return generate(encoder_.weights(), request_id, context, config_.output_tokens, request_id,
+                      kv_, config_.entropy);
     });
     counters_.tokens += generation.tokens.size();
     auto tool_answer = stage(TAILCAUSE_STAGE_TOOL, [&] {

@@ -13,6 +13,7 @@
 #include "helper_thread.h"
 #include "latency_stats.h"
 #include "model.h"
+#include "query_source.h"
 #include "retrieval_cache.h"
 #include "tool_server.h"
 #include "vector_index.h"
@@ -59,17 +60,14 @@ class RagPipeline {
   uint64_t index_bytes_read() const { return index_.bytes_read(); }
 
  private:
-  std::string build_prompt(uint32_t question) const;
   std::vector<Neighbour> retrieve(WorkerState& worker, uint64_t request_id,
                                   std::span<const float> query, uint64_t key);
   std::string respond(const Generation& gen, const std::vector<Neighbour>& docs,
                       const std::string& tool_answer) const;
 
   PipelineConfig config_;
-  Tokenizer tokenizer_;
-  Weights weights_;
-  Matrix projection_;  // hidden -> index dimension
   VectorIndex index_;
+  QueryEncoder encoder_;  // after index_: its projection is to the index's dimension
   RetrievalCache cache_;
   KvCache kv_;
   std::vector<std::string> questions_;

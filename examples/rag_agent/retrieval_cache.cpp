@@ -4,10 +4,10 @@
 #include <cstring>
 
 namespace rag {
-namespace {
 
-tailcause::cache::CacheOptions options(std::size_t dim, std::size_t capacity,
-                                       std::chrono::nanoseconds ttl, std::size_t top_k) {
+tailcause::cache::CacheOptions retrieval_cache_options(std::size_t dim, std::size_t capacity,
+                                                       std::chrono::nanoseconds ttl,
+                                                       std::size_t top_k) {
   tailcause::cache::CacheOptions o;
   o.dim = dim;
   o.name = "retrieval";
@@ -20,11 +20,9 @@ tailcause::cache::CacheOptions options(std::size_t dim, std::size_t capacity,
   return o;
 }
 
-}  // namespace
-
 RetrievalCache::RetrievalCache(std::string tenant, std::size_t dim, std::size_t capacity,
                                std::chrono::nanoseconds ttl, std::size_t top_k)
-    : tenant_(std::move(tenant)), cache_(options(dim, capacity, ttl, top_k)) {}
+    : tenant_(std::move(tenant)), cache_(retrieval_cache_options(dim, capacity, ttl, top_k)) {}
 
 RetrievalCache::Lookup RetrievalCache::lookup(std::span<const float> query, uint64_t request_id) {
   auto r = cache_.lookup(tenant_, query, request_id);

@@ -20,6 +20,16 @@
 
 namespace rag {
 
+// The agent's cache: about 128 entries, stale after 5 s.
+inline constexpr std::size_t kRetrievalCacheEntries = 128;
+inline constexpr std::chrono::seconds kRetrievalCacheTtl{5};
+
+// The library's options for it; public so that bench/cache/agent_cache_bench.cpp starts from
+// exactly what the agent runs.
+tailcause::cache::CacheOptions retrieval_cache_options(std::size_t dim, std::size_t capacity,
+                                                       std::chrono::nanoseconds ttl,
+                                                       std::size_t top_k);
+
 class RetrievalCache {
  public:
   RetrievalCache(std::string tenant, std::size_t dim, std::size_t capacity,

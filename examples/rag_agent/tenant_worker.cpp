@@ -25,6 +25,7 @@
 #include "breaker_gate.h"
 #include "cgroups.h"
 #include "pipeline.h"
+#include "query_source.h"
 #include "rng.h"
 
 namespace rag {
@@ -100,22 +101,6 @@ void write_all(int fd, const std::string& text) {
     p += n, left -= static_cast<std::size_t>(n);
   }
 }
-
-// Zipf(1.0) over the question pool: a few questions are asked often, most rarely.
-class QuestionPicker {
- public:
-  explicit QuestionPicker(std::size_t n) {
-    double acc = 0;
-    for (std::size_t i = 1; i <= n; ++i) cdf_.push_back(acc += 1.0 / static_cast<double>(i));
-    for (double& c : cdf_) c /= acc;
-  }
-  uint32_t pick(double u) const {
-    return static_cast<uint32_t>(std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
-  }
-
- private:
-  std::vector<double> cdf_;
-};
 
 nlohmann::json run_load(const TenantSpec& spec) {
   PipelineConfig config;
