@@ -12,8 +12,16 @@
  * scheduler skips the clock update of the switch that follows (rq_clock_skip_update()), so
  * the whole wait from wakeup to switch-in, microseconds to tens of microseconds in a VM, reads as
  * zero. A ktime read costs tens of nanoseconds and the wakeup program one task-storage lookup.
- * Per switch: one per-task state lookup per task, one per-CPU hash lookup per cgroup update,
- * no ring buffer. */
+ * Per switch: one per-task state lookup per task, one per-CPU array lookup (the CPU's recent
+ * occupants), one per-CPU hash lookup per cgroup or pair update, no ring buffer.
+ *
+ * Who preempted whom: a wait is charged, per (cgroup, by_cgroup) pair, to the cgroup whose
+ * tasks held the CPU longest while it lasted, from the CPU's last SCHED_OCCUPANT_RUNS runs, and
+ * only failing that to the one that took the CPU at the preemption: a tool server that runs
+ * for 50 us before a CPU hog keeps the CPU for 20 ms is not the neighbour, the hog is. Waits
+ * after a wake-up are charged the same way (a hog that keeps a woken task off the CPU is as
+ * noisy as one that preempts it); a wait that began with the task's cgroup throttled is its
+ * quota's doing and charged to nobody. */
 #include "common.bpf.h"
 #include "sched.h"
 
@@ -31,7 +39,7 @@ struct sched_task_state {
 	__u64 runnable_ts;  /* became runnable at: wakeup or preemption (0: not runnable) */
 	__u64 preempted_by; /* cgroup id of the task that preempted it (0: not preempted) */
 	__u32 off_state;    /* SCHED_OFFCPU_IO or SCHED_OFFCPU_SLEEP, meaningful with off_ts */
-	__u32 pad;
+	__u32 throttled;    /* switched out at its cgroup's CPU quota: no neighbour's doing */
 };
 
 /* Per-task state on the tp_btf path: lives and dies with the task, no bound needed.
@@ -66,9 +74,9 @@ struct {
 	__type(value, struct sched_cgroup_stats);
 } sched_cgroup_stats SEC(".maps");
 
-/* Key: (preempted cgroup, preempting cgroup), value: per-CPU preemption count and the run-queue
- * wait that followed. Read by SchedProbe::collect(). Full: dropped and counted. Not
- * preallocated, as above. */
+/* Key: (waiting cgroup, neighbour cgroup), value: per-CPU count of the neighbour's preemptions
+ * and the run-queue wait charged to it (see the top of this file). Read by
+ * SchedProbe::collect(). Full: dropped and counted. Not preallocated, as above. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -76,6 +84,29 @@ struct {
 	__type(key, struct sched_pair_key);
 	__type(value, struct sched_pair_stats);
 } sched_preemptions SEC(".maps");
+
+/* Who held a CPU lately: the runs of its last SCHED_OCCUPANT_RUNS occupants (merged while one
+ * cgroup keeps the CPU), and the one running now. A task's run-queue wait is charged to the
+ * cgroup with the largest share of the wait among these runs. Index 0, per CPU; written on
+ * every switch of that CPU, never read by user space. */
+#define SCHED_OCCUPANT_RUNS 8
+struct sched_occupant_run {
+	__u64 cgroup;
+	__u64 start, end;
+};
+struct sched_occupancy {
+	__u64 cgroup; /* of the task running now (0: idle) ... */
+	__u64 since;  /* ... since then */
+	__u32 next;   /* slot the next finished run goes to */
+	__u32 pad;
+	struct sched_occupant_run runs[SCHED_OCCUPANT_RUNS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sched_occupancy);
+} sched_occupancy SEC(".maps");
 
 /* Index 0, per CPU: that CPU's sampled run-queue length. Read by SchedProbe::collect(). */
 struct {
@@ -163,13 +194,95 @@ static __always_inline void on_wakeup(struct task_struct *p, bool btf)
 		st->runnable_ts = now;
 }
 
-/* `next` runs now: account its wait per cgroup and, if it had been preempted, per pair. */
-static __always_inline void on_switch_in(struct sched_task_state *st, __u64 since, __u64 cgroup,
-					 __u64 now)
+/* Whether t's CFS run queue, or one above it, is throttled by its cgroup's CPU quota (needs
+ * CONFIG_CFS_BANDWIDTH; false without it). */
+static __always_inline bool task_throttled(struct task_struct *t, bool btf)
 {
-	__u64 wait = now > since ? now - since : 0;
+	if (!bpf_core_field_exists(struct sched_entity, cfs_rq) ||
+	    !bpf_core_field_exists(struct cfs_rq, throttle_count))
+		return false;
+	if (btf) {
+		struct cfs_rq *cfs = t->se.cfs_rq;
+
+		return cfs && cfs->throttle_count > 0;
+	}
+	return BPF_CORE_READ(t, se.cfs_rq, throttle_count) > 0;
+}
+
+/* The occupant that ran on this CPU until `now` leaves it: its run joins the recent runs,
+ * extending the newest one when the same cgroup kept the CPU (two hog threads taking turns). */
+static __always_inline void occupancy_close(struct sched_occupancy *o, __u64 now)
+{
+	struct sched_occupant_run *last;
+	__u32 slot;
+
+	if (!o->cgroup || !o->since || now <= o->since)
+		return;
+	last = &o->runs[(o->next - 1) & (SCHED_OCCUPANT_RUNS - 1)];
+	if (last->cgroup == o->cgroup && last->end == o->since) {
+		last->end = now;
+		return;
+	}
+	slot = o->next & (SCHED_OCCUPANT_RUNS - 1);
+	o->runs[slot].cgroup = o->cgroup;
+	o->runs[slot].start = o->since;
+	o->runs[slot].end = now;
+	o->next = (slot + 1) & (SCHED_OCCUPANT_RUNS - 1);
+}
+
+static __always_inline __u64 overlap_ns(__u64 a0, __u64 a1, __u64 b0, __u64 b1)
+{
+	__u64 from = a0 > b0 ? a0 : b0, to = a1 < b1 ? a1 : b1;
+
+	return to > from ? to - from : 0;
+}
+
+/* The cgroup whose recent runs on this CPU cover most of [since, now]; 0 when none does (the
+ * CPU was idle, or the wait began before the runs it remembers). */
+static __always_inline __u64 occupant_of(const struct sched_occupancy *o, __u64 since, __u64 now)
+{
+	const struct sched_occupant_run *last = &o->runs[(o->next - 1) & (SCHED_OCCUPANT_RUNS - 1)];
+	__u64 best = 0, best_ns = 0;
+	int i, j;
+
+	/* The common case, and the cheap one: the run that just ended covers the whole wait. */
+	if (last->cgroup && last->start <= since && last->end >= now)
+		return last->cgroup;
+	for (i = 0; i < SCHED_OCCUPANT_RUNS; i++) {
+		__u64 cgroup = o->runs[i].cgroup, ns = 0;
+
+		if (!cgroup || o->runs[i].end <= since)
+			continue;
+		for (j = 0; j < SCHED_OCCUPANT_RUNS; j++) {
+			if (o->runs[j].cgroup == cgroup)
+				ns += overlap_ns(o->runs[j].start, o->runs[j].end, since, now);
+		}
+		if (ns > best_ns) {
+			best_ns = ns;
+			best = cgroup;
+		}
+	}
+	return best;
+}
+
+static __always_inline struct sched_pair_stats *pair_stats(__u64 cgroup, __u64 by_cgroup)
+{
+	struct sched_pair_key key = {.cgroup = cgroup, .by_cgroup = by_cgroup};
+
+	return lookup_or_insert(&sched_preemptions, &key, &zero_pair, &sched_events_lost, 0);
+}
+
+/* `next` runs now: account its wait per cgroup and, as a pair, to the neighbour it waited
+ * behind: the cgroup that held this CPU longest meanwhile, else the one that preempted it. A
+ * preemption is counted for the cgroup that took the CPU. A wait that began with the task's own
+ * cgroup throttled is its quota's doing and goes to no pair. */
+static __always_inline void on_switch_in(struct sched_task_state *st, __u64 since, __u64 cgroup,
+					 __u64 now, const struct sched_occupancy *occ)
+{
+	__u64 wait = now > since ? now - since : 0, by;
 	struct sched_cgroup_stats *stats =
 		lookup_or_insert(&sched_cgroup_stats, &cgroup, &zero_stats, &sched_events_lost, 0);
+	struct sched_pair_stats *pair;
 
 	if (stats) {
 		/* Run-queue seconds are the histogram's sum: offcpu_ns[RUNQUEUE] stays 0. */
@@ -181,39 +294,52 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 				stats->offcpu_ns[SCHED_OFFCPU_SLEEP] += since - st->off_ts;
 		}
 	}
-	if (st && st->runnable_ts && st->preempted_by) {
-		struct sched_pair_key key = {.cgroup = cgroup, .by_cgroup = st->preempted_by};
-		struct sched_pair_stats *pair = lookup_or_insert(&sched_preemptions, &key,
-								 &zero_pair, &sched_events_lost, 0);
-
-		if (pair) {
+	if (!st || !st->runnable_ts || st->throttled)
+		return;
+	if (st->preempted_by) {
+		pair = pair_stats(cgroup, st->preempted_by);
+		if (pair)
 			pair->preemptions += 1;
-			pair->wait_ns += wait;
-		}
 	}
+	by = occ ? occupant_of(occ, since, now) : 0;
+	if (!by)
+		by = st->preempted_by;
+	if (!by || !wait)
+		return;
+	pair = pair_stats(cgroup, by);
+	if (pair)
+		pair->wait_ns += wait;
 }
 
 static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 				      struct task_struct *next, unsigned int prev_state, bool btf)
 {
 	__u64 now = bpf_ktime_get_ns(); /* first, as in on_wakeup() */
-	__u32 prev_tid = task_tid(prev, btf), next_tid = task_tid(next, btf);
+	__u32 prev_tid = task_tid(prev, btf), next_tid = task_tid(next, btf), zero = 0;
 	__u64 next_cgroup = 0;
+	struct sched_occupancy *occ = bpf_map_lookup_elem(&sched_occupancy, &zero);
 	struct sched_task_state *st;
 
+	/* prev's run ends now: part of what next may have waited behind. */
+	if (occ)
+		occupancy_close(occ, now);
 	/* tid 0 is a CPU's idle task: it neither waits nor preempts anybody. */
 	if (next_tid) {
+		next_cgroup = task_cgroup(next, btf);
 		st = task_state(next, next_tid, btf, false);
 		/* No start seen (it became runnable before we attached): not counted. */
-		if (st && st->runnable_ts) {
-			next_cgroup = task_cgroup(next, btf);
-			on_switch_in(st, st->runnable_ts, next_cgroup, now);
-		}
+		if (st && st->runnable_ts)
+			on_switch_in(st, st->runnable_ts, next_cgroup, now, occ);
 		if (st) {
 			st->runnable_ts = 0;
 			st->preempted_by = 0; /* or a later wake-up would count it again */
+			st->throttled = 0;
 			st->off_ts = 0;
 		}
+	}
+	if (occ) {
+		occ->cgroup = next_cgroup;
+		occ->since = now;
 	}
 	if (!prev_tid)
 		return;
@@ -224,9 +350,8 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 		/* Still runnable: it waits in the run queue from now on. */
 		st->runnable_ts = now;
 		st->off_ts = 0;
-		if (next_tid && !next_cgroup)
-			next_cgroup = task_cgroup(next, btf);
-		st->preempted_by = next_tid ? next_cgroup : 0;
+		st->throttled = task_throttled(prev, btf);
+		st->preempted_by = next_tid && !st->throttled ? next_cgroup : 0;
 	} else {
 		st->off_ts = now;
 		st->off_state = (prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_NOLOAD)
@@ -234,6 +359,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 					: SCHED_OFFCPU_SLEEP;
 		st->runnable_ts = 0;
 		st->preempted_by = 0; /* a wakeup handler may set runnable_ts later */
+		st->throttled = 0;
 	}
 }
 

@@ -26,15 +26,15 @@ struct sched_cgroup_stats {
 	__u64 offcpu_ns[SCHED_OFFCPU_STATES];
 };
 
-/* A task of `cgroup` was preempted (switched out while runnable) by a task of `by_cgroup`. */
+/* A task of `cgroup` waited for a CPU that tasks of `by_cgroup` held (see sched.bpf.c). */
 struct sched_pair_key {
 	__u64 cgroup;
 	__u64 by_cgroup;
 };
 
 struct sched_pair_stats {
-	__u64 preemptions;
-	__u64 wait_ns; /* run-queue wait that followed those preemptions */
+	__u64 preemptions; /* times a runnable task of cgroup was switched out for by_cgroup's */
+	__u64 wait_ns;	   /* run-queue wait of cgroup's tasks spent mostly behind by_cgroup's */
 };
 
 /* Per CPU: the sampled run-queue length of that CPU. */

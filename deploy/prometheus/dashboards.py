@@ -277,9 +277,9 @@ def contention(t):
     b.row("Noisy neighbours")
     b.panel("table", "Who preempted whom",
             "cgroup_by_cgroup:tailcause_cgroup_preempted_seconds:rate: run-queue seconds a "
-            "second a cgroup's tasks waited after being preempted by another cgroup's tasks "
-            "(a cgroup preempting itself is left out), and that neighbour's share of the "
-            "cgroup's whole run-queue wait.",
+            "second a cgroup's tasks waited while another cgroup's tasks held the CPU (each "
+            "wait goes to the cgroup that held it longest meanwhile; a cgroup's own tasks are "
+            "left out), and that neighbour's share of the cgroup's whole run-queue wait.",
             [target(f"sort_desc(cgroup_by_cgroup:tailcause_cgroup_preempted_seconds:rate{c})",
                     fmt="table", instant=True),
              target(f"cgroup_by_cgroup:tailcause_cgroup_preempted_seconds:share{c}", ref="B",

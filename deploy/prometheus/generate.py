@@ -227,10 +227,11 @@ class Rules:
                        f"{pair} > {d['wait_seconds_per_s']:g} and on (instance, job, cgroup, "
                        f"by_cgroup) {pair_share} >= {d['share']:g}",
                        "noisy_neighbour",
-                       "cgroup {{ $labels.by_cgroup }} keeps preempting {{ $labels.cgroup }}",
+                       "cgroup {{ $labels.by_cgroup }} keeps {{ $labels.cgroup }} waiting for the "
+                       "CPU",
                        "Tasks of cgroup {{ $labels.cgroup }} on {{ $labels.instance }} waited "
-                       "{{ printf \"%.2f\" $value }} s a second in the run queue after being preempted "
-                       "by tasks of {{ $labels.by_cgroup }}, at least " + f"{d['share']:.0%}" +
+                       "{{ printf \"%.2f\" $value }} s a second in the run queue while tasks of "
+                       "{{ $labels.by_cgroup }} held the CPU, at least " + f"{d['share']:.0%}" +
                        " of all their run-queue wait over the last " + w + ". Next: the "
                        "'tailcause contention' dashboard's who-preempted-whom table; "
                        "`tailcause glitches` shows stages with cause runqueue naming this "

@@ -104,7 +104,7 @@ std::optional<MemoryEvidence> EvidenceBoard::memory_between(const std::string& c
 
 void EvidenceBoard::add_preemptions(const std::string& victim, const std::string& by,
                                     uint64_t now_ns, uint64_t count, uint64_t wait_ns) {
-  if (count == 0) return;
+  if (count == 0 && wait_ns == 0) return;
   if (!room_for(victim)) {
     refused_++;
     return;
@@ -175,7 +175,8 @@ std::optional<DiskEvidence> EvidenceBoard::top_disk_user(const std::string& vict
   }
   if (by.empty()) return std::nullopt;
   const auto top = std::max_element(by.begin(), by.end(), [](const auto& a, const auto& b) {
-    return std::pair(a.second.busy_ns, a.second.bytes) < std::pair(b.second.busy_ns, b.second.bytes);
+    return std::pair(a.second.busy_ns, a.second.bytes) <
+           std::pair(b.second.busy_ns, b.second.bytes);
   });
   DiskEvidence e;
   e.cgroup = top->first;

@@ -39,7 +39,7 @@ struct MemoryEvidence {
 
 struct PreemptionEvidence {
   std::string by_cgroup;
-  uint64_t wait_ns = 0;        // run-queue wait that followed that cgroup's preemptions
+  uint64_t wait_ns = 0;        // run-queue wait spent mostly behind that cgroup's tasks
   uint64_t total_wait_ns = 0;  // ... anyone's
   uint64_t preemptions = 0;    // by that cgroup in the interval
   uint64_t total = 0;          // by anyone
@@ -49,9 +49,9 @@ struct PreemptionEvidence {
 // request times): the busiest cgroup other than the one asking, and everyone's total.
 struct DiskEvidence {
   std::string cgroup;
-  std::string device;        // the disk that cgroup used most
-  uint64_t busy_ns = 0;      // its requests' time from issue to completion, summed
-  uint64_t bytes = 0;        // their bytes
+  std::string device;          // the disk that cgroup used most
+  uint64_t busy_ns = 0;        // its requests' time from issue to completion, summed
+  uint64_t bytes = 0;          // their bytes
   uint64_t total_busy_ns = 0;  // every cgroup's requests, the asking one's included
 };
 
@@ -78,7 +78,7 @@ class EvidenceBoard {
   bool has_memory_samples() const { return !memory_.empty(); }
 
   // Preemptions of `victim`'s tasks by `by`'s since the previous call, and the run-queue wait
-  // that followed them (deltas).
+  // of `victim`'s tasks spent mostly behind `by`'s (deltas; either may be 0).
   void add_preemptions(const std::string& victim, const std::string& by, uint64_t now_ns,
                        uint64_t count, uint64_t wait_ns);
   // Whose preemptions cost `victim` the most run-queue time in [start - slack, end + slack]

@@ -252,16 +252,18 @@ void SchedProbe::post_preemption_evidence(NodeSignals& signals) {
   }
   for (const auto& [pair, n] : totals) {
     auto before = posted_preemptions_.find(pair);
-    // The first read only sets the baseline: what came before attaching is not evidence.
-    if (before == posted_preemptions_.end() || n.preemptions <= before->second.preemptions)
+    // The first read only sets the baseline: what came before attaching is not evidence. A
+    // pair grows by preemptions, by the wait charged to it, or both (a hog that keeps a woken
+    // task waiting never preempted it).
+    if (before == posted_preemptions_.end() ||
+        (n.preemptions <= before->second.preemptions && n.wait_ns <= before->second.wait_ns))
       continue;
     const auto victim = cgroup_name(pair.first), by = cgroup_name(pair.second);
     const uint64_t wait =
         n.wait_ns >= before->second.wait_ns ? n.wait_ns - before->second.wait_ns : 0;
-    if (victim && by) {
-      signals.evidence.add_preemptions(*victim, *by, now,
-                                       n.preemptions - before->second.preemptions, wait);
-    }
+    const uint64_t count =
+        n.preemptions > before->second.preemptions ? n.preemptions - before->second.preemptions : 0;
+    if (victim && by) signals.evidence.add_preemptions(*victim, *by, now, count, wait);
   }
   posted_preemptions_ = std::move(totals);
 }
@@ -355,8 +357,9 @@ void SchedProbe::collect_preemptions(core::MetricSet& out) {
             "Times a runnable task of cgroup was switched out for a task of by_cgroup", l,
             static_cast<double>(t.preemptions));
     out.add(core::metric::kCgroupPreemptedSeconds, MetricType::Counter,
-            "Run-queue wait of cgroup's tasks after being preempted by by_cgroup", l,
-            t.wait_ns * 1e-9, "seconds");
+            "Run-queue wait of cgroup's tasks charged to by_cgroup, whose tasks held the CPU "
+            "longest while they waited (after a preemption or a wake-up)",
+            l, t.wait_ns * 1e-9, "seconds");
   }
 }
 

@@ -185,6 +185,65 @@ TEST_F(SchedTest, ThrottledCgroupWaitsInRunQueue) {
   EXPECT_GT(h->histogram.sum, 0.3);
 }
 
+// Wakes every 200 us and runs a moment: on a shared CPU it preempts whoever runs.
+void blip_loop() {
+  const timespec us200{0, 200000};
+  for (;;) nanosleep(&us200, nullptr);
+}
+
+// A victim and a hog share CPU 0, and a task that wakes every 200 us preempts both a moment at
+// a time. The victim's wait is charged to the hog that kept the CPU meanwhile, not to the
+// blip that happened to take the CPU first (which would get most of it if the whole wait after
+// a preemption went to the preempting cgroup).
+TEST_F(SchedTest, WaitIsChargedToTheNeighbourThatHeldTheCpu) {
+  TestCgroup v("sched-victim"), hog("sched-held-hog"), blip("sched-blip");
+  favour_parent(v);
+  probe->start(ctx);
+  spawn_child(&v, 0);
+  spawn_child(&hog, 0);
+  spawn_child(&blip, 0, blip_loop);
+  std::this_thread::sleep_for(2s);
+  const auto m = scrape();
+
+  const core::Sample* h = find_sample(m, kLatency, {{"cgroup", v.name()}});
+  ASSERT_NE(h, nullptr);
+  const double wait = h->histogram.sum;
+  const double behind_hog = value(m, kPreempted, {{"cgroup", v.name()}, {"by_cgroup", hog.name()}});
+  const double behind_blip =
+      sample_value(m, kPreempted, {{"cgroup", v.name()}, {"by_cgroup", blip.name()}}).value_or(0);
+  std::cout << "    victim waited " << wait << " s: " << behind_hog << " s charged to the hog, "
+            << behind_blip << " s to the blip\n";
+  EXPECT_GT(wait, 0.3);  // it shares the CPU with a hog for 2 s
+  EXPECT_GT(behind_hog, 0.6 * wait) << "blip " << behind_blip << " s of " << wait << " s";
+  EXPECT_LT(behind_blip, 0.2 * wait) << "hog " << behind_hog << " s of " << wait << " s";
+  // The blip does preempt the victim: counted as its preemptions all the same.
+  EXPECT_GT(value(m, kPreemptions, {{"cgroup", v.name()}, {"by_cgroup", blip.name()}}), 0);
+}
+
+// A cgroup at its quota waits for the next period whoever runs meanwhile: that wait is the
+// quota's doing, charged to no neighbour, while its run-queue latency still counts it all.
+TEST_F(SchedTest, ThrottledWaitIsChargedToNoNeighbour) {
+  TestCgroup q("sched-throttled"), n("sched-busy-neighbour");
+  favour_parent(q);
+  q.set_cpu_quota(0.1);
+  probe->start(ctx);
+  spawn_child(&q, 0);
+  spawn_child(&n, 0);
+  std::this_thread::sleep_for(2s);
+  const auto m = scrape();
+
+  const core::Sample* h = find_sample(m, kLatency, {{"cgroup", q.name()}});
+  ASSERT_NE(h, nullptr);
+  const double wait = h->histogram.sum;
+  const double behind_n =
+      sample_value(m, kPreempted, {{"cgroup", q.name()}, {"by_cgroup", n.name()}}).value_or(0);
+  std::cout << "    throttled cgroup waited " << wait << " s: " << behind_n
+            << " s charged to the busy neighbour\n";
+  EXPECT_GT(wait, 0.8);  // throttled about 90% of the 2 s
+  // Unthrottled, q still waits behind n for part of its 10 ms a period: at most a fraction.
+  EXPECT_LT(behind_n, 0.35 * wait) << behind_n << " s of " << wait << " s";
+}
+
 TEST_F(SchedTest, SleeperShowsOffcpuSleep) {
   TestCgroup s("sched-sleeper");
   probe->start(ctx);

@@ -3,24 +3,38 @@
 # The eight diagnostics on a real Prometheus (issue 14): Debian's Prometheus scrapes the daemon
 # every second and evaluates the shipped rules, generated from deploy/prometheus/thresholds.yaml
 # with a 10 s window and 2 s `for:` (the same generator, an overrides file). The example agent
-# runs twice:
+# runs three times:
 #   clean: two tenants, no fault: no alert that only a fault brings fires (throttling, page-cache
-#          pressure, network wait, output anomaly); contention alerts are reported, since other
-#          processes' CPU load on a shared machine is real contention;
-#   faults: six tenants at once, one fault each: quota:q -> TailcauseCpuThrottled (cgroup q),
-#          hog:h -> TailcauseNoisyNeighbour (h preempted by _hog-h), cold-cache:c ->
-#          TailcausePageCachePressure (c's retrieval), slow-peer:p -> TailcauseStageNetworkWait
-#          (p's tool stage), lock:l -> TailcauseStageLatencyOverSLO (l's generation), entropy:e ->
-#          TailcauseOutputAnomaly (e); each must fire within the run, and once all have, every
-#          recording rule, dashboard panel and template-variable query returns series.
+#          pressure, network wait, output anomaly); the others are reported, not asserted: other
+#          processes' CPU load on a shared machine is real contention, and the agent's small
+#          caches do break down now and then;
+#   faults: five tenants at once, one fault each: quota:q -> TailcauseCpuThrottled (cgroup q),
+#          cold-cache:c -> TailcausePageCachePressure (c's retrieval), slow-peer:p ->
+#          TailcauseStageNetworkWait (p's tool stage), lock:l -> TailcauseStageLatencyOverSLO (l's
+#          generation), entropy:e -> TailcauseOutputAnomaly (e); each must fire within the run,
+#          and once all have, every recording rule, dashboard panel and template-variable query
+#          returns series;
+#   hog:   tenant h alone with its hog: hog:h -> TailcauseNoisyNeighbour (h kept waiting by
+#          _hog-h) must fire. It fires because the sched family charges each run-queue wait to
+#          the cgroup that held the CPU longest during it (bpf/sched.bpf.c): when a wait was
+#          charged to whoever took the CPU first, a tool-server or root-cgroup task that ran for
+#          microseconds before the hog got its share, and the wait after a wake-up got nobody, so
+#          _hog-h carried 43% to 68% of h's run-queue wait (the alert wants 50%) while the hog held
+#          the CPU for 97% of it (bpftrace, counting who ran on h's CPU while h waited); now 98-100%.
+# The hog runs apart because it is the whole agent's noisy neighbour, not only h's: its cgroup is
+# a sibling of the tenants' inside the agent's cgroup, so at ten times their weight the hogs take
+# nearly all of the agent's CPU share (CFS splits a group's weight between CPUs by its load on
+# each, here the hogs' on CPU 0, leaving the tenants little against the root cgroup's tasks on
+# the other CPU). Run with the others, every tenant waited 0.3 to 2.3 s a second in the run queue
+# (0.03 to 0.2 s without the hog): c's retrieval spent 60% to 87% of its time waiting for a CPU,
+# its block-I/O share down to 12% for tens of seconds (the alert wants 25%; 37% to 54% without
+# the hog), and q's threads, short of CPU anyway, hit their quota in as few as 44 of 627 periods
+# (7%, the alert wants 25%; 97% to 100% without the hog).
+# KNOWN GAPS: no run has a memory-cgroup limit or an incident, so the memcg-reclaim and incidents
+# panels stay empty; no agent here runs libtailcause_cache's feedback loop (the example agent's
+# caches are one per tenant process), so the cache dashboard's quota and warm-up series stay
+# empty too (tests/e2e/test_cache_loop.sh checks those metrics against the library's counts).
 # Then query_exemplars returns trace ids that `tailcause glitches --json` also lists.
-# KNOWN GAPS (printed, not asserted): on the project's cgroup v1 VM under the shared load,
-# TailcauseCpuThrottled (quota:q: fired 53 s in, in 1 of 3 runs), TailcauseNoisyNeighbour (hog:h:
-# never; the root cgroup's load outweighs the hog in the share) and TailcausePageCachePressure
-# (cold-cache:c: 23.5 s, in 1 of 2 runs) do not fire reliably within the run (not yet explained); no run has a memory-cgroup limit or an incident, so the memcg-reclaim and
-# incidents panels stay empty; no agent here runs libtailcause_cache's feedback loop (the example
-# agent's caches are one per tenant process), so the cache dashboard's quota and warm-up series
-# stay empty too (tests/e2e/test_cache_loop.sh checks those metrics against the library's counts).
 # Prints per diagnostic the seconds from the fault's start (its tenant's first request seen by
 # Prometheus; faults are on from the start) to firing, and the alerts seen on the clean run.
 source "$(dirname "$0")/lib.sh"
@@ -98,12 +112,9 @@ $RUN --prom "$PROM" --expect "$WORK/expect-none.json" --out "$WORK/clean.json" -
 
 cat >"$WORK/expect.json" <<'JSON'
 [
- {"name": "cpu contention (quota:q)", "alert": "TailcauseCpuThrottled", "tenant": "q", "labels": {"cgroup": ".*/q"},
-  "required": false},
- {"name": "noisy neighbour (hog:h)", "alert": "TailcauseNoisyNeighbour", "tenant": "h",
-  "labels": {"cgroup": ".*/h", "by_cgroup": ".*/_hog-h"}, "required": false},
+ {"name": "cpu contention (quota:q)", "alert": "TailcauseCpuThrottled", "tenant": "q", "labels": {"cgroup": ".*/q"}},
  {"name": "page-cache pressure (cold-cache:c)", "alert": "TailcausePageCachePressure", "tenant": "c",
-  "labels": {"tenant": "c", "stage": "retrieval"}, "required": false},
+  "labels": {"tenant": "c", "stage": "retrieval"}},
  {"name": "network (slow-peer:p)", "alert": "TailcauseStageNetworkWait", "tenant": "p",
   "labels": {"tenant": "p", "stage": "tool"}},
  {"name": "response timeout (lock:l)", "alert": "TailcauseStageLatencyOverSLO", "tenant": "l",
@@ -111,11 +122,21 @@ cat >"$WORK/expect.json" <<'JSON'
  {"name": "output anomaly (entropy:e)", "alert": "TailcauseOutputAnomaly", "tenant": "e", "labels": {"tenant": "e"}}
 ]
 JSON
-echo "fault run (tenants q h c p l e, one fault each; up to 80 s):"
+echo "fault run (tenants q c p l e, one fault each; up to 80 s):"
 $RUN --prom "$PROM" --expect "$WORK/expect.json" --exprs "$WORK/exprs.jsonl" \
   --out "$WORK/faults.json" --max-seconds 80 \
-  -- "$AGENT" --tenants q,h,c,p,l,e --rate 4 --duration 80 --fault quota:q --fault hog:h \
+  -- "$AGENT" --tenants q,c,p,l,e --rate 4 --duration 80 --fault quota:q \
   --fault cold-cache:c --fault slow-peer:p --fault lock:l --fault entropy:e || fail "fault phase"
+
+cat >"$WORK/expect-hog.json" <<'JSON'
+[
+ {"name": "noisy neighbour (hog:h)", "alert": "TailcauseNoisyNeighbour", "tenant": "h",
+  "labels": {"cgroup": ".*/h", "by_cgroup": ".*/_hog-h"}}
+]
+JSON
+echo "hog run (tenant h with its hog; up to 60 s):"
+$RUN --prom "$PROM" --expect "$WORK/expect-hog.json" --out "$WORK/hog.json" --max-seconds 60 \
+  -- "$AGENT" --tenants h --rate 4 --duration 60 --fault hog:h || fail "hog phase"
 
 # Exemplars: trace ids Prometheus stored with the stage histograms, also in the glitch journal.
 sleep 1.5  # the journal writes about once a second
@@ -130,7 +151,8 @@ curl -sf "$PROM/api/v1/query_exemplars" --data-urlencode 'query=tailcause_stage_
 import json, sys
 w = sys.argv[1]
 clean, faults = json.load(open(f"{w}/clean.json")), json.load(open(f"{w}/faults.json"))
-expect = json.load(open(f"{w}/expect.json"))
+runs = [(e, faults) for e in json.load(open(f"{w}/expect.json"))]
+runs += [(e, json.load(open(f"{w}/hog.json"))) for e in json.load(open(f"{w}/expect-hog.json"))]
 ok = True
 # No memory-cgroup limit and no incident (it needs 200 stages of baseline) in these runs.
 KNOWN_EMPTY = {"rule cgroup:tailcause_memcg_reclaim_seconds:rate",
@@ -139,14 +161,14 @@ KNOWN_EMPTY = {"rule cgroup:tailcause_memcg_reclaim_seconds:rate",
                "tailcause-cache.json: Closed loop: competition, quotas, warm-ups (B)",
                "tailcause-cache.json: Closed loop: competition, quotas, warm-ups (C)"}
 print("time from fault start (the tenant's first request in Prometheus) to firing:")
-for e in expect:
-    t = faults["fired"].get(e["name"])
+for e, run in runs:
+    t = run["fired"].get(e["name"])
     if t is not None:
-        t -= faults["tenant_start"][e["tenant"]]
-    required = e.get("required", True)
-    print(f"  {e['name']:38s} {e['alert']:30s} " + (f"{t:5.1f} s" if t is not None else
-          "NOT FIRED" + ("" if required else " (KNOWN GAP, not asserted: see the header)")))
-    ok &= t is not None or not required
+        t -= run["tenant_start"][e["tenant"]]
+    print(f"  {e['name']:38s} {e['alert']:30s} " +
+          (f"{t:5.1f} s ({run['fired'][e['name']]:.1f} s after the agent started)"
+           if t is not None else "NOT FIRED"))
+    ok &= t is not None
 fault_only = {"TailcauseCpuThrottled", "TailcausePageCachePressure", "TailcauseStageNetworkWait",
               "TailcauseOutputAnomaly", "TailcauseTcpRetransmits", "TailcauseGpuSyncStall",
               "TailcauseMemcgReclaim"}
@@ -155,11 +177,13 @@ contention = [f for f in clean["firing_seen"] if f["labels"]["alertname"] not in
 print(f"clean run: {len(clean['firing_seen'])} alert(s) fired, {len(false)} of them fault-only")
 for f in clean["firing_seen"]:
     l = f["labels"]
-    print(f"  {'FALSE' if f in false else 'NOTE (contention from other load)'}: {l['alertname']} "
+    print(f"  {'FALSE' if f in false else 'NOTE (not fault-only)'}: {l['alertname']} "
           f"{l.get('tenant', '')}{l.get('stage', '') and '/' + l['stage']}{l.get('cgroup', '')}"
           f"{l.get('by_cgroup') and ' by ' + l['by_cgroup'] or ''} at {f['at']} s")
 ok &= not false
-print(f"fault run: {len(faults['firing_seen'])} alert series fired; agent exit {faults['agent_rc']}")
+hog = runs[-1][1]
+print(f"fault run: {len(faults['firing_seen'])} alert series fired; agent exit {faults['agent_rc']}; "
+      f"hog run: {len(hog['firing_seen'])}; agent exit {hog['agent_rc']}")
 if faults["empty"] is None:
     print("FAIL: the expressions were never evaluated (not every alert fired)")
     ok = False

@@ -113,6 +113,23 @@ TEST(EvidenceBoard, TopPreemptorIsRankedByWaitNotCount) {
   EXPECT_EQ(p->wait_ns * 100 / p->total_wait_ns, 99u);
 }
 
+// The sched family charges a wait to the cgroup that held the CPU meanwhile, which need not
+// have preempted anyone (it kept a woken task waiting): wait without preemptions is evidence
+// too, and an empty delta is not.
+TEST(EvidenceBoard, WaitWithoutPreemptionsCounts) {
+  EvidenceBoard b;
+  b.add_preemptions("/agents/a", "/tools", 2 * s, 12, 3 * ms);
+  b.add_preemptions("/agents/a", "/hog", 2 * s, 0, 250 * ms);
+  b.add_preemptions("/agents/a", "/idle", 2 * s, 0, 0);
+  auto p = b.top_preemptor("/agents/a", 2 * s, 2 * s);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->by_cgroup, "/hog");
+  EXPECT_EQ(p->preemptions, 0u);
+  EXPECT_EQ(p->total, 12u);
+  EXPECT_EQ(p->total_wait_ns, 253 * ms);
+  EXPECT_FALSE(b.top_preemptor("/agents/b", 2 * s, 2 * s));
+}
+
 TEST(EvidenceBoard, MemoryReclaimAroundTheStage) {
   EvidenceBoard b;
   const uint64_t limit = 2 << 20;
