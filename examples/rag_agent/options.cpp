@@ -147,6 +147,10 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_flag("--shed-when-open", o.shed_when_open,
                "shed new requests while the tenant's tailcause circuit breaker is open "
                "(read through the SDK from the daemon's socket, $TAILCAUSE_BREAKER_SOCKET)");
+  app.add_flag("--cache-loop", o.cache_loop,
+               "each tenant's retrieval cache follows tailcause's verdict on it (the same socket): "
+               "warmed up when a breakdown begins, its quota rebalanced from the competition "
+               "index (libtailcause_cache's CacheFeedback)");
   try {
     app.parse(argc, argv);
     validate(o, tenants_flag, fault_specs);

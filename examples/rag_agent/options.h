@@ -31,6 +31,7 @@ struct Options {
   std::string cgroup_root;      // empty: detect the hierarchy with the cpu controller
   std::string report_path;      // empty: no JSON report
   bool shed_when_open = false;  // refuse new requests while tailcause's breaker is open
+  bool cache_loop = false;      // retrieval caches follow the daemon's verdicts (CacheFeedback)
 
   bool has_fault(FaultKind kind, const std::string& tenant) const;
   bool has_fault(FaultKind kind) const;

@@ -28,6 +28,26 @@ RagPipeline::RagPipeline(PipelineConfig config)
              config_.top_k),
       questions_(make_questions(config_.tenant)) {
   if (config_.cold_cache) index_.read_cold();
+  if (config_.cache_loop) {
+    // Warm-up runs the agent's own retrieval (on the loop's thread, outside any request) for
+    // the vectors the library proposes.
+    cache_.library().set_loader(
+        [this](const std::string&, const std::vector<std::vector<float>>& vectors) {
+          std::vector<std::optional<std::string>> values;
+          for (const auto& v : vectors)
+            values.push_back(RetrievalCache::encode(
+                index_.scan_lists(v, index_.closest_lists(v, config_.nprobe), config_.top_k)));
+          return values;
+        });
+    loop_ = std::make_unique<tailcause::cache::CacheFeedback>(
+        cache_.library(), tailcause::cache::sdk_verdict_source());
+    loop_->start();
+  }
+}
+
+std::optional<tailcause::cache::FeedbackStats> RagPipeline::loop_stats() const {
+  if (!loop_) return std::nullopt;
+  return loop_->stats();
 }
 
 std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t request_id,

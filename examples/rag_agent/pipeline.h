@@ -7,8 +7,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <tailcause/cache/feedback.h>
 
 #include "helper_thread.h"
 #include "latency_stats.h"
@@ -27,6 +30,7 @@ struct PipelineConfig {
   bool cold_cache = false;  // drop the index from the page cache before every retrieval
   bool slow_peer = false;   // ask the tool server for a 300 ms delay
   bool entropy = false;     // every answer sampled cold, then hot (see generate)
+  bool cache_loop = false;  // the retrieval cache follows the daemon's verdicts (CacheFeedback)
   std::size_t output_tokens = 96;
   std::size_t nprobe = 6;  // IVF lists scanned per query
   std::size_t top_k = 8;
@@ -58,6 +62,13 @@ class RagPipeline {
   const PipelineCounters& counters() const { return counters_; }
   KvCache& kv_cache() { return kv_; }
   uint64_t index_bytes_read() const { return index_.bytes_read(); }
+  // Stops the closed loop's thread (before its figures are read, so none moves after).
+  void stop_cache_loop() {
+    if (loop_) loop_->stop();
+  }
+  // What the closed loop did, and the cache's own view of the tenant; nullopt without the loop.
+  std::optional<tailcause::cache::FeedbackStats> loop_stats() const;
+  tailcause::cache::TenantStats cache_stats() { return cache_.library().stats(config_.tenant); }
 
  private:
   std::vector<Neighbour> retrieve(WorkerState& worker, uint64_t request_id,
@@ -69,6 +80,8 @@ class RagPipeline {
   VectorIndex index_;
   QueryEncoder encoder_;  // after index_: its projection is to the index's dimension
   RetrievalCache cache_;
+  // After cache_ and index_: stopped (its thread joined) before they go.
+  std::unique_ptr<tailcause::cache::CacheFeedback> loop_;
   KvCache kv_;
   std::vector<std::string> questions_;
   StageStats stats_;

@@ -35,10 +35,12 @@ RetrievalCache::Lookup RetrievalCache::lookup(std::span<const float> query, uint
   return out;
 }
 
+std::string RetrievalCache::encode(const std::vector<Neighbour>& value) {
+  return std::string(reinterpret_cast<const char*>(value.data()), value.size() * sizeof(Neighbour));
+}
+
 void RetrievalCache::store(std::span<const float> query, const std::vector<Neighbour>& value) {
-  cache_.insert(
-      tenant_, query,
-      std::string(reinterpret_cast<const char*>(value.data()), value.size() * sizeof(Neighbour)));
+  cache_.insert(tenant_, query, encode(value));
 }
 
 }  // namespace rag

@@ -42,6 +42,8 @@ class RetrievalCache {
   };
   Lookup lookup(std::span<const float> query, uint64_t request_id);
   void store(std::span<const float> query, const std::vector<Neighbour>& value);
+  // A retrieval's neighbours as the cache stores them (also what a warm-up loader returns).
+  static std::string encode(const std::vector<Neighbour>& value);
   tailcause::cache::VectorCache& library() { return cache_; }
 
  private:

@@ -110,6 +110,7 @@ nlohmann::json run_load(const TenantSpec& spec) {
   config.cold_cache = spec.cold_cache;
   config.slow_peer = spec.slow_peer;
   config.entropy = spec.entropy;
+  config.cache_loop = spec.cache_loop;
   RagPipeline pipeline(config);
   QuestionPicker picker(pipeline.questions());
 
@@ -175,6 +176,25 @@ nlohmann::json run_load(const TenantSpec& spec) {
 
   const auto& c = pipeline.counters();
   uint64_t completed = c.completed.load();
+  nlohmann::json loop = nullptr;  // without --cache-loop
+  pipeline.stop_cache_loop();
+  if (auto f = pipeline.loop_stats()) {
+    const auto cs = pipeline.cache_stats();
+    loop = {{"polls", f->polls},
+            {"unanswered", f->unanswered},
+            {"breakdowns", f->breakdowns},
+            {"warmups", f->warmups},
+            {"warmed_entries", f->warmed_entries},
+            {"rebalances", f->rebalances},
+            // The library's own counts: one cache_action probe per warm-up batch and per
+            // rebalance, so the daemon's counters must equal these.
+            {"library",
+             {{"warmup_batches", cs.warmups},
+              {"warmed_entries", cs.warmed_entries},
+              {"rebalances", cs.rebalances},
+              {"base_quota_bytes", cs.base_quota_bytes},
+              {"quota_bytes", cs.quota_bytes}}}};
+  }
   return {{"tenant", spec.name},
           {"pid", ::getpid()},
           {"interrupted", g_stop.load()},
@@ -191,6 +211,7 @@ nlohmann::json run_load(const TenantSpec& spec) {
            {{"hit", c.cache_hit.load()},
             {"miss", c.cache_miss.load()},
             {"stale", c.cache_stale.load()}}},
+          {"cache_loop", loop},
           {"breaker",
            {{"checks", gate.checks()},
             {"open_seen", gate.open_seen()},

@@ -20,6 +20,7 @@ struct TenantSpec {
   int tool_port = 0;
   bool cold_cache = false, slow_peer = false, lock = false, entropy = false;
   bool shed_when_open = false;
+  bool cache_loop = false;
 };
 
 // Runs in the forked child; writes the JSON result to result_fd and exits. Never returns.

@@ -3,13 +3,13 @@
 """One phase of tests/e2e/test_prometheus_alerts.sh: runs the example agent while a real
 Prometheus (scraping the daemon every second, evaluating the shipped rules) is polled.
 
-  alerts_run.py --prom URL --expect FILE --out FILE [--exprs FILE] -- AGENT ARGS...
+  alerts_run.py --prom URL --expect FILE --out FILE [--exprs FILE [--exprs-after S]] -- AGENT ARGS...
 
 --expect: JSON list of {"name", "alert", "labels": {label: regex}}; the phase ends (the agent gets
 SIGTERM) as soon as every expected alert is firing and the expressions were evaluated, or when
 the agent exits. --exprs: JSON lines {"source", "expr", "kind"} (tests/prometheus/check_exprs.py
---list), each evaluated through /api/v1/query once every expected alert fired (or 60 s in; without
-expected alerts, 12 s into the run); --out gets {"fired": {name: seconds from the agent's start},
+--list), each evaluated through /api/v1/query once every expected alert fired and --exprs-after
+seconds passed (or 60 s in; without expected alerts, 12 s into the run); --out gets {"fired": {name: seconds from the agent's start},
 "firing_seen": [every alert seen firing, with its labels and first second], "empty": [...]}.
 """
 import argparse
@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--exprs")
     ap.add_argument("--out", required=True)
     ap.add_argument("--max-seconds", type=float, default=60)
+    ap.add_argument("--exprs-after", type=float, default=0,
+                    help="evaluate the expressions no sooner than this (series that need time)")
     ap.add_argument("agent", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     agent_cmd = a.agent[1:] if a.agent and a.agent[0] == "--" else a.agent
@@ -72,7 +74,8 @@ def main():
                         fired[w["name"]] = round(now, 1)
                         print(f"  {now:5.1f} s: {w['alert']} firing for {w['name']}", flush=True)
             all_fired = len(fired) == len(expect)
-            if not evaluated and (all_fired and expect or now >= (60 if expect else 12)):
+            if not evaluated and (all_fired and expect and now >= a.exprs_after or
+                                  now >= (60 if expect else 12)):
                 empty = []
                 for e in exprs:
                     if e["kind"] == "alert":
