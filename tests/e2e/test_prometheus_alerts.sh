@@ -34,8 +34,10 @@
 # its block-I/O share down to 12% for tens of seconds (the alert wants 25%; 37% to 54% without
 # the hog), and q's threads, short of CPU anyway, hit their quota in as few as 44 of 627 periods
 # (7%, the alert wants 25%; 97% to 100% without the hog).
-# KNOWN GAPS: no run has a memory-cgroup limit or an incident, so the memcg-reclaim and incidents
-# panels stay empty.
+#   incident: tenant n1 again, now with the lock fault: its generation, 10x its baseline from the
+#          clean run (the daemon judges a baseline after 40 stages here), is an incident, and the
+#          overview's incidents panel returns n1's series.
+# KNOWN GAP: no run has a memory-cgroup limit, so the memcg-reclaim panel and rule stay empty.
 # Then query_exemplars returns trace ids that `tailcause glitches --json` also lists.
 # Prints per diagnostic the seconds from the fault's start (its tenant's first request seen by
 # Prometheus; faults are on from the start) to firing, and the alerts seen on the clean run.
@@ -75,7 +77,9 @@ cat >"$WORK/cfg.yaml" <<EOF
 probes: {attrib: {binary: $AGENT, layers: true}}
 journal: {path: $WORK/journal.db}
 breaker: {socket: $WORK/breaker.sock, state_file: ""}   # --cache-loop asks it
-glitch: {slo_file: $WORK/overrides.yaml}   # the SLOs the rules were generated with
+# The SLOs the rules were generated with; the clean run's 16 s give n1 a baseline (40 stages)
+# for the incident phase.
+glitch: {slo_file: $WORK/overrides.yaml, incident: {min_samples: 40}}
 cache_breakdown: {window_s: 10, warmup_s: 0}  # the daemon's own ratio gauge within the run
 EOF
 start_daemon -c "$WORK/cfg.yaml"
@@ -147,7 +151,10 @@ for line in open(sys.argv[2]):
 warmups = 0
 for name, t in report["tenants"].items():
     loop, lib = t["cache_loop"], t["cache_loop"]["library"]
-    assert loop["polls"] > 0 and loop["unanswered"] == 0 and loop["rebalances"] >= 1, (name, loop)
+    # A question may go unanswered (100 ms at most each) when the tenant's own quota starves
+    # its client: q runs at 10% of a CPU.
+    assert loop["polls"] > 0 and loop["unanswered"] < loop["polls"] / 2, (name, loop)
+    assert loop["rebalances"] >= 1, (name, loop)
     # One cache_action probe per warm-up batch and per rebalance: the daemon's counts are the
     # library's, exactly.
     got = (series.get(("tailcause_cache_actions_total", name, "warmup"), 0),
@@ -172,6 +179,22 @@ echo "hog run (tenant h with its hog; up to 60 s):"
 $RUN --prom "$PROM" --expect "$WORK/expect-hog.json" --out "$WORK/hog.json" --max-seconds 60 \
   -- "$AGENT" --tenants h --rate 4 --duration 60 --fault hog:h || fail "hog phase"
 
+# An incident: n1 again, its generation slowed by the lock fault against its clean baseline.
+grep -F '"tailcause-overview.json: Incidents under way (A)"' "$WORK/exprs.jsonl" >"$WORK/exprs-incident.jsonl" ||
+  fail "no incidents panel in the dashboards"
+echo "incident run (tenant n1 with the lock fault; 12 s):"
+$RUN --prom "$PROM" --expect "$WORK/expect-none.json" --exprs "$WORK/exprs-incident.jsonl" \
+  --out "$WORK/incident.json" --max-seconds 20 \
+  -- "$AGENT" --tenants n1 --rate 4 --duration 14 --fault lock:n1 || fail "incident phase"
+/usr/bin/python3 -c '
+import json, sys
+run = json.load(open(sys.argv[1]))
+assert run["empty"] == [], run["empty"]
+print("ok: the incidents panel returns series (n1 under the lock fault)")' "$WORK/incident.json" ||
+  fail "the incidents panel is empty: $(scrape | grep tailcause_incidents | head -5)"
+curl -sf "$PROM/api/v1/query?query=tailcause_incidents_active%7Btenant%3D%22n1%22%7D" |
+  grep -q '"value":\[[0-9.]*,"[1-9]' || fail "no incident of n1's in Prometheus"
+
 # Exemplars: trace ids Prometheus stored with the stage histograms, also in the glitch journal.
 sleep 1.5  # the journal writes about once a second
 "$TAILCAUSE" glitches --journal "$WORK/journal.db" --json --limit 10000 >"$WORK/glitches.json" ||
@@ -188,7 +211,8 @@ clean, faults = json.load(open(f"{w}/clean.json")), json.load(open(f"{w}/faults.
 runs = [(e, faults) for e in json.load(open(f"{w}/expect.json"))]
 runs += [(e, json.load(open(f"{w}/hog.json"))) for e in json.load(open(f"{w}/expect-hog.json"))]
 ok = True
-# No memory-cgroup limit and no incident (it needs 200 stages of baseline) in these runs.
+# No memory-cgroup limit in these runs; the incidents panel, empty here, is checked in its own
+# run above.
 KNOWN_EMPTY = {"rule cgroup:tailcause_memcg_reclaim_seconds:rate",
                "tailcause-overview.json: Memory-cgroup reclaim (A)",
                "tailcause-overview.json: Incidents under way (A)"}
