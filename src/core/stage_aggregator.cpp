@@ -171,11 +171,12 @@ void StageAggregator::collect_stages(MetricSet& out) const {
   for (const auto& [key, s] : stage_series_) {
     const auto& [tenant, agent, stage] = key;
     const Labels l{{"tenant", tenant}, {"agent", agent}, {"stage", stage}};
-    if (s.duration.count() > 0) {
-      out.add_histogram(metric::kStageDurationSeconds,
-                        "Wall time of agent stages, per tenant, agent and stage", l,
-                        s.duration.render(kDurationFirstSlot, kDurationLastSlot));
-    }
+    // Even before a stage of the key ended (its components may come first): the histogram
+    // series must start with the component counters, or a first window's share (components'
+    // rate over the histogram sum's) divides by a rate that missed the histogram's first value.
+    out.add_histogram(metric::kStageDurationSeconds,
+                      "Wall time of agent stages, per tenant, agent and stage", l,
+                      s.duration.render(kDurationFirstSlot, kDurationLastSlot));
     for (size_t c = 0; c < kComponents; ++c) {
       Labels lc = l;
       lc.emplace_back("component", kComponentNames[c]);

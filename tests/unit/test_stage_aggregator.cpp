@@ -115,6 +115,24 @@ TEST(StageAggregator, WorkerSpansAreHelperTimeNotStageTime) {
   EXPECT_NE(find(m, "tailcause_stage_duration_seconds", {{"tenant", "tenant-w"}}), nullptr);
 }
 
+// A helper's span can end before any stage of its key did: the stage's histogram is there from
+// that scrape on (count 0), beside the component counters, so a share of the components over the
+// histogram's sum starts with both (a series that appears with its first value already counted
+// would divide a window's components by a sum rate that missed it).
+TEST(StageAggregator, TheDurationHistogramStartsWithTheComponentCounters) {
+  StageAggregator agg(10);
+  auto worker = stage("tenant-h", "retrieval", 5'000'000);
+  worker.flags = 1;  // ATTRIB_SPAN_WORKER
+  agg.add(worker);
+  MetricSet m;
+  agg.collect(m);
+  ASSERT_EQ(count(m, "tailcause_stage_time_seconds"), kComponents);
+  const auto* h = find(m, "tailcause_stage_duration_seconds", {{"tenant", "tenant-h"}});
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->histogram.count, 0u);
+  EXPECT_EQ(h->histogram.sum, 0);
+}
+
 // Stages without helpers have no helper series.
 TEST(StageAggregator, NoHelperSeriesWithoutHelpers) {
   StageAggregator agg(10);
