@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tailcause/cache/exact_key.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -56,8 +57,9 @@ TC_SCALAR_LANES uint64_t exact_key(std::string_view model_version,
     // Zeros pad the last step; the length is hashed in at the end.
     thread_local std::vector<int32_t> q;
     const std::size_t words = (n + 2 * kLanes - 1) / (2 * kLanes) * kLanes;
-    q.assign(2 * words, 0);
+    q.resize(2 * words);
     quantise_to_grid(unit_vector.data(), n, inv, q.data());
+    std::fill(q.begin() + static_cast<std::ptrdiff_t>(n), q.end(), 0);  // only the padding
     for (std::size_t w = 0; w < words; w += kLanes) {
       // Unrolled, the lanes live in registers; a loop over an array index keeps them on the
       // stack, and each mix then waits on a store (2x slower).
