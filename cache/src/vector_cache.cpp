@@ -37,6 +37,13 @@ void check_tenant_name(const std::string& name) {
                                 " bytes");
 }
 
+// Older than the TTL: a lookup reports it stale and leaves its LRU place; admission lets any
+// newcomer push it out.
+template <typename Entry>
+bool expired(const Entry& e, int64_t now, std::chrono::nanoseconds ttl) {
+  return now - e.stored_ns > ttl.count();
+}
+
 }  // namespace
 
 struct VectorCache::Tenant {
@@ -143,9 +150,6 @@ Lookup VectorCache::lookup(const std::string& tenant_name, std::span<const float
     t.patterns.record(out.key, unit);
     ++t.window_lookups;
     const int64_t at = now();
-    const auto expired = [&](const Tenant::Entry& e) {
-      return at - e.stored_ns > options_.ttl.count();
-    };
     auto it = t.entries.find(out.key);
     if (it != t.entries.end()) {
       out.similarity = 1;
@@ -155,7 +159,7 @@ Lookup VectorCache::lookup(const std::string& tenant_name, std::span<const float
       for (const auto& m : t.index.candidates(unit)) {
         if (m.similarity < options_.threshold) break;
         auto found = t.entries.find(t.label_key.at(m.label));
-        const bool fresh = !expired(found->second);
+        const bool fresh = !expired(found->second, at, options_.ttl);
         if (it == t.entries.end() || fresh) {
           it = found;
           out.semantic = true;
@@ -170,7 +174,7 @@ Lookup VectorCache::lookup(const std::string& tenant_name, std::span<const float
       t.missed.record(out.key);
     } else {
       out.age_ns = static_cast<uint64_t>(std::max<int64_t>(0, at - it->second.stored_ns));
-      if (expired(it->second)) {
+      if (expired(it->second, at, options_.ttl)) {
         // Not moved up the LRU order: an expired entry is only worth its refresh, which
         // stores it again (or a new entry) at the front.
         out.result = LookupResult::Stale;
@@ -234,7 +238,7 @@ InsertResult insert_locked(T& t, const CacheOptions& o, uint64_t key,
     uint64_t freed = 0;
     for (auto v = t.lru.rbegin(); v != t.lru.rend() && t.usage - freed + bytes > t.quota; ++v) {
       const auto& victim = t.entries.at(*v);
-      if (admit && now - victim.stored_ns <= o.ttl.count() && !t.sketch.admit(key, *v))
+      if (admit && !expired(victim, now, o.ttl) && !t.sketch.admit(key, *v))
         return InsertResult::Rejected;
       freed += victim.bytes;
     }
