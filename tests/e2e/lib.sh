@@ -101,6 +101,20 @@ for p in json.load(sys.stdin):
     print(p.get("name", "?"), p["id"])' | sort
 }
 
+# no_programs_left NAME: fails unless every BPF program loaded since $WORK/progs.before (written
+# by bpf_prog_ids) is gone within 5 s. The kernel frees a program after its last fd closes in
+# deferred work, so one an exited command loaded (a feature probe's) may be listed for a moment.
+no_programs_left() {
+  local added
+  for _ in $(seq 1 50); do
+    bpf_prog_ids >"$WORK/progs.now"
+    added=$(comm -13 "$WORK/progs.before" "$WORK/progs.now")
+    [ -n "$added" ] || return 0
+    sleep 0.1
+  done
+  fail "$1: BPF programs left loaded: $added"
+}
+
 # The ids of the BPF programs a process holds open (from its fdinfo), one per line, sorted.
 # The daemon opens and closes files meanwhile: a vanished fdinfo entry is not an error.
 held_prog_ids() { { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null || true; } | awk '{ print $2 }' | sort -u; }

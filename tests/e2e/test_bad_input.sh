@@ -6,20 +6,13 @@ source "$(dirname "$0")/lib.sh"
 require_root
 
 bpf_prog_ids >"$WORK/progs.before"
-# Programs that appeared since the start (those of an earlier test may still be going away).
-nothing_left() {
-  bpf_prog_ids >"$WORK/progs.now"
-  local added
-  added=$(comm -13 "$WORK/progs.before" "$WORK/progs.now")
-  [ -z "$added" ] || fail "$1: BPF programs left loaded: $added"
-}
 
 # expect_error NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN on stderr.
 expect_error() {
   local name=$1
   shift
   expect_exit nonzero "$@"
-  nothing_left "$name"
+  no_programs_left "$name"
   pass "$name: exit $EXIT_RC, '$EXIT_LINE'"
 }
 

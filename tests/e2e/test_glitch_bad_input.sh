@@ -14,8 +14,7 @@ bpf_prog_ids >"$WORK/progs.before"
 expect_refused() {  # expect_refused NAME PATTERN CONFIG_TEXT
   printf '%s\n' "$3" >"$WORK/bad.yaml"
   expect_exit 2 "$2" "$TAILCAUSE" run --listen "127.0.0.1:$(free_port)" --config "$WORK/bad.yaml"
-  bpf_prog_ids >"$WORK/progs.now"
-  [ -z "$(comm -13 "$WORK/progs.before" "$WORK/progs.now")" ] || fail "$1: BPF programs left loaded"
+  no_programs_left "$1"
   pass "$1: exit 2, '$EXIT_LINE'"
 }
 paths="breaker: {socket: $WORK/b.sock, state_file: $WORK/b.state}
