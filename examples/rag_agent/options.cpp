@@ -25,7 +25,8 @@ constexpr struct {
                    {"cold-cache", FaultKind::ColdCache},
                    {"slow-peer", FaultKind::SlowPeer},
                    {"lock", FaultKind::Lock},
-                   {"entropy", FaultKind::Entropy}};
+                   {"entropy", FaultKind::Entropy},
+                   {"cache-bust", FaultKind::CacheBust}};
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -64,8 +65,8 @@ Fault parse_fault(const std::string& spec, const std::vector<std::string>& tenan
                          [&](const auto& k) { return kind_name == k.name; });
   if (it == std::end(kFaultKinds))
     throw UsageError(fmt::format(
-        "--fault {}: unknown fault kind '{}' (expected quota, hog, cold-cache, slow-peer, lock or "
-        "entropy)",
+        "--fault {}: unknown fault kind '{}' (expected quota, hog, cold-cache, slow-peer, lock, "
+        "entropy or cache-bust)",
         spec, kind_name));
   if (std::find(tenants.begin(), tenants.end(), tenant) == tenants.end())
     throw UsageError(fmt::format("--fault {}: tenant '{}' is not one of --tenants {}", spec, tenant,
@@ -91,6 +92,11 @@ void validate(Options& o, const std::string& tenants_flag,
     throw UsageError(fmt::format("--vectors must be in [1000, 20000000], got {}", o.vectors));
   if (o.dim < 8 || o.dim > 2048)
     throw UsageError(fmt::format("--dim must be in [8, 2048], got {}", o.dim));
+  if (o.cache_entries > 100'000)
+    throw UsageError(
+        fmt::format("--cache-entries must be in [0, 100000], got {}", o.cache_entries));
+  if (o.cache_entries == 0 && o.cache_loop)
+    throw UsageError("--cache-loop needs a retrieval cache (--cache-entries 0 turns it off)");
   for (const auto& spec : fault_specs) {
     Fault f = parse_fault(spec, o.tenants);
     bool dup = std::any_of(o.faults.begin(), o.faults.end(), [&](const Fault& g) {
@@ -138,8 +144,8 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--dim", o.dim, "dimension of the index vectors")->capture_default_str();
   app.add_option(
          "--fault", fault_specs,
-         "KIND[:TENANT], repeatable; KIND: quota, hog, cold-cache, slow-peer, lock, entropy "
-         "(tenant: first)")
+         "KIND[:TENANT], repeatable; KIND: quota, hog, cold-cache, slow-peer, lock, entropy, "
+         "cache-bust (tenant: first)")
       ->allow_extra_args(false);
   app.add_option("--cgroup-root", o.cgroup_root,
                  "cgroup hierarchy with the cpu controller (default: detected, v2 preferred)");
@@ -147,6 +153,10 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_flag("--shed-when-open", o.shed_when_open,
                "shed new requests while the tenant's tailcause circuit breaker is open "
                "(read through the SDK from the daemon's socket, $TAILCAUSE_BREAKER_SOCKET)");
+  app.add_option("--cache-entries", o.cache_entries,
+                 "entries of each tenant's retrieval cache (0: no cache, every retrieval searches "
+                 "the index)")
+      ->capture_default_str();
   app.add_flag("--cache-loop", o.cache_loop,
                "each tenant's retrieval cache follows tailcause's verdict on it (the same socket): "
                "warmed up when a breakdown begins, its quota rebalanced from the competition "

@@ -10,7 +10,7 @@
 
 namespace rag {
 
-enum class FaultKind { Quota, Hog, ColdCache, SlowPeer, Lock, Entropy };
+enum class FaultKind { Quota, Hog, ColdCache, SlowPeer, Lock, Entropy, CacheBust };
 
 const char* fault_kind_name(FaultKind kind);
 
@@ -28,10 +28,11 @@ struct Options {
   std::size_t vectors = 50000;  // per tenant index
   std::size_t dim = 128;
   std::vector<Fault> faults;
-  std::string cgroup_root;      // empty: detect the hierarchy with the cpu controller
-  std::string report_path;      // empty: no JSON report
-  bool shed_when_open = false;  // refuse new requests while tailcause's breaker is open
-  bool cache_loop = false;      // retrieval caches follow the daemon's verdicts (CacheFeedback)
+  std::string cgroup_root;          // empty: detect the hierarchy with the cpu controller
+  std::string report_path;          // empty: no JSON report
+  bool shed_when_open = false;      // refuse new requests while tailcause's breaker is open
+  bool cache_loop = false;          // retrieval caches follow the daemon's verdicts (CacheFeedback)
+  std::size_t cache_entries = 128;  // each tenant's retrieval cache; 0: none
 
   bool has_fault(FaultKind kind, const std::string& tenant) const;
   bool has_fault(FaultKind kind) const;

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "rng.h"
 #include "sdk_scope.h"
 
 namespace rag {
@@ -18,20 +20,34 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The cache-bust fault: the question as a client sends it that puts the user's recent history
+// into each query (a classic cache-key bug of RAG agents). Twelve words of history, drawn per
+// request, weigh about as much as the question in the mean-pooled embedding: no two requests
+// share an exact key, and the same question asked twice lands below the semantic threshold.
+std::string with_history(const std::string& question, uint64_t request_id) {
+  const auto& words = Tokenizer::lexicon();
+  SplitMix rng(fnv1a(fmt::format("history:{}", request_id)));
+  std::string out = question + " earlier i asked about";
+  for (int i = 0; i < 12; ++i) (out += ' ') += words[rng.next() % words.size()];
+  return out;
+}
+
 }  // namespace
 
 RagPipeline::RagPipeline(PipelineConfig config)
     : config_(std::move(config)),
       index_(config_.index_path),
       encoder_(config_.tenant, index_.dim()),
-      cache_(config_.tenant, index_.dim(), kRetrievalCacheEntries, kRetrievalCacheTtl,
-             config_.top_k),
       questions_(make_questions(config_.tenant)) {
   if (config_.cold_cache) index_.read_cold();
+  if (config_.cache_entries == 0) return;
+  cache_.emplace(config_.tenant, index_.dim(), config_.cache_entries, kRetrievalCacheTtl,
+                 config_.top_k);
+  if (!config_.cold_cache) preload_cache();
   if (config_.cache_loop) {
     // Warm-up runs the agent's own retrieval (on the loop's thread, outside any request) for
     // the vectors the library proposes.
-    cache_.library().set_loader(
+    cache_->library().set_loader(
         [this](const std::string&, const std::vector<std::vector<float>>& vectors) {
           std::vector<std::optional<std::string>> values;
           for (const auto& v : vectors)
@@ -40,8 +56,18 @@ RagPipeline::RagPipeline(PipelineConfig config)
           return values;
         });
     loop_ = std::make_unique<tailcause::cache::CacheFeedback>(
-        cache_.library(), tailcause::cache::sdk_verdict_source());
+        cache_->library(), tailcause::cache::sdk_verdict_source());
     loop_->start();
+  }
+}
+
+void RagPipeline::preload_cache() {
+  // Question ranks are the picker's: rank 0 is the most asked.
+  const std::size_t n = std::min({kPreloadedQuestions, config_.cache_entries, questions_.size()});
+  for (std::size_t rank = 0; rank < n; ++rank) {
+    auto query = encoder_.query_for(questions_[rank]);
+    cache_->store(query, index_.scan_lists(query, index_.closest_lists(query, config_.nprobe),
+                                           config_.top_k));
   }
 }
 
@@ -53,12 +79,14 @@ std::optional<tailcause::cache::FeedbackStats> RagPipeline::loop_stats() const {
 std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t request_id,
                                              std::span<const float> query, uint64_t key) {
   if (config_.cold_cache) index_.drop_page_cache();
-  auto found = cache_.lookup(query, request_id);  // fires the cache_lookup probe
-  if (found.result == TAILCAUSE_CACHE_HIT) {
-    ++counters_.cache_hit;
-    return std::move(*found.value);
+  if (cache_) {
+    auto found = cache_->lookup(query, request_id);  // fires the cache_lookup probe
+    if (found.result == TAILCAUSE_CACHE_HIT) {
+      ++counters_.cache_hit;
+      return std::move(*found.value);
+    }
+    ++(found.result == TAILCAUSE_CACHE_STALE ? counters_.cache_stale : counters_.cache_miss);
   }
-  ++(found.result == TAILCAUSE_CACHE_STALE ? counters_.cache_stale : counters_.cache_miss);
   // IVF search, the probed lists split between this thread and the helper thread.
   auto lists = index_.closest_lists(query, config_.nprobe);
   std::vector<uint32_t> mine, theirs;
@@ -77,7 +105,7 @@ std::vector<Neighbour> RagPipeline::retrieve(WorkerState& worker, uint64_t reque
   }
   helper_done.get();
   best = merge_top_k(std::move(best), helper_best, config_.top_k);
-  cache_.store(query, best);
+  if (cache_) cache_->store(query, best);
   return best;
 }
 
@@ -115,10 +143,10 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
       throw;
     }
   };
+  const std::string& asked = questions_[question % questions_.size()];
+  const std::string text = config_.cache_bust ? with_history(asked, request_id) : asked;
   try {
-    const auto prompt = stage(TAILCAUSE_STAGE_PROMPT, [&] {
-      return encoder_.prompt(questions_[question % questions_.size()]);
-    });
+    const auto prompt = stage(TAILCAUSE_STAGE_PROMPT, [&] { return encoder_.prompt(text); });
     // The prompt's embedding steers the decoder; the question's is what retrieval searches with.
     // A pair, not a structured binding: clang 14 cannot capture those in the lambdas below.
     const auto embeddings = stage(TAILCAUSE_STAGE_EMBEDDING, [&] {
@@ -138,8 +166,7 @@ bool RagPipeline::serve(WorkerState& worker, uint64_t request_id, const std::str
     });
     counters_.tokens += generation.tokens.size();
     auto tool_answer = stage(TAILCAUSE_STAGE_TOOL, [&] {
-      return worker.tool.call(config_.tenant, questions_[question % questions_.size()],
-                              config_.slow_peer ? 300 : 0);
+      return worker.tool.call(config_.tenant, text, config_.slow_peer ? 300 : 0);
     });
     auto answer =
         stage(TAILCAUSE_STAGE_RESPONSE, [&] { return respond(generation, docs, tool_answer); });

@@ -27,10 +27,13 @@ struct PipelineConfig {
   std::string tenant;
   std::string index_path;
   int tool_port = 0;
-  bool cold_cache = false;  // drop the index from the page cache before every retrieval
+  bool cold_cache = false;  // start with a cold retrieval cache; drop the index from the page
+                            // cache before every retrieval
   bool slow_peer = false;   // ask the tool server for a 300 ms delay
   bool entropy = false;     // every answer sampled cold, then hot (see generate)
+  bool cache_bust = false;  // every question carries the user's history: no lookup matches
   bool cache_loop = false;  // the retrieval cache follows the daemon's verdicts (CacheFeedback)
+  std::size_t cache_entries = kRetrievalCacheEntries;  // 0: no retrieval cache
   std::size_t output_tokens = 96;
   std::size_t nprobe = 6;  // IVF lists scanned per query
   std::size_t top_k = 8;
@@ -68,18 +71,21 @@ class RagPipeline {
   }
   // What the closed loop did, and the cache's own view of the tenant; nullopt without the loop.
   std::optional<tailcause::cache::FeedbackStats> loop_stats() const;
-  tailcause::cache::TenantStats cache_stats() { return cache_.library().stats(config_.tenant); }
+  tailcause::cache::TenantStats cache_stats() {
+    return cache_ ? cache_->library().stats(config_.tenant) : tailcause::cache::TenantStats{};
+  }
 
  private:
   std::vector<Neighbour> retrieve(WorkerState& worker, uint64_t request_id,
                                   std::span<const float> query, uint64_t key);
+  void preload_cache();
   std::string respond(const Generation& gen, const std::vector<Neighbour>& docs,
                       const std::string& tool_answer) const;
 
   PipelineConfig config_;
   VectorIndex index_;
-  QueryEncoder encoder_;  // after index_: its projection is to the index's dimension
-  RetrievalCache cache_;
+  QueryEncoder encoder_;                 // after index_: its projection is to the index's dimension
+  std::optional<RetrievalCache> cache_;  // none with cache_entries 0
   // After cache_ and index_: stopped (its thread joined) before they go.
   std::unique_ptr<tailcause::cache::CacheFeedback> loop_;
   KvCache kv_;

@@ -20,9 +20,14 @@
 
 namespace rag {
 
-// The agent's cache: about 128 entries, stale after 5 s.
+// The agent's cache: about 128 entries, stale after 4 minutes (under the 300 s at which the
+// shipped TailcauseVectorCacheStale alert calls the hits too old). At start the agent loads its 96
+// most asked questions (85% of what a tenant asks, Zipf 1.0 over 240), as a service restores its
+// hot set: an empty cache misses on most lookups for its first 40 requests or so (compulsory
+// misses, not a breakdown).
 inline constexpr std::size_t kRetrievalCacheEntries = 128;
-inline constexpr std::chrono::seconds kRetrievalCacheTtl{5};
+inline constexpr std::chrono::seconds kRetrievalCacheTtl{240};
+inline constexpr std::size_t kPreloadedQuestions = 96;
 
 // The library's options for it; public so that bench/cache/agent_cache_bench.cpp starts from
 // exactly what the agent runs.

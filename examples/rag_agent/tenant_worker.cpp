@@ -110,7 +110,9 @@ nlohmann::json run_load(const TenantSpec& spec) {
   config.cold_cache = spec.cold_cache;
   config.slow_peer = spec.slow_peer;
   config.entropy = spec.entropy;
+  config.cache_bust = spec.cache_bust;
   config.cache_loop = spec.cache_loop;
+  config.cache_entries = spec.cache_entries;
   RagPipeline pipeline(config);
   QuestionPicker picker(pipeline.questions());
 

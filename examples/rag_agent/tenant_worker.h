@@ -18,9 +18,10 @@ struct TenantSpec {
   int concurrency = 2;
   double duration = 10;
   int tool_port = 0;
-  bool cold_cache = false, slow_peer = false, lock = false, entropy = false;
+  bool cold_cache = false, slow_peer = false, lock = false, entropy = false, cache_bust = false;
   bool shed_when_open = false;
   bool cache_loop = false;
+  std::size_t cache_entries = 128;  // 0: no retrieval cache
 };
 
 // Runs in the forked child; writes the JSON result to result_fd and exits. Never returns.

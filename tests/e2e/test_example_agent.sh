@@ -83,6 +83,8 @@ for name in ("a", "b"):
         assert 0 < st["p50_seconds"] <= st["p99_seconds"], (name, s, st)
     c = t["cache"]
     assert c["hit"] + c["miss"] + c["stale"] == req["completed"] and c["miss"] > 0, (name, c)
+    # Loaded at start with the most asked questions: most lookups hit from the first request.
+    assert c["hit"] >= 2 * (c["miss"] + c["stale"]), (name, c)
     assert t["index_bytes_read"] > 0 and t["tokens"] == t["output_tokens_per_request"] * req["completed"], t
     assert t["cgroup"].endswith("/" + name), t["cgroup"]
     print(name, req["completed"], "requests,", round(1e3 * t["cpu_seconds_per_request"], 1), "ms CPU each")
@@ -125,7 +127,7 @@ pass "quota:a throttles a and only a; a's generation p99 >= 2x b's"
 
 # ---- the other faults run for real ------------------------------------------------------------
 start_agent faults --tenants a,b --rate 3 --duration 4 --vectors 20000 --dim 64 \
-  --fault hog:b --fault slow-peer:b --fault cold-cache:a --fault lock:a
+  --fault hog:b --fault slow-peer:b --fault cold-cache:a --fault lock:a --fault cache-bust:b
 dir=$(agent_cgroup_dir faults)
 sleep 0.5
 hogs=$(wc -l <"$dir/_hog-b/cgroup.procs")
@@ -139,8 +141,10 @@ assert b["pinned_cpu"] is not None and a["pinned_cpu"] is None
 assert b["stages"]["tool"]["p50_seconds"] >= 0.3, b["stages"]["tool"]
 assert a["stages"]["tool"]["p50_seconds"] < 0.3, a["stages"]["tool"]
 assert a["cache"]["miss"] > 0 and a["index_bytes_read"] > 0
+# cache-bust: no lookup of b matches, exactly or semantically
+assert b["cache"]["hit"] == 0 and b["cache"]["miss"] == b["requests"]["completed"], b["cache"]
 '
-pass "hog, slow-peer, cold-cache and lock faults run; slow-peer delays only b's tool calls"
+pass "hog, slow-peer, cold-cache, lock and cache-bust faults run; slow-peer delays only b's tool calls; b's cache never hits"
 
 # ---- SIGTERM: stops early, still reports, removes its cgroups, leaves no process --------------
 start_agent term --duration 120 --rate 4
@@ -180,6 +184,8 @@ expect_usage_error "rate must be" --rate 0
 expect_usage_error "concurrency must be" --concurrency 0
 expect_usage_error "'a' given twice" --tenants a,a
 expect_usage_error "dim must be" --dim 4
+expect_usage_error "cache-entries must be" --cache-entries 100001
+expect_usage_error "cache-loop needs a retrieval cache" --cache-entries 0 --cache-loop
 expect_usage_error "not expected" --no-such-flag
 expect_usage_error "not a cgroup directory" --cgroup-root "$WORK" --duration 1
 after=$(find /sys/fs/cgroup -maxdepth 2 -name 'tailcause-agent-*' | wc -l)

@@ -4,14 +4,16 @@
 # every second and evaluates the shipped rules, generated from deploy/prometheus/thresholds.yaml
 # with a 10 s window and 2 s `for:` (the same generator, an overrides file). The example agent
 # runs three times:
-#   clean: two tenants, no fault: no alert that only a fault brings fires (throttling, page-cache
-#          pressure, network wait, output anomaly); the others are reported, not asserted: other
-#          processes' CPU load on a shared machine is real contention, and the agent's small
-#          caches do break down now and then;
-#   faults: five tenants at once, one fault each: quota:q -> TailcauseCpuThrottled (cgroup q),
+#   clean: two tenants, no fault: no alert fires. (The agent's retrieval cache used to break
+#          down on every clean run: with a 5 s TTL it hit 30% of lookups at 4 requests/s, so the
+#          breakdown alert was right. It now keeps entries 4 minutes and starts with its 96
+#          most asked questions loaded, and hits 85-90%: see examples/rag_agent/retrieval_cache.h);
+#   faults: six tenants at once, one fault each: quota:q -> TailcauseCpuThrottled (cgroup q),
 #          cold-cache:c -> TailcausePageCachePressure (c's retrieval), slow-peer:p ->
 #          TailcauseStageNetworkWait (p's tool stage), lock:l -> TailcauseStageLatencyOverSLO (l's
-#          generation), entropy:e -> TailcauseOutputAnomaly (e); each must fire within the run,
+#          generation), entropy:e -> TailcauseOutputAnomaly (e), cache-bust:v ->
+#          TailcauseVectorCacheBreakdown (v's retrieval cache: every question carries the user's
+#          history, so no lookup matches); each must fire within the run,
 #          and once all have, every recording rule, dashboard panel and template-variable query
 #          returns series. The agent runs with --cache-loop: each tenant's retrieval cache follows
 #          the daemon's verdict on it (its socket), so the cache dashboard's closed-loop panel has
@@ -126,7 +128,9 @@ cat >"$WORK/expect.json" <<'JSON'
   "labels": {"tenant": "p", "stage": "tool"}},
  {"name": "response timeout (lock:l)", "alert": "TailcauseStageLatencyOverSLO", "tenant": "l",
   "labels": {"tenant": "l", "stage": "generation"}},
- {"name": "output anomaly (entropy:e)", "alert": "TailcauseOutputAnomaly", "tenant": "e", "labels": {"tenant": "e"}}
+ {"name": "output anomaly (entropy:e)", "alert": "TailcauseOutputAnomaly", "tenant": "e", "labels": {"tenant": "e"}},
+ {"name": "cache breakdown (cache-bust:v)", "alert": "TailcauseVectorCacheBreakdown", "tenant": "v",
+  "labels": {"tenant": "v", "cache": "retrieval"}}
 ]
 JSON
 # A memory limit from outside the agent, on e (whose fault is in its outputs, not its timing):
@@ -160,12 +164,12 @@ fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV
 on_exit '[ -n "$MEMCG" ] && [ -d "$MEMCG" ] && rmdir "$MEMCG" 2>/dev/null; true'
 limit_tenant_memory e &
 LIMITER=$!
-echo "fault run (tenants q c p l e, one fault each; up to 80 s):"
+echo "fault run (tenants q c p l e v, one fault each; up to 80 s):"
 TAILCAUSE_BREAKER_SOCKET="$WORK/breaker.sock" \
   $RUN --prom "$PROM" --expect "$WORK/expect.json" --exprs "$WORK/exprs.jsonl" \
   --exprs-after 20 --out "$WORK/faults.json" --max-seconds 80 \
-  -- "$AGENT" --tenants q,c,p,l,e --rate 4 --duration 80 --fault quota:q \
-  --fault cold-cache:c --fault slow-peer:p --fault lock:l --fault entropy:e \
+  -- "$AGENT" --tenants q,c,p,l,e,v --rate 4 --duration 80 --fault quota:q \
+  --fault cold-cache:c --fault slow-peer:p --fault lock:l --fault entropy:e --fault cache-bust:v \
   --cache-loop --report "$WORK/faults-agent.json" || fail "fault phase"
 wait "$LIMITER" || fail "the outside memory limit on e"
 # The closed loop: what each tenant's cache did on the daemon's verdicts, as the agent counted
@@ -255,18 +259,13 @@ for e, run in runs:
           (f"{t:5.1f} s ({run['fired'][e['name']]:.1f} s after the agent started)"
            if t is not None else "NOT FIRED"))
     ok &= t is not None
-fault_only = {"TailcauseCpuThrottled", "TailcausePageCachePressure", "TailcauseStageNetworkWait",
-              "TailcauseOutputAnomaly", "TailcauseTcpRetransmits", "TailcauseGpuSyncStall",
-              "TailcauseMemcgReclaim"}
-false = [f for f in clean["firing_seen"] if f["labels"]["alertname"] in fault_only]
-contention = [f for f in clean["firing_seen"] if f["labels"]["alertname"] not in fault_only]
-print(f"clean run: {len(clean['firing_seen'])} alert(s) fired, {len(false)} of them fault-only")
+print(f"clean run: {len(clean['firing_seen'])} false firing(s)")
 for f in clean["firing_seen"]:
     l = f["labels"]
-    print(f"  {'FALSE' if f in false else 'NOTE (not fault-only)'}: {l['alertname']} "
+    print(f"  FALSE: {l['alertname']} "
           f"{l.get('tenant', '')}{l.get('stage', '') and '/' + l['stage']}{l.get('cgroup', '')}"
           f"{l.get('by_cgroup') and ' by ' + l['by_cgroup'] or ''} at {f['at']} s")
-ok &= not false
+ok &= not clean["firing_seen"]
 hog = runs[-1][1]
 print(f"fault run: {len(faults['firing_seen'])} alert series fired; agent exit {faults['agent_rc']}; "
       f"hog run: {len(hog['firing_seen'])}; agent exit {hog['agent_rc']}")
