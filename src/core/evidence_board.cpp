@@ -76,12 +76,14 @@ std::optional<ThrottleEvidence> EvidenceBoard::throttle_between(const std::strin
 
 void EvidenceBoard::add_memory_sample(const std::string& cgroup, uint64_t now_ns,
                                       uint64_t reclaimed_bytes, uint64_t reclaim_ns,
-                                      uint64_t usage_bytes, std::optional<uint64_t> limit_bytes) {
+                                      uint64_t usage_bytes, std::optional<uint64_t> limit_bytes,
+                                      std::optional<MemoryStall> stall) {
   if (!room_for(cgroup)) {
     refused_++;
     return;
   }
-  memory_[cgroup].push_back({now_ns, reclaimed_bytes, reclaim_ns, usage_bytes, limit_bytes});
+  if (stall && stall->scope == StallScope::none) stall.reset();
+  memory_[cgroup].push_back({now_ns, reclaimed_bytes, reclaim_ns, usage_bytes, limit_bytes, stall});
 }
 
 std::optional<MemoryEvidence> EvidenceBoard::memory_between(const std::string& cgroup,
@@ -99,6 +101,13 @@ std::optional<MemoryEvidence> EvidenceBoard::memory_between(const std::string& c
   e.usage_bytes = b.to->usage_bytes;
   e.limit_bytes = b.to->limit_bytes;
   e.before_stage = b.before;
+  // A stall only between two readings of the same file: the cgroup's own and the node's count
+  // different tasks, so a cgroup that gained or lost its pressure file has no delta there.
+  if (b.from->stall && b.to->stall && b.from->stall->scope == b.to->stall->scope) {
+    e.stall_some_us = delta(b.to->stall->some_us, b.from->stall->some_us);
+    e.stall_full_us = delta(b.to->stall->full_us, b.from->stall->full_us);
+    e.stall_scope = b.to->stall->scope;
+  }
   return e;
 }
 

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Evidence the probe families leave for the verdicts: per cgroup, when it was throttled (from
 // cpu.stat reads), who preempted its tasks (from the preemption matrix), how much its memory
-// cgroup reclaimed, and node-wide whose I/O kept the disks busy, as short
-// time-stamped histories, so a glitch that ended a moment ago can be explained by what
-// happened during it. Written by the families' ticks and read by the analyzer, both on the
-// collector thread. Bounded: a few minutes of samples per cgroup, at most max_cgroups cgroups.
-// Pure: no I/O.
+// cgroup reclaimed and how long tasks stalled on memory meanwhile (PSI), and node-wide whose I/O
+// kept the disks busy, as short time-stamped histories, so a glitch that ended a moment ago can
+// be explained by what happened during it. Written by the families' ticks and read by the
+// analyzer, both on the collector thread. Bounded: a few minutes of samples per cgroup, at most
+// max_cgroups cgroups. Pure: no I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -25,8 +26,21 @@ struct ThrottleEvidence {
                                      // just before it began
 };
 
+// Where a memory stall reading (PSI, core/psi.h) came from: the memory cgroup's own
+// memory.pressure (v2), or the node's /proc/pressure/memory (a v1 memory cgroup has none).
+enum class StallScope : uint8_t { none, cgroup, node };
+
+// A memory stall reading: cumulative PSI totals (microseconds) and their scope.
+struct MemoryStall {
+  uint64_t some_us = 0;  // time at least one task (of the cgroup, or of the node) was stalled
+  uint64_t full_us = 0;  // time all non-idle tasks were at once
+  StallScope scope = StallScope::none;
+  bool operator==(const MemoryStall&) const = default;
+};
+
 // Reclaim forced by a memory cgroup's limit (the kernel's memcg reclaim, timed by BPF) over an
-// interval, and where the cgroup stood against its limit at the end of it.
+// interval, where the cgroup stood against its limit at the end of it, and the memory stall
+// (PSI) over the same interval, the cgroup's own or the node's.
 struct MemoryEvidence {
   uint64_t reclaimed_bytes = 0;
   uint64_t reclaim_ns = 0;              // time the cgroup's tasks spent reclaiming
@@ -34,7 +48,16 @@ struct MemoryEvidence {
   uint64_t usage_bytes = 0;             // charged to the cgroup at the end of the interval
   std::optional<uint64_t> limit_bytes;  // its limit, when it has one
   bool before_stage = false;            // as in ThrottleEvidence
+  // PSI stall time in the interval (deltas of MemoryStall); 0 and scope none when either end
+  // had no reading, or the two came from different files.
+  uint64_t stall_some_us = 0;
+  uint64_t stall_full_us = 0;
+  StallScope stall_scope = StallScope::none;
   double reclaim_bytes_per_s() const { return seconds > 0 ? reclaimed_bytes / seconds : 0; }
+  // The share of the interval some task was stalled on memory, in [0, 1].
+  double stall_some_share() const {
+    return seconds > 0 ? std::min(1.0, static_cast<double>(stall_some_us) * 1e-6 / seconds) : 0;
+  }
 };
 
 struct PreemptionEvidence {
@@ -67,12 +90,14 @@ class EvidenceBoard {
   std::optional<ThrottleEvidence> throttle_between(const std::string& cgroup, uint64_t start_ns,
                                                    uint64_t end_ns) const;
 
-  // A memory cgroup's cumulative reclaim counters and its usage and limit, read now.
+  // A memory cgroup's cumulative reclaim counters and its usage and limit, read now, with the
+  // memory stall totals read with them (nullopt where PSI could not be read).
   void add_memory_sample(const std::string& cgroup, uint64_t now_ns, uint64_t reclaimed_bytes,
                          uint64_t reclaim_ns, uint64_t usage_bytes,
-                         std::optional<uint64_t> limit_bytes);
+                         std::optional<uint64_t> limit_bytes,
+                         std::optional<MemoryStall> stall = std::nullopt);
   // Reclaim over [start, end], bracketed as throttle_between does; nullopt without two samples
-  // or when nothing was reclaimed.
+  // or when nothing was reclaimed. The stall is the same two samples' difference.
   std::optional<MemoryEvidence> memory_between(const std::string& cgroup, uint64_t start_ns,
                                                uint64_t end_ns) const;
   bool has_memory_samples() const { return !memory_.empty(); }
@@ -110,6 +135,7 @@ class EvidenceBoard {
   struct MemorySample {
     uint64_t time_ns, reclaimed_bytes, reclaim_ns, usage_bytes;
     std::optional<uint64_t> limit_bytes;
+    std::optional<MemoryStall> stall;
   };
   struct DiskSample {
     uint64_t time_ns;

@@ -86,6 +86,9 @@ inline constexpr const char kMajorFaults[] = "tailcause_major_faults";
 inline constexpr const char kProcessPageCacheMisses[] = "tailcause_process_page_cache_misses";
 inline constexpr const char kMemcgReclaimSeconds[] = "tailcause_memcg_reclaim_seconds";
 inline constexpr const char kMemcgReclaimedBytes[] = "tailcause_memcg_reclaimed_bytes";
+inline constexpr const char kMemcgPressureStallSeconds[] = "tailcause_memcg_pressure_stall_seconds";
+inline constexpr const char kMemoryPressureStallSeconds[] =
+    "tailcause_memory_pressure_stall_seconds";
 inline constexpr const char kProcessMajorFaults[] = "tailcause_process_major_faults";
 // block family
 inline constexpr const char kBlockIoLatencySeconds[] = "tailcause_block_io_latency_seconds";
@@ -184,6 +187,8 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kProcessPageCacheMisses, MetricType::Counter, "memory"},
     {metric::kMemcgReclaimSeconds, MetricType::Counter, "memory"},
     {metric::kMemcgReclaimedBytes, MetricType::Counter, "memory"},
+    {metric::kMemcgPressureStallSeconds, MetricType::Counter, "memory"},
+    {metric::kMemoryPressureStallSeconds, MetricType::Counter, "memory"},
     {metric::kProcessMajorFaults, MetricType::Counter, "memory"},
     {metric::kBlockIoLatencySeconds, MetricType::Histogram, "block"},
     {metric::kBlockIoBytes, MetricType::Counter, "block"},

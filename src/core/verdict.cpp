@@ -49,6 +49,14 @@ std::string describe_memory_pressure(const std::string& cgroup, const MemoryEvid
   }
   s += " reclaiming " + format_bytes(e.reclaim_bytes_per_s()) + "/s";
   if (e.before_stage) s += " just before";
+  if (e.stall_some_us > 0 && e.stall_scope != StallScope::none) {
+    // Below half a percent a stall is real but would round to a misleading "0%".
+    const double pct = e.stall_some_share() * 100;
+    const std::string share = pct < 0.5 ? "<1%" : fmt::format("{:.0f}%", pct);
+    s += e.stall_scope == StallScope::cgroup
+             ? ", tasks stalled on memory " + share + " of the time (PSI)"
+             : "; node memory stall " + share + " (PSI)";
+  }
   return s;
 }
 
@@ -151,7 +159,9 @@ Verdict explain(const StageRecord& r, const ComponentProfile* normal, const Evid
         fmt::format(", {:.0f}% {}", std::round(c.share_of_wall * 100), component_name(c.component));
     // Critical path: the cause was another thread's, which this stage waited on.
     if (r.waker && r.waker->component == c.component) {
-      const char* who = r.waker->lock_holder ? "lock holder" : r.waker->peer ? "peer thread" : "thread";
+      const char* who = r.waker->lock_holder ? "lock holder"
+                        : r.waker->peer      ? "peer thread"
+                                             : "thread";
       v.evidence += fmt::format(" via {} tid {}", who, r.waker->tid);
     }
     std::string extra = extra_for(c.component, r, hints);

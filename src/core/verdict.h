@@ -80,7 +80,10 @@ std::string format_duration(uint64_t ns);
 // "2 MiB", "14.2 MiB", "512 KiB", "900 B".
 std::string format_bytes(double bytes);
 // "memory cgroup /agents/ta at its 2 MiB limit, reclaiming 14 MiB/s" (at its limit: usage at
-// 90% of it or more; "at 60% of its 2 MiB limit" below; no limit: just the reclaim).
+// 90% of it or more; "at 60% of its 2 MiB limit" below; no limit: just the reclaim), then the
+// share of the interval some task stalled on memory (PSI "some"), when any: the cgroup's own
+// ", tasks stalled on memory 23% of the time (PSI)", or the node's, where the cgroup has no
+// pressure file (v1), "; node memory stall 12% (PSI)".
 std::string describe_memory_pressure(const std::string& cgroup, const MemoryEvidence& e);
 // "disk vda busy with cgroup /batch's I/O (92% of its request time, 412 MB)"
 std::string describe_disk_user(const DiskEvidence& e);

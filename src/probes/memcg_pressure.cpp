@@ -2,6 +2,7 @@
 #include "probes/memcg_pressure.h"
 
 #include <bpf/bpf.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -64,11 +65,25 @@ MemoryUse read_memory_use(const std::string& directory) {
   return use;
 }
 
+std::optional<core::Psi> read_pressure(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  // One read, as the kernel prints the whole file at once; a longer file is refused.
+  std::string text(core::kMaxPsiText + 1, '\0');
+  const ssize_t n = read(fd, text.data(), text.size());
+  close(fd);
+  if (n <= 0) return std::nullopt;  // EOPNOTSUPP: PSI off (psi=0, or cgroup.pressure 0)
+  text.resize(static_cast<size_t>(n));
+  return core::parse_psi(text);
+}
+
 MemcgPressure::MemcgPressure(CgroupLayout layout, int map_fd, size_t top_k)
     : names_(std::move(layout)), map_fd_(map_fd), budget_(top_k), series_(budget_) {}
 
 void MemcgPressure::harvest(core::EvidenceBoard& board, uint64_t now_ns) {
   static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const auto node = read_pressure(kNodeMemoryPressure);
+  if (node) node_psi_ = node;
   for (const uint64_t id : map_keys<uint64_t>(map_fd_, TAILCAUSE_MEMCG_MAX)) {
     Totals t;
     for (const auto& v : percpu_values<memcg_reclaim>(map_fd_, &id)) {
@@ -77,10 +92,28 @@ void MemcgPressure::harvest(core::EvidenceBoard& board, uint64_t now_ns) {
     }
     const std::string name = names_.name(id);
     if (name.rfind("id:", 0) == 0) continue;  // removed before it could be named
+    const std::string directory = names_.directory(name);
+    std::optional<core::MemoryStall> stall;
+    if (const auto own = read_pressure(directory + "/memory.pressure")) {
+      t.has_psi = true;
+      t.stall_some_us = own->some.total_us;
+      t.stall_full_us = own->full ? own->full->total_us : 0;
+      stall = core::MemoryStall{t.stall_some_us, t.stall_full_us, core::StallScope::cgroup};
+    } else {
+      // A v1 memory cgroup (or a v2 one whose file failed this once: its counters stay).
+      if (const auto it = totals_.find(name); it != totals_.end() && it->second.has_psi) {
+        t.has_psi = true;
+        t.stall_some_us = it->second.stall_some_us;
+        t.stall_full_us = it->second.stall_full_us;
+      } else if (node) {
+        stall = core::MemoryStall{node->some.total_us, node->full ? node->full->total_us : 0,
+                                  core::StallScope::node};
+      }
+    }
     totals_[name] = t;
-    const MemoryUse use = read_memory_use(names_.directory(name));
+    const MemoryUse use = read_memory_use(directory);
     board.add_memory_sample(name, now_ns, t.reclaimed_bytes, t.reclaim_ns, use.usage_bytes,
-                            use.limit_bytes);
+                            use.limit_bytes, stall);
   }
 }
 
@@ -94,7 +127,24 @@ void MemcgPressure::collect(core::MetricSet& out) {
     out.add(core::metric::kMemcgReclaimedBytes, core::MetricType::Counter,
             "Memory freed by reclaim forced by a memory cgroup limit", l,
             static_cast<double>(t.reclaimed_bytes), "bytes");
+    if (!t.has_psi) continue;  // v1: no pressure file of its own
+    for (const auto& [kind, us] :
+         {std::pair<const char*, uint64_t>{"some", t.stall_some_us}, {"full", t.stall_full_us}}) {
+      out.add(core::metric::kMemcgPressureStallSeconds, core::MetricType::Counter,
+              "Time tasks of a memory cgroup were stalled on memory (PSI; some: at least one "
+              "task, full: all non-idle tasks at once)",
+              {{"cgroup", name}, {"kind", kind}}, static_cast<double>(us) * 1e-6, "seconds");
+    }
   }
+  if (!node_psi_) return;  // no PSI on this kernel, or psi=0
+  const auto node = [&](const char* kind, uint64_t us) {
+    out.add(core::metric::kMemoryPressureStallSeconds, core::MetricType::Counter,
+            "Time tasks of the node were stalled on memory (PSI; some: at least one task, "
+            "full: all non-idle tasks at once)",
+            {{"kind", kind}}, static_cast<double>(us) * 1e-6, "seconds");
+  };
+  node("some", node_psi_->some.total_us);
+  if (node_psi_->full) node("full", node_psi_->full->total_us);
 }
 
 }  // namespace tailcause::probes

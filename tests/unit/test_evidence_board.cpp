@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The evidence board: throttling over a stage's interval from cpu.stat samples bracketing it,
-// the cgroup that preempted a victim most around a stage, bounds and expiry.
+// the cgroup that preempted a victim most around a stage, memory reclaim and stall, bounds and
+// expiry.
 #include <gtest/gtest.h>
 
 #include "core/evidence_board.h"
 
 using tailcause::core::EvidenceBoard;
+using tailcause::core::MemoryStall;
+using tailcause::core::StallScope;
 
 namespace {
 constexpr uint64_t s = 1'000'000'000;
@@ -149,6 +152,64 @@ TEST(EvidenceBoard, MemoryReclaimAroundTheStage) {
   ASSERT_TRUE(late);
   EXPECT_TRUE(late->before_stage);
   EXPECT_FALSE(b.memory_between("/other", 2 * s, 3 * s));
+}
+
+TEST(EvidenceBoard, MemoryStallOverTheSameInterval) {
+  EvidenceBoard b;
+  const uint64_t limit = 2 << 20;
+  const auto own = [](uint64_t some, uint64_t full) {
+    return MemoryStall{some, full, StallScope::cgroup};
+  };
+  b.add_memory_sample("/t", 1 * s, 0, 0, 1 << 20, limit, own(1'000, 400));
+  b.add_memory_sample("/t", 2 * s, 14 << 20, 80 * ms, limit, limit, own(231'000, 100'400));
+  auto m = b.memory_between("/t", 1 * s + 10 * ms, 1 * s + 30 * ms);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->reclaimed_bytes, 14u << 20);  // the reclaim as before
+  EXPECT_EQ(m->stall_some_us, 230'000u);
+  EXPECT_EQ(m->stall_full_us, 100'000u);
+  EXPECT_EQ(m->stall_scope, StallScope::cgroup);
+  EXPECT_DOUBLE_EQ(m->stall_some_share(), 0.23);
+
+  // Node-wide readings (a v1 memory cgroup has no pressure file of its own).
+  const auto node = [](uint64_t some) { return MemoryStall{some, 0, StallScope::node}; };
+  b.add_memory_sample("/v1", 1 * s, 0, 0, 0, limit, node(5'000));
+  b.add_memory_sample("/v1", 3 * s, 8 << 20, ms, 0, limit, node(245'000));
+  m = b.memory_between("/v1", 2 * s, 2 * s);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->stall_scope, StallScope::node);
+  EXPECT_EQ(m->stall_some_us, 240'000u);
+  EXPECT_EQ(m->stall_full_us, 0u);
+  EXPECT_DOUBLE_EQ(m->stall_some_share(), 0.12);
+
+  // No reading at one end, or readings of two different files: reclaim only, no stall.
+  b.add_memory_sample("/nopsi", 1 * s, 0, 0, 0, limit);
+  b.add_memory_sample("/nopsi", 2 * s, 1 << 20, ms, 0, limit, own(9'000, 0));
+  b.add_memory_sample("/moved", 1 * s, 0, 0, 0, limit, node(1'000));
+  b.add_memory_sample("/moved", 2 * s, 1 << 20, ms, 0, limit, own(9'000, 0));
+  for (const char* cgroup : {"/nopsi", "/moved"}) {
+    m = b.memory_between(cgroup, 1 * s + 10 * ms, 1 * s + 20 * ms);
+    ASSERT_TRUE(m) << cgroup;
+    EXPECT_EQ(m->reclaimed_bytes, 1u << 20) << cgroup;
+    EXPECT_EQ(m->stall_scope, StallScope::none) << cgroup;
+    EXPECT_EQ(m->stall_some_us, 0u) << cgroup;
+  }
+
+  // A stall without reclaim is no memory-cgroup evidence (as before: reclaim is the claim);
+  // a counter that went back (the cgroup re-created) gives 0, not a wrapped difference; more
+  // stall than the interval held reads as 100%.
+  b.add_memory_sample("/idle", 1 * s, 0, 0, 0, limit, own(0, 0));
+  b.add_memory_sample("/idle", 2 * s, 0, 0, 0, limit, own(500'000, 0));
+  EXPECT_FALSE(b.memory_between("/idle", 1 * s + 10 * ms, 1 * s + 20 * ms));
+  b.add_memory_sample("/reset", 1 * s, 0, 0, 0, limit, own(900'000, 0));
+  b.add_memory_sample("/reset", 2 * s, 1 << 20, ms, 0, limit, own(1'000, 0));
+  b.add_memory_sample("/reset", 3 * s, 2 << 20, ms, 0, limit, own(2'001'000, 0));
+  m = b.memory_between("/reset", 1 * s + 10 * ms, 1 * s + 20 * ms);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->stall_some_us, 0u);
+  m = b.memory_between("/reset", 2 * s + 10 * ms, 2 * s + 20 * ms);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->stall_some_us, 2'000'000u);
+  EXPECT_DOUBLE_EQ(m->stall_some_share(), 1.0);
 }
 
 TEST(EvidenceBoard, BoundedAndExpiring) {

@@ -180,6 +180,71 @@ TEST(VerdictFaults, PageCacheMissesUnderAMemoryCgroupLimit) {
   EXPECT_EQ(explain(cpu, &p, hints).evidence.find("memory cgroup"), std::string::npos);
 }
 
+// The memory stall (PSI) over the same interval: the cgroup's own where it has a pressure file
+// (v2), the node's where it has none (v1), said which; nothing when there was none.
+TEST(VerdictFaults, MemoryStallFromTheCgroupsOwnPressureFile) {
+  ComponentProfile p = normal_profile("retrieval", 100);
+  auto r = record("retrieval", {{Component::on_cpu, 90 * ms},
+                                {Component::block_io, 340 * ms},
+                                {Component::runqueue, 20 * ms},
+                                {Component::network, 30 * ms}});
+  r.page_cache_misses = 1840;
+  MemoryEvidence m;
+  m.reclaimed_bytes = 14ull << 20;
+  m.seconds = 1;
+  m.usage_bytes = (2ull << 20) - 4096;
+  m.limit_bytes = 2ull << 20;
+  m.stall_some_us = 230'000;
+  m.stall_full_us = 90'000;
+  m.stall_scope = StallScope::cgroup;
+  EvidenceHints hints;
+  hints.memory_pressure = describe_memory_pressure("/agents/ta", m);
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "retrieval 480 ms, 71% block_io: 1,840 page-cache misses; memory cgroup /agents/ta at "
+            "its 2 MiB limit, reclaiming 14 MiB/s, tasks stalled on memory 23% of the time (PSI)");
+  // A stall too short to round to 1%, and one counted over more time than the interval (the
+  // file is read a moment after the clock): never "0%", never over 100%.
+  m.stall_some_us = 3'000;
+  EXPECT_EQ(describe_memory_pressure("/t", m),
+            "memory cgroup /t at its 2 MiB limit, reclaiming 14 MiB/s, tasks stalled on memory <1% "
+            "of the time (PSI)");
+  m.stall_some_us = 1'004'000;
+  m.before_stage = true;
+  EXPECT_EQ(describe_memory_pressure("/t", m),
+            "memory cgroup /t at its 2 MiB limit, reclaiming 14 MiB/s just before, tasks stalled "
+            "on memory 100% of the time (PSI)");
+  // No stall in the interval: the text without it.
+  m.stall_some_us = 0;
+  m.before_stage = false;
+  EXPECT_EQ(describe_memory_pressure("/t", m),
+            "memory cgroup /t at its 2 MiB limit, reclaiming 14 MiB/s");
+}
+
+TEST(VerdictFaults, MemoryStallOfTheNodeForAV1MemoryCgroup) {
+  ComponentProfile p = normal_profile("retrieval", 100);
+  auto r = record("retrieval", {{Component::on_cpu, 90 * ms},
+                                {Component::block_io, 340 * ms},
+                                {Component::runqueue, 20 * ms},
+                                {Component::network, 30 * ms}});
+  r.page_cache_misses = 1840;
+  MemoryEvidence m;
+  m.reclaimed_bytes = 28ull << 20;
+  m.seconds = 2;
+  m.usage_bytes = (2ull << 20) - 4096;
+  m.limit_bytes = 2ull << 20;
+  m.stall_some_us = 240'000;
+  m.stall_scope = StallScope::node;
+  EvidenceHints hints;
+  hints.memory_pressure = describe_memory_pressure("/agents/ta", m);
+  EXPECT_EQ(explain(r, &p, hints).evidence,
+            "retrieval 480 ms, 71% block_io: 1,840 page-cache misses; memory cgroup /agents/ta at "
+            "its 2 MiB limit, reclaiming 14 MiB/s; node memory stall 12% (PSI)");
+  // Stall figures without a scope (no reading at one end) are not cited.
+  m.stall_scope = StallScope::none;
+  EXPECT_EQ(describe_memory_pressure("/agents/ta", m),
+            "memory cgroup /agents/ta at its 2 MiB limit, reclaiming 14 MiB/s");
+}
+
 // A block_io stage names the other cgroup whose requests kept the disk busy around it.
 TEST(VerdictFaults, BlockIoNamesWhoseIoKeptTheDiskBusy) {
   ComponentProfile p = normal_profile("retrieval", 100);
