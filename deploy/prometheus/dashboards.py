@@ -225,6 +225,16 @@ def overview(t):
             "reclaim forced by their memory cgroup's limit.",
             [target(f"cgroup:tailcause_memcg_reclaim_seconds:rate{sel(NODE)}", "{{cgroup}}")],
             unit="s", thresholds=m["memcg_reclaim_seconds_per_s"])
+    some = sel(NODE, 'kind="some"')
+    b.panel("timeseries", "Memory stall (PSI)",
+            "Share of time at least one task was stalled on memory (pressure stall information, "
+            "'some'): per memory cgroup where it has its own memory.pressure (v2), else the "
+            "node's (/proc/pressure/memory, the series 'node').",
+            [target(f"sum by (cgroup) (rate(tailcause_memcg_pressure_stall_seconds_total{some}"
+                    f"[{RI}])) or label_replace(sum(rate("
+                    f"tailcause_memory_pressure_stall_seconds_total{some}[{RI}])), "
+                    '"cgroup", "node", "", "")', "{{cgroup}}")],
+            unit="percentunit")
     gpu = t["diagnostics"]["gpu_sync"]
     b.panel("timeseries", "GPU sync share of stage time",
             f"Time blocked in GPU synchronisation calls / wall time; alert over "
