@@ -180,26 +180,42 @@ TEST(VerdictFaults, PageCacheMissesUnderAMemoryCgroupLimit) {
   EXPECT_EQ(explain(cpu, &p, hints).evidence.find("memory cgroup"), std::string::npos);
 }
 
-// The memory stall (PSI) over the same interval: the cgroup's own where it has a pressure file
-// (v2), the node's where it has none (v1), said which; nothing when there was none.
-TEST(VerdictFaults, MemoryStallFromTheCgroupsOwnPressureFile) {
-  ComponentProfile p = normal_profile("retrieval", 100);
+// A retrieval that waited mostly on block I/O, and its memory cgroup at its 2 MiB limit,
+// reclaiming 14 MiB/s: the memory stall tests' common ground.
+StageRecord retrieval_in_block_io() {
   auto r = record("retrieval", {{Component::on_cpu, 90 * ms},
                                 {Component::block_io, 340 * ms},
                                 {Component::runqueue, 20 * ms},
                                 {Component::network, 30 * ms}});
   r.page_cache_misses = 1840;
+  return r;
+}
+
+MemoryEvidence at_its_limit(double seconds) {
   MemoryEvidence m;
-  m.reclaimed_bytes = 14ull << 20;
-  m.seconds = 1;
+  m.reclaimed_bytes = static_cast<uint64_t>(seconds * (14ull << 20));
+  m.seconds = seconds;
   m.usage_bytes = (2ull << 20) - 4096;
   m.limit_bytes = 2ull << 20;
+  return m;
+}
+
+// The verdict of retrieval_in_block_io() with `m` as its memory evidence (cgroup /agents/ta).
+std::string verdict_with(const MemoryEvidence& m) {
+  ComponentProfile p = normal_profile("retrieval", 100);
+  EvidenceHints hints;
+  hints.memory_pressure = describe_memory_pressure("/agents/ta", m);
+  return explain(retrieval_in_block_io(), &p, hints).evidence;
+}
+
+// The memory stall (PSI) over the same interval: the cgroup's own where it has a pressure file
+// (v2), the node's where it has none (v1), said which; nothing when there was none.
+TEST(VerdictFaults, MemoryStallFromTheCgroupsOwnPressureFile) {
+  MemoryEvidence m = at_its_limit(1);
   m.stall_some_us = 230'000;
   m.stall_full_us = 90'000;
   m.stall_scope = StallScope::cgroup;
-  EvidenceHints hints;
-  hints.memory_pressure = describe_memory_pressure("/agents/ta", m);
-  EXPECT_EQ(explain(r, &p, hints).evidence,
+  EXPECT_EQ(verdict_with(m),
             "retrieval 480 ms, 71% block_io: 1,840 page-cache misses; memory cgroup /agents/ta at "
             "its 2 MiB limit, reclaiming 14 MiB/s, tasks stalled on memory 23% of the time (PSI)");
   // A stall too short to round to 1%, and one counted over more time than the interval (the
@@ -221,22 +237,10 @@ TEST(VerdictFaults, MemoryStallFromTheCgroupsOwnPressureFile) {
 }
 
 TEST(VerdictFaults, MemoryStallOfTheNodeForAV1MemoryCgroup) {
-  ComponentProfile p = normal_profile("retrieval", 100);
-  auto r = record("retrieval", {{Component::on_cpu, 90 * ms},
-                                {Component::block_io, 340 * ms},
-                                {Component::runqueue, 20 * ms},
-                                {Component::network, 30 * ms}});
-  r.page_cache_misses = 1840;
-  MemoryEvidence m;
-  m.reclaimed_bytes = 28ull << 20;
-  m.seconds = 2;
-  m.usage_bytes = (2ull << 20) - 4096;
-  m.limit_bytes = 2ull << 20;
+  MemoryEvidence m = at_its_limit(2);
   m.stall_some_us = 240'000;
   m.stall_scope = StallScope::node;
-  EvidenceHints hints;
-  hints.memory_pressure = describe_memory_pressure("/agents/ta", m);
-  EXPECT_EQ(explain(r, &p, hints).evidence,
+  EXPECT_EQ(verdict_with(m),
             "retrieval 480 ms, 71% block_io: 1,840 page-cache misses; memory cgroup /agents/ta at "
             "its 2 MiB limit, reclaiming 14 MiB/s; node memory stall 12% (PSI)");
   // Stall figures without a scope (no reading at one end) are not cited.
