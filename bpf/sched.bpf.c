@@ -13,7 +13,8 @@
  * the whole wait from wakeup to switch-in, microseconds to tens of microseconds in a VM, reads as
  * zero. A ktime read costs tens of nanoseconds and the wakeup program one task-storage lookup.
  * Per switch: one per-task state lookup per task, one per-CPU array lookup (the CPU's recent
- * occupants), one per-CPU hash lookup per cgroup or pair update, no ring buffer.
+ * occupants), one per-CPU hash lookup for the cgroup and one per pair update with another
+ * cgroup (a cgroup behind its own tasks is counted in its cgroup entry), no ring buffer.
  *
  * Who preempted whom: a wait is charged, per (cgroup, by_cgroup) pair, to the cgroup whose
  * tasks held the CPU longest while it lasted, from the CPU's last SCHED_OCCUPANT_RUNS runs, and
@@ -265,10 +266,15 @@ static __always_inline __u64 occupant_of(const struct sched_occupancy *o, __u64 
 	return best;
 }
 
-static __always_inline struct sched_pair_stats *pair_stats(__u64 cgroup, __u64 by_cgroup)
+/* The pair's counters: a cgroup behind its own tasks in its stats entry (NULL with it), any
+ * other pair in sched_preemptions. */
+static __always_inline struct sched_pair_stats *pair_stats(struct sched_cgroup_stats *stats,
+							   __u64 cgroup, __u64 by_cgroup)
 {
 	struct sched_pair_key key = {.cgroup = cgroup, .by_cgroup = by_cgroup};
 
+	if (by_cgroup == cgroup)
+		return stats ? &stats->self : NULL;
 	return lookup_or_insert(&sched_preemptions, &key, &zero_pair, &sched_events_lost, 0);
 }
 
@@ -297,7 +303,7 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 	if (!st || !st->runnable_ts || st->throttled)
 		return;
 	if (st->preempted_by) {
-		pair = pair_stats(cgroup, st->preempted_by);
+		pair = pair_stats(stats, cgroup, st->preempted_by);
 		if (pair)
 			pair->preemptions += 1;
 	}
@@ -306,7 +312,7 @@ static __always_inline void on_switch_in(struct sched_task_state *st, __u64 sinc
 		by = st->preempted_by;
 	if (!by || !wait)
 		return;
-	pair = pair_stats(cgroup, by);
+	pair = pair_stats(stats, cgroup, by);
 	if (pair)
 		pair->wait_ns += wait;
 }

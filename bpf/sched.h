@@ -19,13 +19,6 @@ enum sched_offcpu_state {
 	SCHED_OFFCPU_STATES = 3,
 };
 
-/* Per cgroup and per CPU: everything a switch-in adds, so that one lookup serves it. */
-struct sched_cgroup_stats {
-	struct tailcause_log2_hist runq_latency; /* ns from runnable to running */
-	/* io and sleep; the RUNQUEUE slot stays 0: run-queue time is runq_latency.sum */
-	__u64 offcpu_ns[SCHED_OFFCPU_STATES];
-};
-
 /* A task of `cgroup` waited for a CPU that tasks of `by_cgroup` held (see sched.bpf.c). */
 struct sched_pair_key {
 	__u64 cgroup;
@@ -35,6 +28,17 @@ struct sched_pair_key {
 struct sched_pair_stats {
 	__u64 preemptions; /* times a runnable task of cgroup was switched out for by_cgroup's */
 	__u64 wait_ns;	   /* run-queue wait of cgroup's tasks spent mostly behind by_cgroup's */
+};
+
+/* Per cgroup and per CPU: everything a switch-in adds, so that one lookup serves it. */
+struct sched_cgroup_stats {
+	struct tailcause_log2_hist runq_latency; /* ns from runnable to running */
+	/* io and sleep; the RUNQUEUE slot stays 0: run-queue time is runq_latency.sum */
+	__u64 offcpu_ns[SCHED_OFFCPU_STATES];
+	/* The pair (cgroup, cgroup), a cgroup waiting behind its own tasks: kept here, not in
+	 * sched_preemptions, so the commonest switch (one service's threads taking turns) needs
+	 * no second hash lookup. User space reads it as that pair. */
+	struct sched_pair_stats self;
 };
 
 /* Per CPU: the sampled run-queue length of that CPU. */

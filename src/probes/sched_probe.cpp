@@ -238,18 +238,31 @@ void SchedProbe::stop() {
   posted_preemptions_.clear();
 }
 
-void SchedProbe::post_preemption_evidence(NodeSignals& signals) {
-  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
-  const uint64_t now = monotonic_ns();
-  std::map<std::pair<uint64_t, uint64_t>, PostedPair> totals;
-  for (const auto& key : map_keys<sched_pair_key>(fd, SCHED_MAX_PAIRS)) {
-    PostedPair n;
-    for (const auto& v : percpu_values<sched_pair_stats>(fd, &key)) {
+SchedProbe::PairCounts SchedProbe::read_pairs() const {
+  PairCounts totals;
+  const int pairs_fd = bpf_map__fd(skel_->maps.sched_preemptions);
+  for (const auto& key : map_keys<sched_pair_key>(pairs_fd, SCHED_MAX_PAIRS)) {
+    PostedPair& n = totals[{key.cgroup, key.by_cgroup}];
+    for (const auto& v : percpu_values<sched_pair_stats>(pairs_fd, &key)) {
       n.preemptions += v.preemptions;
       n.wait_ns += v.wait_ns;
     }
-    totals[{key.cgroup, key.by_cgroup}] = n;
   }
+  const int stats_fd = bpf_map__fd(skel_->maps.sched_cgroup_stats);
+  for (const uint64_t id : map_keys<uint64_t>(stats_fd, SCHED_MAX_CGROUPS)) {
+    PostedPair n;
+    for (const auto& v : percpu_values<sched_cgroup_stats>(stats_fd, &id)) {
+      n.preemptions += v.self.preemptions;
+      n.wait_ns += v.self.wait_ns;
+    }
+    if (n.preemptions || n.wait_ns) totals[{id, id}] = n;
+  }
+  return totals;
+}
+
+void SchedProbe::post_preemption_evidence(NodeSignals& signals) {
+  const uint64_t now = monotonic_ns();
+  PairCounts totals = read_pairs();
   for (const auto& [pair, n] : totals) {
     auto before = posted_preemptions_.find(pair);
     // The first read only sets the baseline: what came before attaching is not evidence. A
@@ -334,18 +347,13 @@ void SchedProbe::collect_cgroups(core::MetricSet& out) {
 }
 
 void SchedProbe::collect_preemptions(core::MetricSet& out) {
-  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
   std::map<std::string, PairTotals> current;
   std::map<std::string, std::pair<std::string, std::string>> labels;
-  for (const auto& key : map_keys<sched_pair_key>(fd, SCHED_MAX_PAIRS)) {
-    PairTotals t;
-    for (const auto& v : percpu_values<sched_pair_stats>(fd, &key)) {
-      t += PairTotals{v.preemptions, v.wait_ns};
-    }
-    const auto victim = cgroup_name(key.cgroup), by = cgroup_name(key.by_cgroup);
+  for (const auto& [ids, n] : read_pairs()) {
+    const auto victim = cgroup_name(ids.first), by = cgroup_name(ids.second);
     if (!victim || !by) continue;
     const std::string k = pair_key(*victim, *by);
-    current[k] += t;
+    current[k] += PairTotals{n.preemptions, n.wait_ns};
     labels[k] = {*victim, *by};
   }
   for (const auto& [k, t] : series_->pairs.fold(current)) {

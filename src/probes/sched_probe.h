@@ -74,7 +74,11 @@ class SchedProbe final : public ProbeFamily {
   struct PostedPair {
     uint64_t preemptions = 0, wait_ns = 0;
   };
-  std::map<std::pair<uint64_t, uint64_t>, PostedPair> posted_preemptions_;  // (victim, by)
+  using PairCounts = std::map<std::pair<uint64_t, uint64_t>, PostedPair>;  // (victim, by)
+  // Every pair's counters summed over CPUs: the pair map's, and each cgroup's own (victim ==
+  // by), which BPF keeps in the cgroup's stats entry.
+  PairCounts read_pairs() const;
+  PairCounts posted_preemptions_;
 };
 
 std::unique_ptr<ProbeFamily> make_sched_probe();

@@ -170,6 +170,27 @@ TEST_F(SchedTest, TwoHogsOnOneCpuPreemptEachOther) {
   EXPECT_NE(find_sample(m, "tailcause_events_lost", {{"source", "sched"}}), nullptr);
 }
 
+// Two hogs of one cgroup on one CPU wait behind each other: the pair (cgroup, cgroup), which
+// BPF keeps in the cgroup's own stats entry, shows as that pair like any other, with the wait
+// that cgroup's run-queue histogram holds.
+TEST_F(SchedTest, HogsOfOneCgroupPreemptEachOtherAsTheirOwnPair) {
+  TestCgroup a("sched-self");
+  probe->start(ctx);
+  spawn_child(&a, 0);
+  spawn_child(&a, 0);
+  std::this_thread::sleep_for(2s);
+  const auto m = scrape();
+
+  const core::Labels self{{"cgroup", a.name()}, {"by_cgroup", a.name()}};
+  EXPECT_GT(value(m, kPreemptions, self), 0);
+  const double waited = value(m, kPreempted, self);
+  const core::Sample* h = find_sample(m, kLatency, {{"cgroup", a.name()}});
+  ASSERT_NE(h, nullptr);
+  // Each hog waits about half of the 2 s; nearly all of it behind the other.
+  EXPECT_GT(waited, 0.5);
+  EXPECT_LE(waited, h->histogram.sum + 1e-6);
+}
+
 TEST_F(SchedTest, ThrottledCgroupWaitsInRunQueue) {
   TestCgroup q("sched-quota");
   q.set_cpu_quota(0.1);
