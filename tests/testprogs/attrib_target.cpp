@@ -75,6 +75,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -238,10 +240,11 @@ void cache_actions_mode(const char* tenant) {
     cache.set_model_version("v2");
     cache.rebalance();
     const tc::TenantStats s = cache.stats(tenant);
-    for (const auto& [key, value] :
-         {std::pair<const char*, uint64_t>{"evicted", s.evicted}, {"rejected", s.rejected},
-          {"invalidated", s.invalidated}, {"rebalances", s.rebalances},
-          {"quota_bytes", s.quota_bytes}}) {
+    for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"evicted", s.evicted},
+                                     {"rejected", s.rejected},
+                                     {"invalidated", s.invalidated},
+                                     {"rebalances", s.rebalances},
+                                     {"quota_bytes", s.quota_bytes}}) {
       printf("%s.%s=%llu\n", o.name.c_str(), key, static_cast<unsigned long long>(value));
     }
   }
@@ -249,6 +252,28 @@ void cache_actions_mode(const char* tenant) {
 
 // The server runs in a process of its own, in the cgroup of `procs` (where the test limits its
 // CPU), as a tool server beside an agent does; the stage's process stays outside it.
+// Waits (up to 5 s) until every thread of `pid` sleeps. The local-peer path follows wake-ups:
+// a request must find the server's threads asleep (in accept, recv, the worker's condition
+// variable) to wake them, and under a 0.1 CPU quota they take tens of ms to get there.
+void wait_until_asleep(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  for (int i = 0; i < 5000; ++i) {
+    bool asleep = true;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
+      std::ifstream stat(task.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const auto paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'S')
+        asleep = false;
+    }
+    if (asleep && !ec) return;
+    usleep(1000);
+  }
+  fprintf(stderr, "busy-peer: the server's threads never all slept\n");
+}
+
 void busy_peer_mode(uint64_t id, const char* tenant, double cpu_ms, const char* procs,
                     bool handoff) {
   const int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -313,9 +338,12 @@ void busy_peer_mode(uint64_t id, const char* tenant, double cpu_ms, const char* 
     fprintf(stderr, "busy-peer: the server did not start\n");
     exit(2);
   }
+  // Connected, and the request sent only once the server waits for it in recv().
+  wait_until_asleep(server);
+  const int c = connect_peer(false, ntohs(addr.sin_port));
+  wait_until_asleep(server);
   tailcause_request_begin(id, tenant, "attrib-test", nullptr);
   tailcause_stage_begin(id, TAILCAUSE_STAGE_TOOL, "tool");
-  const int c = connect_peer(false, ntohs(addr.sin_port));
   ask(c, true);
   close(c);
   tailcause_stage_end(id, TAILCAUSE_STAGE_TOOL);
