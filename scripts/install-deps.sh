@@ -10,7 +10,7 @@ run_pkgs=(
   build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
   systemtap-sdt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev protobuf-compiler libprotobuf-dev libcap2-bin
-  libmicrohttpd-dev libyaml-dev libhnswlib-dev libpng-dev
+  libmicrohttpd-dev libyaml-dev libhnswlib-dev libpng-dev libmnl-dev
   libabsl-dev  # the vector cache's open-addressing maps (absl::flat_hash_map)
   libfreetype-dev libfontconfig-dev fonts-dejavu-core  # `heatmap --out FILE.png`'s labels
 )

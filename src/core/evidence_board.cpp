@@ -198,6 +198,50 @@ std::optional<DiskEvidence> EvidenceBoard::top_disk_user(const std::string& vict
   return e;
 }
 
+void EvidenceBoard::add_qdisc(const std::string& device, const std::string& kind,
+                              const std::string& handle, uint64_t now_ns, const QdiscDelta& delta) {
+  if (!delta.acted()) return;
+  if (qdisc_.size() >= kMaxQdiscSamples) {
+    refused_++;
+    return;
+  }
+  qdisc_.push_back({now_ns, device, kind, handle, delta});
+}
+
+std::optional<QdiscEvidence> EvidenceBoard::qdisc_over_limit(
+    const std::vector<std::string>& devices, const std::vector<std::string>& except,
+    uint64_t start_ns, uint64_t end_ns, uint64_t slack_ns) const {
+  const auto listed = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  const uint64_t from = start_ns > slack_ns ? start_ns - slack_ns : 0;
+  const uint64_t to = end_ns + slack_ns;
+  std::map<std::pair<std::string, std::string>, QdiscEvidence> by;  // (device, handle)
+  auto it = std::lower_bound(qdisc_.begin(), qdisc_.end(), from,
+                             [](const QdiscSample& q, uint64_t t) { return q.time_ns < t; });
+  for (; it != qdisc_.end() && it->time_ns <= to; ++it) {
+    if (devices.empty() ? listed(except, it->device) : !listed(devices, it->device)) continue;
+    QdiscEvidence& e = by[{it->device, it->handle}];
+    e.device = it->device;
+    e.handle = it->handle;
+    e.kind = it->kind;
+    e.overlimits += it->delta.overlimits;
+    e.drops += it->delta.drops;
+    e.bytes += it->delta.bytes;
+    e.packets += it->delta.packets;
+    e.backlog_bytes = std::max(e.backlog_bytes, it->delta.backlog_bytes);
+    e.intervals++;
+  }
+  if (by.empty()) return std::nullopt;
+  return std::max_element(by.begin(), by.end(),
+                          [](const auto& a, const auto& b) {
+                            const QdiscEvidence &x = a.second, &y = b.second;
+                            return std::pair(x.overlimits + x.drops, x.backlog_bytes) <
+                                   std::pair(y.overlimits + y.drops, y.backlog_bytes);
+                          })
+      ->second;
+}
+
 void EvidenceBoard::expire(uint64_t now_ns) {
   const uint64_t cutoff = now_ns > keep_ns_ ? now_ns - keep_ns_ : 0;
   auto trim = [cutoff](auto& by_cgroup) {
@@ -213,6 +257,7 @@ void EvidenceBoard::expire(uint64_t now_ns) {
   trim(preemptions_);
   trim(memory_);
   while (!disk_.empty() && disk_.front().time_ns < cutoff) disk_.pop_front();
+  while (!qdisc_.empty() && qdisc_.front().time_ns < cutoff) qdisc_.pop_front();
 }
 
 size_t EvidenceBoard::cgroups() const {

@@ -2,7 +2,8 @@
 // Evidence the probe families leave for the verdicts: per cgroup, when it was throttled (from
 // cpu.stat reads), who preempted its tasks (from the preemption matrix), how much its memory
 // cgroup reclaimed and how long tasks stalled on memory meanwhile (PSI), and node-wide whose I/O
-// kept the disks busy, as short time-stamped histories, so a glitch that ended a moment ago can
+// kept the disks busy and which network device's qdisc was over its limit, as short
+// time-stamped histories, so a glitch that ended a moment ago can
 // be explained by what happened during it. Written by the families' ticks and read by the
 // analyzer, both on the collector thread. Bounded: a few minutes of samples per cgroup, at most
 // max_cgroups cgroups. Pure: no I/O.
@@ -15,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tailcause::core {
 
@@ -78,6 +80,31 @@ struct DiskEvidence {
   uint64_t total_busy_ns = 0;  // every cgroup's requests, the asking one's included
 };
 
+// A qdisc (traffic control queueing discipline) over an interval, from its rtnetlink statistics
+// (TCA_STATS2): what it sent, how often it held packets back for being over its limit
+// (overlimits: a shaper's rate, a policer's burst), what it dropped, and its queue.
+struct QdiscDelta {
+  uint64_t bytes = 0;  // sent in the interval
+  uint64_t packets = 0;
+  uint64_t overlimits = 0;     // times a packet was held back for being over the limit
+  uint64_t drops = 0;          // packets dropped
+  uint64_t backlog_bytes = 0;  // queued at the end of the interval (a gauge)
+  uint64_t qlen = 0;           // packets queued then
+  bool backlog_grew = false;   // the queue was longer at the end than at the start
+  // Whether the qdisc slowed anything in the interval: over its limit, dropping or queueing up.
+  bool acted() const { return overlimits > 0 || drops > 0 || backlog_grew; }
+};
+
+// The qdisc that held the most traffic back on a device over a stage.
+struct QdiscEvidence {
+  std::string device;  // "lo", "eth0"
+  std::string kind;    // "tbf", "htb", "fq_codel"
+  std::string handle;  // "8001:"
+  uint64_t overlimits = 0, drops = 0, bytes = 0, packets = 0;
+  uint64_t backlog_bytes = 0;  // the longest queue read in the interval
+  uint64_t intervals = 0;      // readings that found it acting
+};
+
 class EvidenceBoard {
  public:
   explicit EvidenceBoard(uint64_t keep_ns = 300'000'000'000, size_t max_cgroups = 4096);
@@ -122,6 +149,21 @@ class EvidenceBoard {
                                             uint64_t end_ns,
                                             uint64_t slack_ns = 1'100'000'000) const;
 
+  // A qdisc's statistics since the previous reading. Kept only when it acted (QdiscDelta::acted),
+  // so a node's quiet qdiscs cost nothing.
+  void add_qdisc(const std::string& device, const std::string& kind, const std::string& handle,
+                 uint64_t now_ns, const QdiscDelta& delta);
+  // The qdisc that held traffic back the most (overlimits plus drops, then backlog) in
+  // [start - slack, end + slack] on one of `devices` (empty: any device but those in `except`),
+  // bracketed as top_disk_user: deltas are stamped when read, a second apart, and a stage shorter
+  // than that, judged when it ends, may have none inside it yet, so the reading just before it
+  // counts. nullopt when none acted.
+  std::optional<QdiscEvidence> qdisc_over_limit(const std::vector<std::string>& devices,
+                                                const std::vector<std::string>& except,
+                                                uint64_t start_ns, uint64_t end_ns,
+                                                uint64_t slack_ns = 1'100'000'000) const;
+  size_t qdisc_samples() const { return qdisc_.size(); }
+
   // Drops samples older than keep_ns before now, and cgroups left with none.
   void expire(uint64_t now_ns);
   size_t cgroups() const;
@@ -143,6 +185,12 @@ class EvidenceBoard {
     uint64_t bytes, busy_ns;
   };
   static constexpr size_t kMaxDiskSamples = 65536;  // node-wide, not per cgroup
+  struct QdiscSample {
+    uint64_t time_ns;
+    std::string device, kind, handle;
+    QdiscDelta delta;
+  };
+  static constexpr size_t kMaxQdiscSamples = 16384;  // node-wide
   struct PreemptionSample {
     uint64_t time_ns;
     std::string by;
@@ -155,7 +203,8 @@ class EvidenceBoard {
   std::map<std::string, std::deque<ThrottleSample>> throttle_;
   std::map<std::string, std::deque<PreemptionSample>> preemptions_;
   std::map<std::string, std::deque<MemorySample>> memory_;
-  std::deque<DiskSample> disk_;  // oldest first
+  std::deque<DiskSample> disk_;    // oldest first
+  std::deque<QdiscSample> qdisc_;  // oldest first
   uint64_t refused_ = 0;
 };
 

@@ -80,6 +80,10 @@ inline constexpr const char kTcpRttSeconds[] = "tailcause_tcp_rtt_seconds";
 inline constexpr const char kTcpSentBytes[] = "tailcause_tcp_sent_bytes";
 inline constexpr const char kTcpReceivedBytes[] = "tailcause_tcp_received_bytes";
 inline constexpr const char kTcpRetransmits[] = "tailcause_tcp_retransmits";
+// ... and its qdisc poller (probes/qdisc_stats.h): per device and qdisc, from rtnetlink
+inline constexpr const char kQdiscOverlimits[] = "tailcause_qdisc_overlimits";
+inline constexpr const char kQdiscDrops[] = "tailcause_qdisc_drops";
+inline constexpr const char kQdiscSentBytes[] = "tailcause_qdisc_sent_bytes";
 // memory family
 inline constexpr const char kPageCacheMisses[] = "tailcause_page_cache_misses";
 inline constexpr const char kMajorFaults[] = "tailcause_major_faults";
@@ -182,6 +186,9 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kTcpSentBytes, MetricType::Counter, "tcp"},
     {metric::kTcpReceivedBytes, MetricType::Counter, "tcp"},
     {metric::kTcpRetransmits, MetricType::Counter, "tcp"},
+    {metric::kQdiscOverlimits, MetricType::Counter, "tcp"},
+    {metric::kQdiscDrops, MetricType::Counter, "tcp"},
+    {metric::kQdiscSentBytes, MetricType::Counter, "tcp"},
     {metric::kPageCacheMisses, MetricType::Counter, "memory"},
     {metric::kMajorFaults, MetricType::Counter, "memory"},
     {metric::kProcessPageCacheMisses, MetricType::Counter, "memory"},

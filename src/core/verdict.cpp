@@ -68,6 +68,32 @@ std::string describe_disk_user(const DiskEvidence& e) {
                      e.device, e.cgroup, share * 100, format_bytes(static_cast<double>(e.bytes)));
 }
 
+std::string describe_qdisc(const QdiscEvidence& e) {
+  std::string s = fmt::format("qdisc {} {} on {}", e.kind, e.handle, e.device);
+  if (e.overlimits > 0) {
+    s += " over its limit " + format_count(e.overlimits) + (e.overlimits == 1 ? " time" : " times");
+  }
+  if (e.drops > 0) {
+    s += fmt::format("{} {} {}", e.overlimits > 0 ? "," : "", "dropped " + format_count(e.drops),
+                     e.drops == 1 ? "packet" : "packets");
+  }
+  if (e.overlimits == 0 && e.drops == 0) s += " queueing";
+  std::string detail;
+  if (e.bytes > 0) detail = format_bytes(static_cast<double>(e.bytes)) + " sent";
+  if (e.backlog_bytes > 0) {
+    detail += (detail.empty() ? "backlog " : ", backlog ") +
+              format_bytes(static_cast<double>(e.backlog_bytes));
+  }
+  return detail.empty() ? s : s + " (" + detail + ")";
+}
+
+bool is_loopback_peer(const std::string& peer) {
+  if (peer.starts_with("[::1]:")) return true;
+  // 127.0.0.0/8: "127." then the rest of a dotted quad and a port.
+  return peer.starts_with("127.") && peer.find(':') != std::string::npos &&
+         peer.find('[') == std::string::npos;
+}
+
 std::string format_count(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;
@@ -112,10 +138,16 @@ std::string extra_for(Component c, const StageRecord& r, const EvidenceHints& hi
       if (hints.disk_user) s += (s.empty() ? "" : "; ") + *hints.disk_user;
       return s;
     }
-    case Component::network:
-      if (hints.peer) return "peer " + *hints.peer;
-      if (r.network_peer) return "peer " + *r.network_peer;  // measured by the kernel
-      break;
+    case Component::network: {
+      std::string s;
+      if (hints.peer) {
+        s = "peer " + *hints.peer;
+      } else if (r.network_peer) {
+        s = "peer " + *r.network_peer;  // measured by the kernel
+      }
+      if (hints.qdisc) s += (s.empty() ? "" : "; ") + *hints.qdisc;
+      return s;
+    }
     case Component::lock:
       if (hints.lock_name) return "contended " + *hints.lock_name;
       break;

@@ -47,6 +47,7 @@ struct EvidenceHints {
   std::optional<std::string> preempting_cgroup;  // runqueue: who held the CPU
   std::optional<std::string> peer;               // network: the remote end (else the
                                                  // record's own network_peer)
+  std::optional<std::string> qdisc;              // network: the qdisc over its limit
   std::optional<std::string> lock_name;          // lock: what was contended
   std::optional<std::string> memory_pressure;    // block_io: its memory cgroup reclaiming
   std::optional<std::string> disk_user;          // block_io: whose I/O kept the disk busy
@@ -87,6 +88,13 @@ std::string format_bytes(double bytes);
 std::string describe_memory_pressure(const std::string& cgroup, const MemoryEvidence& e);
 // "disk vda busy with cgroup /batch's I/O (92% of its request time, 412 MB)"
 std::string describe_disk_user(const DiskEvidence& e);
+// "qdisc tbf 8001: on lo over its limit 312 times (2.1 MiB sent, backlog 14 KiB)", with
+// ", dropped 12 packets" after the overlimits when it dropped; a qdisc that only queued up:
+// "qdisc fq_codel 0: on eth0 queueing (backlog 14 KiB)".
+std::string describe_qdisc(const QdiscEvidence& e);
+// Whether a network peer label ("127.0.0.1:8080", "[::1]:80", core::peer_label's form) is a
+// loopback address, whose traffic leaves through "lo".
+bool is_loopback_peer(const std::string& peer);
 // 1240 -> "1,240".
 std::string format_count(uint64_t n);
 

@@ -64,6 +64,23 @@ std::optional<std::string> memory_pressure(const core::EvidenceBoard& board,
   return std::nullopt;
 }
 
+// The qdisc that held traffic back during the stage on the device its peer's traffic leaves
+// through: "lo" for a loopback peer; for another, any device but lo (no route lookup); without
+// a peer, any device.
+std::optional<std::string> qdisc_over_limit(const core::EvidenceBoard& board,
+                                            const core::StageRecord& r) {
+  std::vector<std::string> devices, except;
+  if (r.network_peer && core::is_loopback_peer(*r.network_peer)) {
+    devices = {"lo"};
+  } else if (r.network_peer) {
+    except = {"lo"};
+  }
+  if (auto q = board.qdisc_over_limit(devices, except, r.start_ns, r.end_ns)) {
+    return core::describe_qdisc(*q);
+  }
+  return std::nullopt;
+}
+
 // "over_slo 200 ms: cpu_throttled 63%, runqueue 20%": the short form of a verdict, with the
 // threshold crossed and its value.
 std::string verdict_line(const core::Glitch& g) {
@@ -249,6 +266,7 @@ void GlitchPipeline::install_hints_locked() {
         d && 3 * d->busy_ns >= d->total_busy_ns) {
       h.disk_user = core::describe_disk_user(*d);
     }
+    if (board.qdisc_samples() > 0) h.qdisc = qdisc_over_limit(board, r);
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
       h.preempting_cgroup =
           fmt::format("cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)",

@@ -32,6 +32,7 @@ constexpr int kAfInet = 2, kAfInet6 = 10;  // the kernel's family numbers in the
 // Buckets, as log2 slots of microseconds (slot i: le = 2^(i+1) us).
 constexpr size_t kDurationFirst = 5, kDurationLast = 34;  // 64 us .. ~9.5 h
 constexpr size_t kRttFirst = 1, kRttLast = 22;            // 4 us .. ~8.4 s
+constexpr auto kQdiscInterval = std::chrono::seconds(1);
 
 static_assert(sizeof(tailcause_tcp_event) == 72, "the record layout is shared with BPF");
 
@@ -106,9 +107,15 @@ void TcpProbe::start(const ProbeContext& ctx) {
   skel_ = std::move(skel);
   ring_ = std::move(ring);
   spdlog::info("tcp: attached ({})", ctx.features.tp_btf ? "tp_btf" : "raw_tp");
+  try {
+    qdiscs_ = std::make_unique<QdiscStats>(ctx.config.top_k);
+  } catch (const std::exception& e) {
+    spdlog::warn("tcp: no qdisc statistics ({}); network verdicts will not name a qdisc", e.what());
+  }
 }
 
 void TcpProbe::stop() {
+  qdiscs_.reset();
   ring_.reset();
   skel_.reset();
 }
@@ -119,7 +126,13 @@ void TcpProbe::consume() {
   if (ring_) ring_->consume();
 }
 
-void TcpProbe::tick(const ProbeContext&) { consume(); }
+void TcpProbe::tick(const ProbeContext& ctx) {
+  consume();
+  if (qdiscs_ && std::chrono::steady_clock::now() - last_qdisc_poll_ >= kQdiscInterval) {
+    last_qdisc_poll_ = std::chrono::steady_clock::now();
+    qdiscs_->poll(ctx.signals.evidence, monotonic_ns());
+  }
+}
 
 void TcpProbe::on_record(std::span<const std::byte> bytes) {
   if (bytes.size() < sizeof(tailcause_tcp_event)) return;
@@ -177,13 +190,16 @@ void TcpProbe::collect(core::MetricSet& out) {
     lost += percpu_sum(bpf_map__fd(skel_->maps.tcp_lost), reason);
   }
   add_events_lost(out, kFamily, lost);
+  if (qdiscs_) qdiscs_->collect(out);
 }
 
 std::vector<const bpf_program*> TcpProbe::programs() const {
   return loaded_programs(skel_ ? skel_->obj : nullptr);
 }
 
-uint64_t TcpProbe::folded_label_values() const { return pairs_ ? pairs_->budget.folded() : 0; }
+uint64_t TcpProbe::folded_label_values() const {
+  return (pairs_ ? pairs_->budget.folded() : 0) + (qdiscs_ ? qdiscs_->folded() : 0);
+}
 
 std::unique_ptr<ProbeFamily> make_tcp_probe() { return std::make_unique<TcpProbe>(); }
 
