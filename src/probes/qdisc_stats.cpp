@@ -125,20 +125,28 @@ std::optional<QdiscReading> parse_qdisc_message(std::span<const std::byte> messa
 }
 
 QdiscStats::QdiscStats(size_t top_k) : budget_(top_k) {
-  socket_ = mnl_socket_open(NETLINK_ROUTE);
-  if (socket_ == nullptr) {
+  if (!open_socket()) {
     throw std::runtime_error(std::string("rtnetlink socket: ") + std::strerror(errno));
   }
+  seq_ = static_cast<uint32_t>(time(nullptr));
+}
+
+bool QdiscStats::open_socket() {
+  if (socket_) mnl_socket_close(socket_);
+  socket_ = mnl_socket_open(NETLINK_ROUTE);
+  if (socket_ == nullptr) return false;
   if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) {
     const int err = errno;
     mnl_socket_close(socket_);
-    throw std::runtime_error(std::string("rtnetlink bind: ") + std::strerror(err));
+    socket_ = nullptr;
+    errno = err;
+    return false;
   }
   // A dump that never ends must not hold the collector thread.
   timeval timeout{1, 0};
   setsockopt(mnl_socket_get_fd(socket_), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   port_ = mnl_socket_get_portid(socket_);
-  seq_ = static_cast<uint32_t>(time(nullptr));
+  return true;
 }
 
 QdiscStats::~QdiscStats() {
@@ -146,6 +154,7 @@ QdiscStats::~QdiscStats() {
 }
 
 bool QdiscStats::dump(std::vector<QdiscReading>& out) {
+  if (socket_ == nullptr) return false;  // its reopening failed: tried again each poll
   alignas(nlmsghdr) char buf[kBufferSize];
   nlmsghdr* nlh = mnl_nlmsg_put_header(buf);
   nlh->nlmsg_type = RTM_GETQDISC;
@@ -187,16 +196,7 @@ bool QdiscStats::poll(core::EvidenceBoard& board, uint64_t now_ns) {
       warned_ = true;
     }
     // A dump cut short leaves its socket with replies pending: start afresh next time.
-    mnl_socket_close(socket_);
-    socket_ = mnl_socket_open(NETLINK_ROUTE);
-    if (socket_ && mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) == 0) {
-      timeval timeout{1, 0};
-      setsockopt(mnl_socket_get_fd(socket_), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-      port_ = mnl_socket_get_portid(socket_);
-    } else if (socket_) {
-      mnl_socket_close(socket_);
-      socket_ = nullptr;
-    }
+    open_socket();
     return false;
   }
   std::map<Key, core::QdiscCounters> seen;

@@ -60,6 +60,8 @@ class QdiscStats {
   };
   using Key = std::tuple<uint32_t, uint32_t, uint32_t, std::string>;  // ifindex, handle, parent
 
+  // (Re)opens and binds the rtnetlink socket; false with errno set, and no socket, on failure.
+  bool open_socket();
   bool dump(std::vector<QdiscReading>& out);
 
   mnl_socket* socket_ = nullptr;
