@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tailcause glitches`: lists the journal's glitches, newest first, each explained by its
-// verdict; with --incidents, its incidents (sustained slowdowns), newest first. Reads the journal a
-// running daemon may be writing (SQLite WAL allows it); never creates one.
+// verdict; with --incidents, its incidents (sustained slowdowns), newest first; with --show
+// TRACE, one glitched request's propagation tree (who waited on whom, for how long and why). Reads
+// the journal a running daemon may be writing (SQLite WAL allows it); never creates one.
 #include <fmt/format.h>
 #include <time.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/duration.h"
+#include "core/propagation.h"
 #include "daemon/startup.h"
 #include "export/glitch_listing.h"
 #include "export/incident_listing.h"
@@ -31,6 +34,59 @@ std::string describe(const GlitchesOptions& o) {
   if (o.tenant) add(fmt::format("for tenant {}", *o.tenant));
   if (o.stage) add(fmt::format("{}stage {}", o.tenant ? "" : "for ", *o.stage));
   return out;
+}
+
+// `--show TRACE`: the propagation tree the daemon kept for one glitched request, then the
+// request's glitch rows.
+int show_propagation(const std::string& path, const std::string& prefix, bool json) {
+  std::vector<exporter::PropagationRow> trees;
+  std::vector<exporter::GlitchRow> rows;
+  try {
+    exporter::Journal journal(path, exporter::JournalLimits{});
+    trees = journal.find_propagation(prefix, 2);
+    exporter::JournalFilter filter;
+    filter.trace_id = trees.size() == 1 ? trees[0].trace_id : prefix;
+    filter.limit = exporter::Journal::kMaxQueryLimit;
+    if (trees.size() <= 1) rows = journal.query(filter);
+  } catch (const std::exception& e) {  // JournalError, or invalid_argument
+    fmt::print(stderr, "tailcause glitches: {}\n", e.what());
+    return 1;
+  }
+  if (trees.size() > 1) {
+    fmt::print(stderr,
+               "tailcause glitches: trace id prefix {} is ambiguous ({}, {}, ...): give more "
+               "digits\n",
+               prefix, trees[0].trace_id, trees[1].trace_id);
+    return 1;
+  }
+  if (trees.empty()) {
+    fmt::print(stderr,
+               "tailcause glitches: no propagation tree for trace {} in {}{} (one is kept for "
+               "each glitched request that ended; `tailcause glitches` lists their trace ids)\n",
+               prefix, path,
+               rows.empty() ? "" : fmt::format(", though it has {} glitch row(s)", rows.size()));
+    return 1;
+  }
+  core::PropagationTree tree;
+  try {
+    tree = core::propagation_from_json(nlohmann::json::parse(trees[0].tree));
+  } catch (const std::exception& e) {  // json::parse_error, or invalid_argument
+    fmt::print(stderr, "tailcause glitches: {}: the tree of trace {} is damaged: {}\n", path,
+               trees[0].trace_id, e.what());
+    return 1;
+  }
+  if (json) {
+    nlohmann::json out = {{"trace_id", trees[0].trace_id},
+                          {"time", exporter::format_local_time(trees[0].time_ns)},
+                          {"tree", core::propagation_json(tree)},
+                          {"glitches", exporter::glitch_rows_json(rows)}};
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  fmt::print("{}  {}", exporter::format_local_time(trees[0].time_ns),
+             core::render_propagation(tree));
+  fmt::print("\n{}", exporter::render_glitch_table(rows, "in this request"));
+  return 0;
 }
 
 }  // namespace
@@ -72,6 +128,8 @@ int list_glitches(const GlitchesOptions& o) {
                path, ec && ec != std::errc::no_such_file_or_directory ? ": " + ec.message() : "");
     return 1;
   }
+
+  if (o.show) return show_propagation(path, *o.show, o.json);
 
   std::vector<exporter::GlitchRow> rows;
   std::vector<exporter::IncidentRow> incidents;

@@ -27,6 +27,8 @@ struct GlitchesOptions {
   int limit = 100;
   bool json = false;
   bool incidents = false;  // the incidents (sustained slowdowns) instead of the glitches
+  // One glitched request's propagation tree instead: a trace id or a unique prefix of it.
+  std::optional<std::string> show;
 };
 int list_glitches(const GlitchesOptions& options);
 

@@ -102,8 +102,18 @@ int main(int argc, char** argv) {
       ->check(integer_within(1, tailcause::exporter::Journal::kMaxQueryLimit, "limit"))
       ->capture_default_str();
   glitches->add_flag("--json", glitches_options.json, "A JSON array on stdout");
-  glitches->add_flag("--incidents", glitches_options.incidents,
-                     "The incidents (sustained slowdowns over a stage's learned baseline) instead");
+  auto* incidents_flag = glitches->add_flag(
+      "--incidents", glitches_options.incidents,
+      "The incidents (sustained slowdowns over a stage's learned baseline) instead");
+  std::string show_trace;
+  auto* show_opt =
+      glitches
+          ->add_option("--show", show_trace,
+                       "One glitched request as a tree of threads and waits: who waited on whom, "
+                       "for how long and why (TRACE: its trace id, or a unique prefix of 8+ hex "
+                       "digits)")
+          ->transform(trace_id_prefix())
+          ->excludes(incidents_flag, since_opt, tenant_opt, stage_opt);
 
   TopOptions top_options;
   auto* top = app.add_subcommand("top", "A live view of tenants and stages over the JSON API");
@@ -161,6 +171,7 @@ int main(int argc, char** argv) {
   if (since_opt->count()) glitches_options.since = since;
   if (tenant_opt->count()) glitches_options.tenant = tenant;
   if (stage_opt->count()) glitches_options.stage = stage;
+  if (show_opt->count()) glitches_options.show = show_trace;
   // Logs go to stderr so that stdout stays clean for command output (probes --json).
   spdlog::set_default_logger(spdlog::stderr_color_mt("tailcause"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");

@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 
@@ -97,6 +99,23 @@ CLI::Validator non_empty(const std::string& what, const std::string& hint) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         return text.empty() ? fmt::format("empty {} ({})", what, hint) : "";
+      },
+      "");
+}
+
+CLI::Validator trace_id_prefix() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool hex = std::all_of(text.begin(), text.end(),
+                                     [](unsigned char c) { return std::isxdigit(c) != 0; });
+        if (!hex || text.size() < 8 || text.size() > 32)
+          return fmt::format(
+              "'{}' is not a trace id (8 to 32 hex digits: the whole id or a "
+              "prefix of it)",
+              text.size() > 64 ? text.substr(0, 64) + "..." : text);
+        std::transform(text.begin(), text.end(), text.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return "";
       },
       "");
 }

@@ -25,6 +25,8 @@ CLI::Validator file_suffix(const std::vector<std::string>& suffixes);
 CLI::Validator executable_file();
 // Anything but ""; `hint` ends the message ("omit --tenant for all tenants").
 CLI::Validator non_empty(const std::string& what, const std::string& hint);
+// A W3C trace id or a prefix of one: 8 to 32 hex digits, taken in lower case.
+CLI::Validator trace_id_prefix();
 // A whole number in [lo, hi]: "`what` must be in lo..hi, got X".
 CLI::Validator integer_within(int64_t lo, int64_t hi, const std::string& what);
 

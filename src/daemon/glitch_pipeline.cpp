@@ -14,11 +14,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <variant>
 
 #include "bpf/attrib.h"
 #include "core/breaker_protocol.h"
 #include "core/proc_cgroup.h"
+#include "core/propagation.h"
 #include "core/schema.h"
 #include "core/verdict.h"
 #include "export/breaker_socket.h"
@@ -44,8 +46,36 @@ int64_t realtime_minus_monotonic_ns() {
 core::AnalyzerSettings analyzer_settings(const core::Config& config, const PipelineOptions& o) {
   core::AnalyzerSettings s = core::AnalyzerSettings::from(config);
   s.summary_window_ns = o.summary_window_ns;
-  s.collect_traces = o.otlp && !config.otlp.endpoint.empty();
+  // Stages are kept until their request ends for the OTLP traces and for the journal's
+  // propagation trees.
+  s.collect_traces =
+      (o.otlp && !config.otlp.endpoint.empty()) || (o.journal && !config.journal.path.empty());
   return s;
+}
+
+// A thread that ran no span of a glitched request but explained its waits: its process's name
+// and its own, "hog/worker-3" (read when the request ends; "" once the thread is gone).
+std::string thread_name(uint32_t tid) {
+  auto read_comm = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string comm;
+    std::getline(in, comm);
+    return comm;
+  };
+  std::string thread = read_comm(fmt::format("/proc/{}/comm", tid));
+  if (thread.empty()) return "";
+  std::ifstream status(fmt::format("/proc/{}/status", tid));
+  std::string line;
+  uint32_t tgid = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("Tgid:", 0) == 0) {
+      tgid = static_cast<uint32_t>(std::strtoul(line.c_str() + 5, nullptr, 10));
+      break;
+    }
+  }
+  if (tgid == 0 || tgid == tid) return thread;
+  const std::string process = read_comm(fmt::format("/proc/{}/comm", tgid));
+  return process.empty() || process == thread ? thread : process + "/" + thread;
 }
 
 // The stage's process's memory cgroup, or the nearest ancestor (where a v2 limit lives), that
@@ -332,6 +362,17 @@ void GlitchPipeline::observe(const core::Record& record) {
       }
       queue_.push_back({std::move(g), unix_offset_ns_});
     }
+    // The propagation path of each glitched request, for `glitches --show TRACE`.
+    for (const auto& t : out.traces) {
+      if (!journal_ || !t.glitch() || t.trace_id.empty()) continue;
+      if (tree_queue_.size() >= kMaxQueuedGlitches) {
+        journal_dropped_++;
+        continue;
+      }
+      const core::PropagationTree tree = core::build_propagation(t, thread_name);
+      tree_queue_.push_back({t.trace_id, static_cast<int64_t>(t.request.end_ns) + t.unix_offset_ns,
+                             core::propagation_json(tree).dump()});
+    }
   }
   if (otlp_) {
     for (auto& t : out.traces) otlp_->submit(std::move(t));
@@ -348,6 +389,8 @@ void GlitchPipeline::journal_loop() {
     analyzer_->tick(now);
     std::vector<QueuedGlitch> batch;
     batch.swap(queue_);
+    std::vector<exporter::PropagationRow> trees;
+    trees.swap(tree_queue_);
     // Renewed under the lock, so a stage and its glitch share one offset.
     unix_offset_ns_ = realtime_minus_monotonic_ns();
     analyzer_->set_unix_offset_ns(unix_offset_ns_);
@@ -382,6 +425,13 @@ void GlitchPipeline::journal_loop() {
       } catch (const exporter::JournalError& e) {
         journal_dropped_ += rows.size();
         spdlog::warn("journal: {} glitches not written: {}", rows.size(), e.what());
+      }
+    }
+    if (journal_ && !trees.empty()) {
+      try {
+        journal_->write_propagation(trees);
+      } catch (const std::exception& e) {  // JournalError
+        spdlog::warn("journal: {} propagation trees not written: {}", trees.size(), e.what());
       }
     }
     if (journal_ && !changed.empty()) {

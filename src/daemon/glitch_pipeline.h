@@ -22,10 +22,10 @@
 #include "core/incident_detector.h"
 #include "core/metrics.h"
 #include "core/stage_heatmap.h"
+#include "export/journal.h"
 #include "probes/probe_set.h"
 
 namespace tailcause::exporter {
-class Journal;
 class OtlpExporter;
 class BreakerSocket;
 }  // namespace tailcause::exporter
@@ -90,10 +90,11 @@ class GlitchPipeline {
     int64_t unix_offset_ns;
   };
 
-  std::mutex mu_;  // guards analyzer_, queue_, unix_offset_ns_
+  std::mutex mu_;  // guards analyzer_, queue_, tree_queue_, unix_offset_ns_
   std::unique_ptr<core::GlitchAnalyzer> analyzer_;
-  std::vector<QueuedGlitch> queue_;  // for the journal thread
-  int64_t unix_offset_ns_ = 0;       // CLOCK_REALTIME - CLOCK_MONOTONIC, renewed every second
+  std::vector<QueuedGlitch> queue_;                   // for the journal thread
+  std::vector<exporter::PropagationRow> tree_queue_;  // glitched requests' trees, likewise
+  int64_t unix_offset_ns_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC, renewed every second
   std::shared_ptr<core::StageHeatmap> stage_heatmap_;
   std::unique_ptr<core::IncidentDetector> incidents_;
   // (journal key, incident) from a detector replaced by reconfigure(), for the journal thread.

@@ -57,6 +57,14 @@ CREATE INDEX incidents_start ON incidents(start_ns);
 CREATE INDEX incidents_tenant_start ON incidents(tenant, start_ns);
 )sql";
 
+// Schema v3: v2 plus one propagation tree per glitched request, and glitches by trace id.
+constexpr const char* kPropagationSchema = R"sql(
+CREATE TABLE propagation(
+  trace_id TEXT PRIMARY KEY, time_ns INTEGER NOT NULL, tree TEXT NOT NULL);
+CREATE INDEX propagation_time ON propagation(time_ns);
+CREATE INDEX glitches_trace ON glitches(trace_id);
+)sql";
+
 constexpr const char* kIncidentColumns =
     "key, start_ns, end_ns, active, tenant, stage, stages, cause, cause_share, slowed, "
     "peak_ratio, median_ratio, baseline_s, summary";
@@ -194,6 +202,7 @@ void Journal::create_schema() {
     if (scalar("PRAGMA user_version") == 0) {
       exec(schema_v1().c_str());
       exec(kIncidentsSchema);
+      exec(kPropagationSchema);
       exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
     }
     exec("COMMIT");
@@ -207,8 +216,9 @@ void Journal::migrate(int64_t from_version) {
   exec("BEGIN IMMEDIATE");
   try {
     // Another process may have upgraded it while we waited for the write lock.
-    if (scalar("PRAGMA user_version") == from_version && from_version == 1) {
-      exec(kIncidentsSchema);
+    if (scalar("PRAGMA user_version") == from_version) {
+      if (from_version < 2) exec(kIncidentsSchema);
+      if (from_version < 3) exec(kPropagationSchema);
       exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
     }
     exec("COMMIT");
@@ -260,6 +270,58 @@ void Journal::write_incidents(const std::vector<IncidentRow>& rows) {
   }
 }
 
+void Journal::write_propagation(const std::vector<PropagationRow>& rows) {
+  if (rows.empty()) return;
+  exec("BEGIN IMMEDIATE");
+  try {
+    Stmt stmt(
+        prepare("INSERT OR REPLACE INTO propagation(trace_id, time_ns, tree) VALUES(?1,?2,?3)"));
+    sqlite3_stmt* s = stmt.get();
+    for (const PropagationRow& row : rows) {
+      if (row.trace_id.empty()) throw std::invalid_argument("journal: a tree needs a trace id");
+      sqlite3_reset(s);
+      bind_text(s, 1, row.trace_id);
+      sqlite3_bind_int64(s, 2, row.time_ns);
+      bind_text(s, 3, row.tree);
+      if (sqlite3_step(s) != SQLITE_DONE) fail("cannot write a propagation tree");
+    }
+    stmt.reset();
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<PropagationRow> Journal::find_propagation(const std::string& prefix, int limit) const {
+  const bool hex = !prefix.empty() && prefix.size() <= 32 &&
+                   std::all_of(prefix.begin(), prefix.end(), [](char c) {
+                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                   });
+  if (!hex)
+    throw std::invalid_argument(
+        fmt::format("journal: a trace id is 1 to 32 lower-case hex digits, got \"{}\"", prefix));
+  if (limit < 1 || limit > kMaxQueryLimit)
+    throw std::invalid_argument(fmt::format("journal: limit must be in 1..{}", kMaxQueryLimit));
+  // A range on the primary key: every id from the prefix up to the prefix followed by 'g'.
+  Stmt stmt(
+      prepare("SELECT trace_id, time_ns, tree FROM propagation WHERE trace_id >= ?1 "
+              "AND trace_id < ?2 ORDER BY time_ns DESC LIMIT ?3"));
+  sqlite3_stmt* s = stmt.get();
+  bind_text(s, 1, prefix);
+  bind_text(s, 2, prefix + "g");
+  sqlite3_bind_int(s, 3, limit);
+  std::vector<PropagationRow> rows;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    rows.push_back({column_text(s, 0), sqlite3_column_int64(s, 1), column_text(s, 2)});
+  }
+  if (rc != SQLITE_DONE) fail("propagation query failed");
+  return rows;
+}
+
+int64_t Journal::propagation_count() const { return scalar("SELECT COUNT(*) FROM propagation"); }
+
 namespace {
 
 // Both queries take the same filter; refused before any SQL is prepared.
@@ -271,6 +333,8 @@ void check_filter(const JournalFilter& filter) {
     throw std::invalid_argument("journal query: tenant must not be empty (omit it for all)");
   if (filter.stage && filter.stage->empty())
     throw std::invalid_argument("journal query: stage must not be empty (omit it for all)");
+  if (filter.trace_id && filter.trace_id->empty())
+    throw std::invalid_argument("journal query: trace_id must not be empty (omit it for all)");
   if (filter.limit < 1 || filter.limit > Journal::kMaxQueryLimit)
     throw std::invalid_argument(fmt::format("journal query: limit must be in 1..{}, got {}",
                                             Journal::kMaxQueryLimit, filter.limit));
@@ -400,6 +464,8 @@ int64_t Journal::prune(int64_t now_ns) {
            rows = row_count())
         drop_oldest(std::max<int64_t>(1, rows / 10));
     }
+    // A tree goes with the last glitch row of its request.
+    exec("DELETE FROM propagation WHERE trace_id NOT IN (SELECT trace_id FROM glitches)");
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -414,7 +480,8 @@ std::vector<GlitchRow> Journal::query(const JournalFilter& filter) const {
 
   const std::string sql = fmt::format(
       "SELECT id, {} FROM glitches WHERE time_ns >= ?1 AND (?2 IS NULL OR tenant = ?2) "
-      "AND (?3 IS NULL OR stage = ?3) ORDER BY time_ns DESC, id DESC LIMIT ?4",
+      "AND (?3 IS NULL OR stage = ?3) AND (?5 IS NULL OR trace_id = ?5) "
+      "ORDER BY time_ns DESC, id DESC LIMIT ?4",
       row_columns());
   Stmt stmt(prepare(sql.c_str()));
   sqlite3_stmt* s = stmt.get();
@@ -422,6 +489,7 @@ std::vector<GlitchRow> Journal::query(const JournalFilter& filter) const {
   if (filter.tenant) bind_text(s, 2, *filter.tenant);  // unbound parameters are NULL
   if (filter.stage) bind_text(s, 3, *filter.stage);
   sqlite3_bind_int(s, 4, filter.limit);
+  if (filter.trace_id) bind_text(s, 5, *filter.trace_id);
 
   std::vector<GlitchRow> rows;
   int rc;

@@ -67,6 +67,13 @@ struct IncidentRow {
   std::string summary;          // core::Incident::describe()
 };
 
+// One glitched request's propagation tree (core::propagation_json), keyed by its trace id.
+struct PropagationRow {
+  std::string trace_id;  // 32 hex digits
+  int64_t time_ns = 0;   // ns since the Unix epoch: the request's end
+  std::string tree;      // JSON
+};
+
 struct JournalLimits {
   std::chrono::seconds max_age{std::chrono::hours(24 * 7)};
   int64_t max_rows = 0;   // 0: no row bound
@@ -76,13 +83,15 @@ struct JournalLimits {
 struct JournalFilter {
   int64_t since_ns = 0;                      // rows with time_ns >= since_ns; negative is rejected
   std::optional<std::string> tenant, stage;  // exact match; an empty string is rejected
+  std::optional<std::string> trace_id;       // glitches only: exact match, non-empty
   int limit = 100;                           // 1..kMaxQueryLimit
 };
 
 class Journal {
  public:
-  // 1: glitches; 2: incidents added (a version 1 journal is upgraded when opened).
-  static constexpr int kSchemaVersion = 2;
+  // 1: glitches; 2: incidents added; 3: propagation trees and a trace id index added (an older
+  // journal is upgraded when opened).
+  static constexpr int kSchemaVersion = 3;
   static constexpr int kMaxQueryLimit = 100000;
 
   // Opens or creates `path`; throws JournalError when it cannot, when the integrity check fails
@@ -106,8 +115,15 @@ class Journal {
   int64_t close_stale_incidents();
   int64_t incident_count() const;
 
-  // Deletes rows older than now - max_age, then the oldest rows beyond max_rows / max_bytes.
-  // Returns how many rows went.
+  // Inserts propagation trees, replacing one with the same trace id, in one transaction.
+  void write_propagation(const std::vector<PropagationRow>& rows);
+  // The trees whose trace id starts with `prefix` (1..32 hex digits, else std::invalid_argument),
+  // newest first, at most `limit`.
+  std::vector<PropagationRow> find_propagation(const std::string& prefix, int limit = 2) const;
+  int64_t propagation_count() const;
+
+  // Deletes rows older than now - max_age, then the oldest rows beyond max_rows / max_bytes,
+  // then the propagation trees no glitch row refers to. Returns how many glitch rows went.
   int64_t prune();
   int64_t prune(int64_t now_ns);
 

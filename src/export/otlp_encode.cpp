@@ -8,6 +8,7 @@
 
 #include "core/glitch_detector.h"
 #include "otlp/trace_service.pb.h"
+#include "core/propagation.h"
 #include "core/trace_ids.h"
 
 namespace tailcause::exporter {
@@ -174,6 +175,25 @@ void add_stage_span(const core::RequestTrace& t, size_t index, const std::string
   set_int(a, "tailcause.major_faults", static_cast<int64_t>(s.major_faults));
   set_int(a, "tailcause.bytes_read", static_cast<int64_t>(s.bytes_read));
   set_glitch(span, t.stage_glitch(index));
+  // The glitch propagation path: the thread this stage's waits were resolved through, and a
+  // link to that thread's span when it ran one in this request.
+  if (const auto edge = core::waker_edge(t, index)) {
+    const core::Waker& w = *s.waker;
+    set_int(a, "tailcause.waited_on.tid", w.tid);
+    set_str(a, "tailcause.waited_on.edge", core::propagation_edge_name(*edge));
+    set_double(a, "tailcause.waited_on.seconds", static_cast<double>(w.ns) * 1e-9);
+    set_str(a, "tailcause.waited_on.component", core::component_name(w.component));
+    if (const auto other = core::waker_span(t, index)) {
+      const core::StageRecord& o = t.stages[*other];
+      auto* link = span->add_links();
+      link->set_trace_id(trace_id);
+      link->set_span_id(*hex_to_bytes(core::derive_span_id(trace_hex, o.start_ns, o.tid)));
+      set_str(link->mutable_attributes(), "tailcause.waited_on.edge",
+              core::propagation_edge_name(*edge));
+      set_double(link->mutable_attributes(), "tailcause.waited_on.seconds",
+                 static_cast<double>(w.ns) * 1e-9);
+    }
+  }
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 # message and exit 2, a missing journal exits 1 (and is not created); with a journal written by
 # a real daemon run (the example agent under a 20 ms stage SLO, so its stages glitch), the JSON
 # rows carry every field, match what the agent did, and --tenant, --stage, --since and --limit
-# filter them. The journal is read while the daemon still writes it (SQLite WAL).
+# filter them. The journal is read while the daemon still writes it (SQLite WAL). --show prints
+# one glitched request's propagation tree (who waited on whom: here a lock holder).
 source "$(dirname "$0")/lib.sh"
 require_root
 AGENT="$BUILD_DIR/examples/rag-agent"
@@ -33,6 +34,10 @@ expect_glitches_exit 2 "limit must be in 1\.\.100000, got 0" --journal "$JOURNAL
 expect_glitches_exit 2 "limit" --journal "$JOURNAL" --limit lots
 expect_glitches_exit 2 "empty tenant name" --journal "$JOURNAL" --tenant ''
 expect_glitches_exit 2 "empty stage name" --journal "$JOURNAL" --stage ''
+expect_glitches_exit 2 "'xyz' is not a trace id" --journal "$JOURNAL" --show xyz
+expect_glitches_exit 2 "'4bf92f3' is not a trace id" --journal "$JOURNAL" --show 4bf92f3
+expect_glitches_exit 2 "excludes" --journal "$JOURNAL" --show 4bf92f35 --incidents
+expect_glitches_exit 2 "excludes" --journal "$JOURNAL" --show 4bf92f35 --tenant ta
 echo "not a database, just text" >"$WORK/garbage.db"
 expect_glitches_exit 1 "garbage.db" --journal "$WORK/garbage.db"
 
@@ -49,7 +54,7 @@ journal:
   path: $JOURNAL
 YAML
 start_daemon --config "$WORK/daemon.yaml"
-"$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 6 --fault slow-peer:tb \
+"$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 6 --fault slow-peer:tb --fault lock:ta \
   >"$WORK/agent.log" 2>&1 || fail "agent: $(tail -5 "$WORK/agent.log")"
 
 # The daemon writes the journal about once a second: read it while it runs.
@@ -73,6 +78,42 @@ sleep 1.5  # the last batch, and nothing newer than 1 s from here on
 sleep 1.2
 "$TAILCAUSE" glitches --journal "$JOURNAL" --json --since 1s >"$WORK/second.json"
 stop_daemon
+
+# The propagation view: ta's generation waited on the lock its model's compaction thread held
+# (the lock fault), a thread that runs no span of the request.
+trace=$(/usr/bin/python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+lock = [r["trace_id"] for r in rows if r["tenant"] == "ta" and r["stage"] == "generation"
+        and r["cause"] == "lock" and r["trace_id"]]
+print(lock[0] if lock else "")' "$WORK/all.json")
+[ -n "$trace" ] || fail "no lock-bound generation glitch of ta under the lock fault"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --show "${trace:0:12}" >"$WORK/show.txt" 2>"$WORK/err.txt" ||
+  fail "glitches --show ${trace:0:12}: $(cat "$WORK/err.txt")"
+"$TAILCAUSE" glitches --journal "$JOURNAL" --show "${trace^^}" --json >"$WORK/show.json" ||
+  fail "glitches --show (upper case) --json"
+grep -q "trace $trace" "$WORK/show.txt" || fail "--show: $(head -3 "$WORK/show.txt")"
+grep -qE '^├─ generation  tid [0-9]+ .*GLITCH' "$WORK/show.txt" || fail "--show: $(cat "$WORK/show.txt")"
+grep -qE '^│  └─ waited [0-9.]+ [mu]?s on the lock holder, which was in [a-z_]+: tid [0-9]+ ran no span of this request' \
+  "$WORK/show.txt" || fail "--show names no lock holder: $(cat "$WORK/show.txt")"
+grep -q "in this request, newest first" "$WORK/show.txt" || fail "--show lists no glitch rows"
+/usr/bin/python3 - "$WORK/show.json" "$trace" <<'PY' || fail "--show --json: $(head -c 600 "$WORK/show.json")"
+import json, sys
+doc, trace = json.load(open(sys.argv[1])), sys.argv[2]
+assert doc["trace_id"] == trace, doc["trace_id"]
+tree = doc["tree"]
+assert tree["tenant"] == "ta", tree["tenant"]
+stages = [n for n in tree["stages"] if n["edge"] == "stage"]
+assert [n["stage"] for n in stages][:4] == ["prompt", "embedding", "retrieval", "generation"], stages
+gen = next(n for n in stages if n["stage"] == "generation")
+holders = [c for c in gen["children"] if c["edge"] == "lock_holder"]
+assert holders and holders[0]["wait_ns"] > 0 and "stage" not in holders[0], gen["children"]
+assert gen["tid"] != holders[0]["tid"]
+assert doc["glitches"] and all(r["trace_id"] == trace for r in doc["glitches"]), doc["glitches"]
+PY
+expect_glitches_exit 1 "no propagation tree for trace 0000000000000000" --journal "$JOURNAL" \
+  --show 0000000000000000
+pass "--show: $(grep -m1 "waited" "$WORK/show.txt" | tr -s ' ' | cut -c1-160)"
 
 /usr/bin/python3 - "$WORK" <<'PY' || fail "journal rows do not match"
 import json, sys

@@ -4,6 +4,8 @@
 // breaker's state saved and restored across pipelines, SIGHUP-style reconfiguration keeping
 // the breakers, and sinks that cannot start refused with a clear error.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <time.h>
 
 #include <chrono>
@@ -11,6 +13,8 @@
 #include <thread>
 
 #include "daemon/glitch_pipeline.h"
+#include "bpf/attrib.h"
+#include "core/propagation.h"
 #include "export/journal.h"
 #include "temp_dir.h"
 
@@ -99,6 +103,44 @@ TEST(DaemonPipeline, StopFlushesEveryPendingGlitchToTheJournal) {
   EXPECT_EQ(metric(p, "tailcause_journal_glitches_written"), 5);
   EXPECT_EQ(metric(p, "tailcause_journal_glitches_dropped"), 0);
   p.stop();  // idempotent
+}
+
+TEST(DaemonPipeline, AGlitchedRequestLeavesItsPropagationTreeInTheJournal) {
+  testing::TempDir dir;
+  GlitchPipeline p(config_in(dir), PipelineOptions{});
+  // Request 1: its retrieval waited 250 ms on a helper thread that was throttled.
+  core::StageRecord retrieval = stage("ta", 1, 300, "retrieval");
+  retrieval.waker = core::Waker{4243, 250 * ms, core::Component::cpu_throttled, true, false};
+  core::StageRecord helper = stage("ta", 1, 280, "retrieval");
+  helper.tid = 4243;
+  helper.flags = ATTRIB_SPAN_WORKER;
+  p.observe(helper);
+  p.observe(retrieval);
+  core::RequestRecord request;
+  request.id = retrieval.id;
+  request.start_ns = retrieval.start_ns - 5 * ms;
+  request.end_ns = retrieval.end_ns + 5 * ms;
+  p.observe(request);
+  // Request 2 did not glitch: no tree.
+  core::StageRecord fast = stage("ta", 2, 10, "retrieval");
+  p.observe(fast);
+  request.id = fast.id;
+  p.observe(request);
+  p.stop();
+
+  exporter::Journal journal(dir.file("journal.db"), exporter::JournalLimits{});
+  EXPECT_EQ(journal.propagation_count(), 1);
+  const auto trees = journal.find_propagation(retrieval.id.trace_id);
+  ASSERT_EQ(trees.size(), 1u);
+  const auto tree = core::propagation_from_json(nlohmann::json::parse(trees[0].tree));
+  ASSERT_EQ(tree.stages.size(), 1u);
+  ASSERT_EQ(tree.stages[0].children.size(), 1u);
+  const core::PropagationNode& waited_on = tree.stages[0].children[0];
+  EXPECT_EQ(waited_on.tid, 4243u);
+  EXPECT_TRUE(waited_on.worker);
+  EXPECT_EQ(waited_on.wait_ns, 250 * ms);
+  EXPECT_EQ(waited_on.wait_component, core::Component::cpu_throttled);
+  EXPECT_EQ(tree.stages[0].glitch.rfind("over_slo 200 ms", 0), 0u) << tree.stages[0].glitch;
 }
 
 TEST(DaemonPipeline, JournalThreadWritesWhileRunning) {

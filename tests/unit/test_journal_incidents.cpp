@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <string>
+#include <vector>
 
 #include "export/incident_listing.h"
 #include "export/journal.h"
@@ -137,13 +138,91 @@ TEST(JournalIncidents, AVersion1JournalIsUpgradedKeepingItsGlitches) {
     j.append({g});
   }
   // What a version 1 journal is: glitches only.
-  ASSERT_EQ(exec_raw(path, "DROP TABLE incidents; PRAGMA user_version=1;"), SQLITE_OK);
+  ASSERT_EQ(exec_raw(path,
+                     "DROP TABLE incidents; DROP TABLE propagation; "
+                     "DROP INDEX glitches_trace; PRAGMA user_version=1;"),
+            SQLITE_OK);
   Journal j(path, JournalLimits{});
   JournalFilter f;
   EXPECT_EQ(j.query(f).size(), 1u);
   EXPECT_EQ(j.incident_count(), 0);
   j.write_incidents({incident("k1", kNow, "ta", "retrieval")});
   EXPECT_EQ(all(j).size(), 1u);
+  EXPECT_EQ(j.propagation_count(), 0);  // and upgraded on to version 3
+}
+
+TEST(JournalPropagation, AVersion2JournalIsUpgradedKeepingItsRows) {
+  testing::TempDir dir;
+  const std::string path = dir.file("j.db");
+  {
+    Journal j(path, JournalLimits{});
+    j.write_incidents({incident("k1", kNow, "ta", "retrieval")});
+  }
+  // What a version 2 journal is: glitches and incidents.
+  ASSERT_EQ(exec_raw(path,
+                     "DROP TABLE propagation; DROP INDEX glitches_trace; "
+                     "PRAGMA user_version=2;"),
+            SQLITE_OK);
+  Journal j(path, JournalLimits{});
+  EXPECT_EQ(j.incident_count(), 1);
+  j.write_propagation({{std::string(32, 'c'), kNow, "{}"}});
+  EXPECT_EQ(j.propagation_count(), 1);
+}
+
+TEST(JournalPropagation, TreesAreFoundByTraceIdOrAUniquePrefix) {
+  testing::TempDir dir;
+  Journal j(dir.file("j.db"), JournalLimits{});
+  const std::string a = "4bf92f3577b34da6a3ce929d0e0e4736", b = "4bf92f3500000000000000000000aaaa";
+  j.write_propagation({{a, kNow, "{\"x\":1}"}, {b, kNow + 1, "{\"x\":2}"}});
+  EXPECT_EQ(j.propagation_count(), 2);
+  auto rows = j.find_propagation(a);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].tree, "{\"x\":1}");
+  EXPECT_EQ(rows[0].time_ns, kNow);
+  EXPECT_EQ(j.find_propagation("4bf92f3577b3").size(), 1u);
+  EXPECT_EQ(j.find_propagation("4bf92f35").size(), 2u);      // ambiguous: the caller says so
+  EXPECT_EQ(j.find_propagation("4bf92f35")[0].trace_id, b);  // newest first
+  EXPECT_TRUE(j.find_propagation("ffffffff").empty());
+  // A rewrite replaces the tree.
+  j.write_propagation({{a, kNow, "{\"x\":3}"}});
+  EXPECT_EQ(j.find_propagation(a)[0].tree, "{\"x\":3}");
+  EXPECT_EQ(j.propagation_count(), 2);
+  // Anything but 1..32 lower-case hex digits is refused before any SQL (no LIKE, no ranges).
+  const std::vector<std::string> bad_prefixes = {"", "4BF92F35", "4bf9%", "4bf9'--",
+                                                 std::string(33, 'a')};
+  for (const std::string& bad : bad_prefixes) {
+    EXPECT_THROW(j.find_propagation(bad), std::invalid_argument) << bad;
+  }
+  EXPECT_THROW(j.find_propagation(a, 0), std::invalid_argument);
+  EXPECT_THROW(j.write_propagation({{"", kNow, "{}"}}), std::invalid_argument);
+}
+
+TEST(JournalPropagation, GlitchRowsOfATraceAndPruningWithThem) {
+  testing::TempDir dir;
+  JournalLimits limits;
+  limits.max_age = std::chrono::hours(1);
+  Journal j(dir.file("j.db"), limits);
+  auto row = [](int64_t t, const std::string& trace) {
+    GlitchRow g;
+    g.time_ns = t;
+    g.tenant = "ta";
+    g.agent = "a";
+    g.stage = "retrieval";
+    g.cause = "lock";
+    g.trace_id = trace;
+    return g;
+  };
+  const std::string old_trace(32, 'a'), new_trace(32, 'b');
+  j.append({row(kNow - 7200 * kSecond, old_trace), row(kNow, new_trace), row(kNow, new_trace)});
+  j.write_propagation({{old_trace, kNow - 7200 * kSecond, "{}"}, {new_trace, kNow, "{}"}});
+  JournalFilter f;
+  f.trace_id = new_trace;
+  EXPECT_EQ(j.query(f).size(), 2u);
+  f.trace_id = "";
+  EXPECT_THROW(j.query(f), std::invalid_argument);
+  j.prune(kNow);
+  EXPECT_EQ(j.propagation_count(), 1);  // the old tree went with its glitch rows
+  EXPECT_EQ(j.find_propagation(new_trace).size(), 1u);
 }
 
 TEST(JournalIncidents, PrunedByAgeOnceEnded) {

@@ -236,6 +236,48 @@ TEST(OtlpEncode, StageBreakdownCountersAndVerdict) {
 }
 
 // Every component (core/schema.h) reaches the span under its own attribute, named after it.
+TEST(OtlpEncode, AStageLinksToTheSpanOfTheThreadItWaitedOn) {
+  core::RequestTrace t = sample_trace();
+  // Retrieval (tid 4243) waited 80 ms on a helper (tid 4250) that ran a worker span; generation
+  // waited on a lock holder outside the request.
+  auto helper = stage("retrieval", 1210 * ms, 1290 * ms, 4250);
+  helper.flags = 1;  // ATTRIB_SPAN_WORKER
+  t.stages[1].waker = core::Waker{4250, 80 * ms, Component::cpu_throttled, true, false};
+  t.stages[2].waker = core::Waker{777, 300 * ms, Component::block_io, false, false};
+  t.stages.insert(t.stages.begin() + 2, helper);
+  const auto req = decode({t});
+  const auto& spans = req.resource_spans(0).scope_spans(0).spans();
+  auto span_of = [&](const std::string& name, uint32_t tid) -> const pb::trace::v1::Span& {
+    for (const auto& s : spans) {
+      auto a = attrs(s.attributes());
+      if (s.name() == name && a.count("tailcause.tid") &&
+          std::get<int64_t>(a["tailcause.tid"]) == tid)
+        return s;
+    }
+    ADD_FAILURE() << "no span " << name << " of tid " << tid;
+    return spans[0];
+  };
+  const auto& retrieval = span_of("retrieval", 4243);
+  ASSERT_EQ(retrieval.links_size(), 1);
+  EXPECT_EQ(retrieval.links(0).trace_id(), bytes(kTraceId));
+  EXPECT_EQ(retrieval.links(0).span_id(), span_of("retrieval", 4250).span_id());
+  auto la = attrs(retrieval.links(0).attributes());
+  EXPECT_EQ(std::get<std::string>(la["tailcause.waited_on.edge"]), "lock_holder");
+  EXPECT_DOUBLE_EQ(std::get<double>(la["tailcause.waited_on.seconds"]), 0.08);
+  auto ra = attrs(retrieval.attributes());
+  EXPECT_EQ(std::get<int64_t>(ra["tailcause.waited_on.tid"]), 4250);
+  EXPECT_EQ(std::get<std::string>(ra["tailcause.waited_on.component"]), "cpu_throttled");
+
+  const auto& generation = span_of("chat", 4244);
+  EXPECT_EQ(generation.links_size(), 0);  // its waker ran no span of this request
+  auto ga = attrs(generation.attributes());
+  EXPECT_EQ(std::get<int64_t>(ga["tailcause.waited_on.tid"]), 777);
+  EXPECT_EQ(std::get<std::string>(ga["tailcause.waited_on.edge"]), "waker");
+  EXPECT_EQ(std::get<std::string>(ga["tailcause.waited_on.component"]), "block_io");
+  // A stage resolved through no other thread has neither.
+  EXPECT_EQ(attrs(span_of("execute_tool", 4243).attributes()).count("tailcause.waited_on.tid"), 0u);
+}
+
 TEST(OtlpEncode, EveryComponentHasItsOwnAttribute) {
   auto t = sample_trace();
   auto s = stage("generation", 1300 * ms, 1900 * ms, 4244);
