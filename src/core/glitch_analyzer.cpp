@@ -161,6 +161,7 @@ void GlitchAnalyzer::on_request(const RequestRecord& r, AnalyzerOutput& out) {
     emit(std::move(*g), out);
   }
   if (!settings_.collect_traces) return;
+  if (settings_.glitched_traces_only && stage_glitches.empty()) return;
   RequestTrace trace;
   trace.request = r;
   trace.stages = std::move(stages);

@@ -38,8 +38,9 @@ struct AnalyzerSettings {
   BreakerConfig breaker;
   CacheBreakdownSettings cache;
   EntropySettings entropy;
-  size_t top_k = 50;            // label values per label in the glitch series
-  bool collect_traces = false;  // keep stages until their request ends (trace export)
+  size_t top_k = 50;                  // label values per label in the glitch series
+  bool collect_traces = false;        // keep stages until their request ends (trace export)
+  bool glitched_traces_only = false;  // ... and hand out only the traces of glitched requests
   size_t max_pending_requests = 10000;
   size_t max_stages_per_request = 256;
   uint64_t pending_timeout_ns = 300'000'000'000;  // a request not ended by then is dropped

@@ -88,7 +88,9 @@ TEST(GlitchAnalyzer, SlowStageIsAGlitchExplainedWithTheFamiliesEvidence) {
   MetricSet m;
   a.collect(m, t + 2'000 * ms);
   EXPECT_EQ(value(m, "tailcause_glitches",
-                  {{"tenant", "ta"}, {"agent", "rag"}, {"stage", "generation"},
+                  {{"tenant", "ta"},
+                   {"agent", "rag"},
+                   {"stage", "generation"},
                    {"cause", "cpu_throttled"}}),
             1);
 }
@@ -161,6 +163,21 @@ TEST(GlitchAnalyzer, NoTracesKeptUnlessAsked) {
   GlitchAnalyzer a(AnalyzerSettings{});
   feed(a, stage("ta", 3, "embedding", 1'000 * ms, 10 * ms));
   EXPECT_TRUE(feed(a, request("ta", 3, 1'000 * ms, 1'010 * ms)).traces.empty());
+}
+
+TEST(GlitchAnalyzer, GlitchedTracesOnlyDropsTheTracesOfNormalRequests) {
+  AnalyzerSettings s;
+  s.collect_traces = true;
+  s.glitched_traces_only = true;  // the journal's propagation trees, without OTLP
+  GlitchAnalyzer a(s);
+  feed(a, stage("ta", 3, "embedding", 1'000 * ms, 10 * ms));
+  EXPECT_TRUE(feed(a, request("ta", 3, 1'000 * ms, 1'010 * ms)).traces.empty());
+  feed(a, stage("ta", 4, "embedding", 2'000 * ms, 10 * ms));
+  feed(a, stage("ta", 4, "generation", 2'010 * ms, 300 * ms));  // over the 200 ms SLO
+  const auto out = feed(a, request("ta", 4, 2'000 * ms, 2'310 * ms));
+  ASSERT_EQ(out.traces.size(), 1u);
+  EXPECT_EQ(out.traces[0].stages.size(), 2u);
+  EXPECT_EQ(a.pending_requests(), 0u);
 }
 
 TEST(GlitchAnalyzer, PendingRequestsAreBoundedAndFreedWithTheirProcess) {
