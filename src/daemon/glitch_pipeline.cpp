@@ -27,6 +27,7 @@
 #include "export/breaker_store.h"
 #include "export/journal.h"
 #include "export/otlp_exporter.h"
+#include "probes/route_lookup.h"
 
 namespace tailcause::daemon {
 namespace {
@@ -95,15 +96,22 @@ std::optional<std::string> memory_pressure(const core::EvidenceBoard& board,
 }
 
 // The qdisc that held traffic back during the stage on the device its peer's traffic leaves
-// through: "lo" for a loopback peer; for another, any device but lo (no route lookup); without
-// a peer, any device.
+// through: "lo" for a loopback peer; for another, the device of its route (the host's own
+// addresses route through lo too), or any device but lo when the route is unknown; without a
+// peer, any device.
 std::optional<std::string> qdisc_over_limit(const core::EvidenceBoard& board,
-                                            const core::StageRecord& r) {
+                                            const core::StageRecord& r,
+                                            probes::RouteLookup* routes) {
   std::vector<std::string> devices, except;
   if (r.network_peer && core::is_loopback_peer(*r.network_peer)) {
     devices = {"lo"};
   } else if (r.network_peer) {
-    except = {"lo"};
+    auto device = routes ? routes->device_for(*r.network_peer, r.end_ns) : std::nullopt;
+    if (device) {
+      devices = {std::move(*device)};
+    } else {
+      except = {"lo"};
+    }
   }
   if (auto q = board.qdisc_over_limit(devices, except, r.start_ns, r.end_ns)) {
     return core::describe_qdisc(*q);
@@ -272,6 +280,21 @@ void GlitchPipeline::connect(probes::ProbeSet& set) {
   install_hints_locked();
 }
 
+probes::RouteLookup* GlitchPipeline::route_lookup() {
+  if (!routes_ && !routes_failed_) {
+    try {
+      routes_ = std::make_unique<probes::RouteLookup>();
+    } catch (const std::runtime_error& e) {
+      routes_failed_ = true;
+      spdlog::warn(
+          "network verdicts: no route lookups ({}); a qdisc off lo is matched to any "
+          "device",
+          e.what());
+    }
+  }
+  return routes_.get();
+}
+
 void GlitchPipeline::install_hints_locked() {
   if (!set_) return;
   analyzer_->set_hint_source([this](const core::StageRecord& r) {
@@ -296,7 +319,7 @@ void GlitchPipeline::install_hints_locked() {
         d && 3 * d->busy_ns >= d->total_busy_ns) {
       h.disk_user = core::describe_disk_user(*d);
     }
-    if (board.qdisc_samples() > 0) h.qdisc = qdisc_over_limit(board, r);
+    if (board.qdisc_samples() > 0) h.qdisc = qdisc_over_limit(board, r, route_lookup());
     if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
       h.preempting_cgroup =
           fmt::format("cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)",

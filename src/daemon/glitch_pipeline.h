@@ -30,6 +30,10 @@ class OtlpExporter;
 class BreakerSocket;
 }  // namespace tailcause::exporter
 
+namespace tailcause::probes {
+class RouteLookup;
+}  // namespace tailcause::probes
+
 namespace tailcause::daemon {
 
 struct PipelineOptions {
@@ -76,7 +80,8 @@ class GlitchPipeline {
 
  private:
   void journal_loop();
-  void install_hints_locked();  // the verdicts' evidence from set_'s families
+  void install_hints_locked();          // the verdicts' evidence from set_'s families
+  probes::RouteLookup* route_lookup();  // opened on first use; nullptr when it cannot be
   std::string incident_key(const core::Incident& i) const;
 
   core::Config config_;
@@ -105,6 +110,8 @@ class GlitchPipeline {
   std::atomic<uint64_t> journal_written_{0};
   std::string last_breaker_state_;  // as last saved
 
+  std::unique_ptr<probes::RouteLookup> routes_;  // used under mu_, by the hint source
+  bool routes_failed_ = false;
   std::unique_ptr<exporter::Journal> journal_;
   std::unique_ptr<exporter::OtlpExporter> otlp_;
   std::unique_ptr<exporter::BreakerSocket> socket_;
