@@ -195,16 +195,11 @@ int64_t Journal::scalar(const char* sql) const {
   return sqlite3_column_int64(stmt.get(), 0);
 }
 
-void Journal::create_schema() {
+template <class Body>
+void Journal::in_transaction(Body&& body) {
   exec("BEGIN IMMEDIATE");
   try {
-    // Another process may have created it while we waited for the write lock.
-    if (scalar("PRAGMA user_version") == 0) {
-      exec(schema_v1().c_str());
-      exec(kIncidentsSchema);
-      exec(kPropagationSchema);
-      exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
-    }
+    body();
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -212,20 +207,27 @@ void Journal::create_schema() {
   }
 }
 
+void Journal::create_schema() {
+  in_transaction([&] {
+    // Another process may have created it while we waited for the write lock.
+    if (scalar("PRAGMA user_version") == 0) {
+      exec(schema_v1().c_str());
+      exec(kIncidentsSchema);
+      exec(kPropagationSchema);
+      exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
+    }
+  });
+}
+
 void Journal::migrate(int64_t from_version) {
-  exec("BEGIN IMMEDIATE");
-  try {
+  in_transaction([&] {
     // Another process may have upgraded it while we waited for the write lock.
     if (scalar("PRAGMA user_version") == from_version) {
       if (from_version < 2) exec(kIncidentsSchema);
       if (from_version < 3) exec(kPropagationSchema);
       exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
     }
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
 }
 
 void Journal::write_incidents(const std::vector<IncidentRow>& rows) {
@@ -238,8 +240,7 @@ void Journal::write_incidents(const std::vector<IncidentRow>& rows) {
       "peak_ratio=excluded.peak_ratio, median_ratio=excluded.median_ratio, "
       "baseline_s=excluded.baseline_s, summary=excluded.summary",
       kIncidentColumns);
-  exec("BEGIN IMMEDIATE");
-  try {
+  in_transaction([&] {
     Stmt stmt(prepare(sql.c_str()));
     sqlite3_stmt* s = stmt.get();
     for (const IncidentRow& row : rows) {
@@ -263,17 +264,12 @@ void Journal::write_incidents(const std::vector<IncidentRow>& rows) {
       if (sqlite3_step(s) != SQLITE_DONE) fail("cannot write an incident");
     }
     stmt.reset();
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
 }
 
 void Journal::write_propagation(const std::vector<PropagationRow>& rows) {
   if (rows.empty()) return;
-  exec("BEGIN IMMEDIATE");
-  try {
+  in_transaction([&] {
     Stmt stmt(
         prepare("INSERT OR REPLACE INTO propagation(trace_id, time_ns, tree) VALUES(?1,?2,?3)"));
     sqlite3_stmt* s = stmt.get();
@@ -286,11 +282,7 @@ void Journal::write_propagation(const std::vector<PropagationRow>& rows) {
       if (sqlite3_step(s) != SQLITE_DONE) fail("cannot write a propagation tree");
     }
     stmt.reset();
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
 }
 
 std::vector<PropagationRow> Journal::find_propagation(const std::string& prefix, int limit) const {
@@ -433,8 +425,7 @@ int64_t Journal::prune() {
 
 int64_t Journal::prune(int64_t now_ns) {
   const int64_t before = row_count();
-  exec("BEGIN IMMEDIATE");
-  try {
+  in_transaction([&] {
     const int64_t cutoff =
         now_ns - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.max_age).count();
     Stmt by_age(prepare("DELETE FROM glitches WHERE time_ns < ?1"));
@@ -466,11 +457,7 @@ int64_t Journal::prune(int64_t now_ns) {
     }
     // A tree goes with the last glitch row of its request.
     exec("DELETE FROM propagation WHERE trace_id NOT IN (SELECT trace_id FROM glitches)");
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
   exec("PRAGMA incremental_vacuum");  // hand freed pages back so the file shrinks
   return before - row_count();
 }

@@ -137,6 +137,9 @@ class Journal {
 
  private:
   void exec(const char* sql) const;
+  // Runs `body` in one write transaction (BEGIN IMMEDIATE .. COMMIT), rolled back if it throws.
+  template <class Body>
+  void in_transaction(Body&& body);
   int64_t scalar(const char* sql) const;
   void create_schema();
   void migrate(int64_t from_version);
