@@ -49,8 +49,9 @@ core::AnalyzerSettings analyzer_settings(const core::Config& config, const Pipel
   s.summary_window_ns = o.summary_window_ns;
   // Stages are kept until their request ends for the OTLP traces and for the journal's
   // propagation trees.
-  s.collect_traces =
-      (o.otlp && !config.otlp.endpoint.empty()) || (o.journal && !config.journal.path.empty());
+  const bool otlp = o.otlp && !config.otlp.endpoint.empty();
+  s.collect_traces = otlp || (o.journal && !config.journal.path.empty());
+  s.glitched_traces_only = !otlp;  // the journal keeps only glitched requests' trees
   return s;
 }
 
@@ -388,10 +389,9 @@ void GlitchPipeline::observe(const core::Record& record) {
     // The propagation path of each glitched request, for `glitches --show TRACE`.
     for (const auto& t : out.traces) {
       if (!journal_ || !t.glitch() || t.trace_id.empty()) continue;
-      if (tree_queue_.size() >= kMaxQueuedGlitches) {
-        journal_dropped_++;
-        continue;
-      }
+      // Bounded like the glitches; a tree lost here costs `--show` that request only (the
+      // glitch rows, which the dropped counter counts, are queued apart).
+      if (tree_queue_.size() >= kMaxQueuedGlitches) continue;
       const core::PropagationTree tree = core::build_propagation(t, thread_name);
       tree_queue_.push_back({t.trace_id, static_cast<int64_t>(t.request.end_ns) + t.unix_offset_ns,
                              core::propagation_json(tree).dump()});
