@@ -16,12 +16,13 @@
  * kernel lacks the field. The task's own cfs_rq is marked when any ancestor is throttled. */
 static __always_inline bool throttle_clock(struct cfs_rq *cfs, __u64 *out)
 {
+	struct cfs_rq___v6_8 *cur = (void *)cfs;
 	__u64 total, since, now;
 
-	if (!bpf_core_field_exists(cfs->throttled_clock_self_time))
+	if (!bpf_core_field_exists(cur->throttled_clock_self_time))
 		return false;
-	total = BPF_CORE_READ(cfs, throttled_clock_self_time);
-	since = BPF_CORE_READ(cfs, throttled_clock_self);
+	total = BPF_CORE_READ(cur, throttled_clock_self_time);
+	since = BPF_CORE_READ(cur, throttled_clock_self);
 	if (since) {
 		now = BPF_CORE_READ(cfs, rq, clock);
 		if (now > since)

@@ -38,6 +38,18 @@ struct request___rq_disk {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
+/* Folio size since 6.15, in the folio itself: a flavour too, so that the programs also build
+ * against a vmlinux.h of an older kernel (bpf/arm64/vmlinux.h is Debian 12's 6.1). */
+struct folio___v6_15 {
+	unsigned int _nr_pages;
+} __attribute__((preserve_access_index));
+
+/* A CFS run queue's own throttled time since 6.8 (a flavour for the same reason as above). */
+struct cfs_rq___v6_8 {
+	u64 throttled_clock_self;
+	u64 throttled_clock_self_time;
+} __attribute__((preserve_access_index));
+
 /* Folio size fields before 6.15 (_nr_pages in the folio itself since then). */
 struct folio___v6_2 {
 	unsigned int _folio_nr_pages; /* 6.2 .. 6.14, 64-bit */

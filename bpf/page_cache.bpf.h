@@ -12,6 +12,7 @@
 static __always_inline __u64 folio_pages(struct folio *folio)
 {
 	unsigned long flags = 0;
+	struct folio___v6_15 *cur = (void *)folio;
 	struct folio___v6_2 *old = (void *)folio;
 
 	if (!bpf_core_type_exists(struct folio))
@@ -20,8 +21,8 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 	bpf_probe_read_kernel(&flags, sizeof(flags), folio);
 	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
 		return 1; /* not a large folio: the fields below belong to the next page */
-	if (bpf_core_field_exists(folio->_nr_pages))
-		return BPF_CORE_READ(folio, _nr_pages);
+	if (bpf_core_field_exists(cur->_nr_pages))
+		return BPF_CORE_READ(cur, _nr_pages);
 	if (bpf_core_field_exists(old->_folio_nr_pages))
 		return BPF_CORE_READ(old, _folio_nr_pages);
 	if (bpf_core_field_exists(old->_flags_1))

@@ -4,6 +4,8 @@
 # `make test` stay fast on a prepared machine.
 #   scripts/install-deps.sh [run]   building and running the daemon (`make run`)
 #   scripts/install-deps.sh test    the above, plus what the tests and benchmarks need (`make test`)
+#   scripts/install-deps.sh cross-arm64   the arm64 cross build and its unit tests under qemu-user
+#                                   (`make cross-arm64`); adds the arm64 architecture to dpkg
 set -euo pipefail
 profile=${1:-run}
 run_pkgs=(
@@ -24,6 +26,27 @@ test_pkgs=(
   python3-requests python3-httpx  # ... and its HTTP-client hooks
   python3-yaml  # deploy/prometheus/generate.py, tests/prometheus (rules and dashboards)
 )
+# The arm64 cross build (cmake/toolchain-aarch64.cmake): the host's compilers and build-time
+# programs, Debian's aarch64-linux-gnu cross toolchain, qemu-user, and the :arm64 (multiarch)
+# libraries the daemon, the SDK and the unit tests link. Header-only packages (Architecture: all)
+# serve both architectures.
+host_arch=$(dpkg --print-architecture)
+cross_arm64_host_pkgs=(
+  cmake pkg-config clang bpftool protobuf-compiler file crossbuild-essential-arm64 qemu-user-static
+  libcli11-dev nlohmann-json3-dev libhnswlib-dev
+  # libyaml-cpp-dev is not Multi-Arch: same in Debian 12, so its :arm64 package would replace the
+  # host's (and break the native build): the host's provides the headers (arch-independent),
+  # libyaml-cpp0.7:arm64 the library (the toolchain file imports it). Qualified with the host
+  # architecture, since an unqualified query is also satisfied by an installed :arm64 one.
+  "libyaml-cpp-dev:$host_arch"
+)
+cross_arm64_pkgs=(
+  libbpf-dev libelf-dev zlib1g-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev
+  libssl-dev libprotobuf-dev libmicrohttpd-dev libyaml-dev libpng-dev libmnl-dev libabsl-dev
+  libfreetype-dev libfontconfig-dev libyaml-cpp0.7 libgtest-dev libgmock-dev
+  systemtap-sdt-dev  # <sys/sdt.h> lives in the multiarch include directory
+  linux-libc-dev  # <asm/errno.h> for the BPF objects (-idirafter /usr/include/aarch64-linux-gnu)
+)
 case "$profile" in
   run) pkgs=("${run_pkgs[@]}") ;;
   test)
@@ -37,7 +60,10 @@ case "$profile" in
     # kubectl only when there is none on the PATH.
     command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
     ;;
-  *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
+  cross-arm64)
+    pkgs=("${cross_arm64_host_pkgs[@]}" "${cross_arm64_pkgs[@]/%/:arm64}")
+    ;;
+  *) echo "usage: $0 [run|test|cross-arm64]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${pkgs[@]}"; do
@@ -47,10 +73,17 @@ done
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing Debian packages: ${missing[*]}" >&2
   echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+  [ "$profile" != cross-arm64 ] || echo "install-deps: after: sudo dpkg --add-architecture arm64; sudo apt-get update" >&2
   exit 1
 fi
 echo "install-deps ($profile): installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# :arm64 packages come from the same mirror once dpkg knows the architecture (the update below
+# fetches its package lists).
+if [ "$profile" = cross-arm64 ] && [ "$host_arch" != arm64 ] &&
+  ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  dpkg --add-architecture arm64
+fi
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
 # Debian's prometheus package starts a server in the background; the tests run their own.

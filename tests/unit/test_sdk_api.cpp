@@ -4,7 +4,9 @@
 // probe sites and sets the semaphores the way the kernel does for a uprobe tracer. That shows
 // the RAII order of begin/end events, that moves never end twice, the exact argument values,
 // and that nothing fires while the semaphores are 0.
+#if defined(__x86_64__)  // the ptrace tracer decodes x86-64 registers and int3 traps
 #include "../sdk/usdt_ptrace.h"
+#endif
 
 #include <tailcause/sdk.hpp>
 
@@ -26,6 +28,8 @@ using tailcause::CacheResult;
 using tailcause::Request;
 using tailcause::Stage;
 using tailcause::StageKind;
+
+#if defined(__x86_64__)
 
 // An event as "probe arg arg ..." with strings and signed arguments as the contract says.
 std::string describe(const usdt_ptrace::Event& e) {
@@ -75,8 +79,6 @@ class SdkProbes : public ::testing::Test {
     return out;
   }
 };
-
-#if defined(__x86_64__)
 
 TEST_F(SdkProbes, EveryProbeOfTheContractIsInTheBinaryWithItsSemaphore) {
   const std::map<std::string, std::size_t> arity = {
