@@ -91,7 +91,7 @@ w = sys.argv[1]
 inc = json.load(open(f"{w}/clean.incidents.json"))
 rows = json.load(open(f"{w}/clean.rows.json"))
 assert len(rows) > 500, f"only {len(rows)} journal rows: is the agent traced?"
-bad = [i["summary"] for i in inc if i["cause"] not in ("runqueue", "on_cpu")]
+bad = [i["summary"] for i in inc if i["cause"] not in ("runqueue", "on_cpu", "lock")]  # as CONTENTION below
 assert not bad, bad
 print(f"no incident over {len(rows)} journaled stages" if not inc else
       f"NOTE: {len(inc)} incident(s), all CPU contention from other processes: "
@@ -210,7 +210,9 @@ TOL = 5_000_000         # journal clocks: realtime - monotonic, taken per batch
 MIN_EXCESS = 0.001      # glitch.incident.min_excess_ms: slowed is also 1 ms over the median
 # Only other processes' CPU load (this machine is shared with builds) may slow stages besides
 # the faults; an incident it causes is reported, never one with a fault's cause.
-CONTENTION = ("runqueue", "on_cpu")
+# "lock": a retrieval joining its helper thread, whose run-queue wait before it attaches the
+# request is in no span, so the critical path cannot move it out of the join (issue 10).
+CONTENTION = ("runqueue", "on_cpu", "lock")
 inc = json.load(open(f"{w}/faults.incidents.json"))
 rows = [r for r in json.load(open(f"{w}/faults.rows.json")) if r["stage"] != "request"]
 for r in rows:
@@ -318,12 +320,15 @@ PY
 pass "faults from outside the agent:
 $(cat "$WORK/faults.txt")"
 
-# The metrics: two incidents of ta's counted, none active once they ended.
-grep -qE '^tailcause_incidents_total\{tenant="ta",stage="[^"]+",cause="cpu_throttled"\} 1$' "$WORK/metrics.txt" ||
-  fail "no cpu_throttled incident counted: $(grep tailcause_incidents "$WORK/metrics.txt")"
+# The metrics: ta's incidents counted, none active once they ended. The counter keeps the labels
+# an incident opened with: the quota's opens on cpu_throttled, or on lock when ta's retrieval
+# shifted first (the join on its throttled helper, above), while its journal row's cause, checked
+# above, is cpu_throttled.
+grep -qE '^tailcause_incidents_total\{tenant="ta",stage="[^"]+",cause="(cpu_throttled|lock)"\} 1$' "$WORK/metrics.txt" ||
+  fail "no quota incident counted: $(grep tailcause_incidents "$WORK/metrics.txt")"
 grep -qE '^tailcause_incidents_active\{tenant="ta"\} 0$' "$WORK/metrics.txt" ||
   fail "incidents still active: $(grep tailcause_incidents "$WORK/metrics.txt")"
-grep 'tailcause_incidents_total{tenant="tb"' "$WORK/metrics.txt" | grep -vqE 'cause="(runqueue|on_cpu)"' &&
+grep 'tailcause_incidents_total{tenant="tb"' "$WORK/metrics.txt" | grep -vqE 'cause="(runqueue|on_cpu|lock)"' &&
   fail "tb counted an incident: $(grep tailcause_incidents "$WORK/metrics.txt")"
 pass "metrics: $(grep -E '^tailcause_incidents' "$WORK/metrics.txt" | tr '\n' ' ')"
 
