@@ -232,8 +232,12 @@ int BPF_USDT(context_attach, __u64 request_id)
 			now = span_end(c, 0, (__u32)pid_tgid);
 	}
 	c->attached_request = request_id;
-	if (!c->active) /* else its own stage runs on; the worker span starts when it ends */
-		worker_begin(c, req, now ? now : bpf_ktime_get_ns());
+	if (!c->active) { /* else its own stage runs on; the worker span starts when it ends */
+		if (!now)
+			now = bpf_ktime_get_ns();
+		backfill_wake(c, bpf_get_current_task_btf(), now);
+		worker_begin(c, req, now);
+	}
 	return 0;
 }
 

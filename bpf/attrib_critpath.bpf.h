@@ -272,6 +272,52 @@ static __always_inline void note_served(struct task_struct *p)
 	s->client_tid = client;
 }
 
+/* A wake-up older than this is not the one that brought a thread to its attach. */
+#define ATTRIB_BACKFILL_MAX_NS 1000000000ULL
+
+/* Thread `c` (the current task `t`) attaches to a request at `now`. When a span thread woke it
+ * for that (a pool's helper taking a job), what it went through since that wake-up, read from
+ * the clocks note_served() kept, goes into its history as a mark at the wake-up: the run-queue
+ * and throttled time, the rest counted as running. A span waiting on it is then split by the
+ * helper's wait to run as well, not only by what it did once attached; without this a helper
+ * throttled before it could attach left the wait as lock. */
+static __always_inline void backfill_wake(struct attrib_task *c, struct task_struct *t, __u64 now)
+{
+	struct attrib_served *s = bpf_task_storage_get(&attrib_served, t, 0, 0);
+	__u64 queued, throttled, since;
+	int i, level;
+
+	if (!s || !s->client_tid || !s->snap_ts || now <= s->snap_ts ||
+	    now - s->snap_ts > ATTRIB_BACKFILL_MAX_NS)
+		return;
+	for (level = 0; level < ATTRIB_HISTORY_LEVELS; level++) {
+		__u32 next = c->history_next[level];
+
+		if (next && c->history[level][(next - 1) & (ATTRIB_HISTORY - 1)].ts > s->snap_ts)
+			return; /* marks are kept in time order */
+	}
+	served_delay(s, t, &queued, &throttled);
+	since = now - s->snap_ts;
+	if (queued > since)
+		queued = since;
+	if (throttled > queued)
+		throttled = queued;
+	for (level = 0; level < ATTRIB_HISTORY_LEVELS; level++) {
+		__u32 next = c->history_next[level];
+		struct attrib_mark *m = &c->history[level][next & (ATTRIB_HISTORY - 1)];
+
+		m->ts = s->snap_ts;
+		for (i = 0; i < ATTRIB_KERNEL_COMPONENTS; i++)
+			m->cum[i] = cum_now(c, i);
+		c->history_next[level] = next + 1;
+	}
+	c->cum_base[ATTRIB_CPU_THROTTLED] += throttled;
+	c->cum_base[ATTRIB_RUNQUEUE] += queued - throttled;
+	c->cum_base[ATTRIB_ON_CPU] += since - queued;
+	s->snap_ts = 0; /* used up */
+	s->client_tid = 0;
+}
+
 /* A loopback address: 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104 (network byte order). */
 static __always_inline bool loopback_peer(const struct attrib_peer *p)
 {

@@ -100,6 +100,39 @@ TEST_F(CritPathTest, WaitOnThrottledHelperIsThrottling) {
   EXPECT_GT(helper_s, 0.5 * seconds(wall));  // the helper ran through most of the stage
 }
 
+// (1) A pool's helper, woken through a condition variable and throttled before it can even
+// attach (its cgroup is kept at its quota by a hog): the stage waited on that throttling, which
+// happened in no span. Each stage hands one 50 us job; the 12 land at different points of the
+// 100 ms period, and those that found the cgroup throttled (it is 90% of the time) waited
+// tens of ms: each of those is cpu_throttled, through the helper, not lock.
+TEST_F(CritPathTest, HelperThrottledBeforeItAttachesIsThrottling) {
+  if (host_layout().version != probes::CgroupLayout::Version::V1) {
+    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
+  }
+  TestCgroup cg("tailcause-critpath-pool");
+  cg.set_cpu_quota(0.1);
+  probe->start(ctx);
+  const std::string out =
+      run_target({"pool-helper", "0x806", "crit-pool", "12", cg.dir() + "/tasks"});
+  int slow = 0;
+  uint64_t wall = 0, throttled = 0, lock = 0;
+  for (const auto& r : stages_of(0x806)) {
+    if (r.worker() || r.wall_ns() < 10'000'000) continue;  // the helper ran at once
+    ++slow;
+    wall += r.wall_ns();
+    throttled += part(r, Component::cpu_throttled);
+    lock += part(r, Component::lock);
+    EXPECT_EQ(r.largest(), Component::cpu_throttled) << describe(r);
+    ASSERT_TRUE(r.waker) << describe(r);
+    EXPECT_EQ(r.waker->tid, printed_value(out, "helper_tid"));
+  }
+  std::cout << "[ figures  ] " << slow << " of 12 stages waited over 10 ms: "
+            << 100.0 * throttled / std::max<uint64_t>(wall, 1) << "% cpu_throttled, "
+            << 100.0 * lock / std::max<uint64_t>(wall, 1) << "% lock\n";
+  EXPECT_GE(slow, 3);
+  EXPECT_GT(throttled, wall * 3 / 4);
+}
+
 // (2) A mutex held by a thread that sleeps 300 ms holding it: the wait stays lock.
 TEST_F(CritPathTest, HolderAsleepStaysLock) {
   probe->start(ctx);
@@ -166,8 +199,8 @@ void CritPathTest::expect_throttled_peer(const std::string& how, uint64_t id) {
   peer_cg.set_cpu_quota(0.1);
   probe->start(ctx);
   const uint64_t peer_waits_before = critpath_count(ATTRIB_CRIT_PEER);
-  const std::string out = run_target({"busy-peer", std::to_string(id), "crit-peer", "60",
-                                        peer_cg.dir() + "/cgroup.procs", how});
+  const std::string out = run_target(
+      {"busy-peer", std::to_string(id), "crit-peer", "60", peer_cg.dir() + "/cgroup.procs", how});
   const StageRecord r = only_stage(id);
   EXPECT_GT(r.wall_ns(), 300'000'000u) << describe(r);  // 60 ms at 10 ms per 100 ms
   EXPECT_EQ(r.largest(), Component::cpu_throttled) << describe(r);

@@ -210,8 +210,9 @@ TOL = 5_000_000         # journal clocks: realtime - monotonic, taken per batch
 MIN_EXCESS = 0.001      # glitch.incident.min_excess_ms: slowed is also 1 ms over the median
 # Only other processes' CPU load (this machine is shared with builds) may slow stages besides
 # the faults; an incident it causes is reported, never one with a fault's cause.
-# "lock": a retrieval joining its helper thread, whose run-queue wait before it attaches the
-# request is in no span, so the critical path cannot move it out of the join (issue 10).
+# "lock": a retrieval joining its helper thread still ends as lock when the job found the helper
+# awake: no wake-up by the span thread, so no clocks to read its run-queue wait before it
+# attached from (bpf/attrib_critpath.bpf.h, backfill_wake).
 CONTENTION = ("runqueue", "on_cpu", "lock")
 inc = json.load(open(f"{w}/faults.incidents.json"))
 rows = [r for r in json.load(open(f"{w}/faults.rows.json")) if r["stage"] != "request"]
@@ -322,7 +323,7 @@ $(cat "$WORK/faults.txt")"
 
 # The metrics: ta's incidents counted, none active once they ended. The counter keeps the labels
 # an incident opened with: the quota's opens on cpu_throttled, or on lock when ta's retrieval
-# shifted first (the join on its throttled helper, above), while its journal row's cause, checked
+# shifted first (a join on its throttled helper, above), while its journal row's cause, checked
 # above, is cpu_throttled.
 grep -qE '^tailcause_incidents_total\{tenant="ta",stage="[^"]+",cause="(cpu_throttled|lock)"\} 1$' "$WORK/metrics.txt" ||
   fail "no quota incident counted: $(grep tailcause_incidents "$WORK/metrics.txt")"

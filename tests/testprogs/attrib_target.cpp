@@ -39,6 +39,13 @@
 //                                               (HOW cpu); prints holder_tid=
 //   attrib_target chain ID TENANT FILE          A's stage waits on B, B on C, C reads FILE
 //                                               with O_DIRECT; prints b_tid=, c_tid=, bytes=
+//   attrib_target pool-helper ID TENANT JOBS TASKS
+//                                               JOBS retrieval stages, each handing a 50 us job
+//                                               to a long-lived helper thread woken through a
+//                                               condition variable (context_attach), 37 ms
+//                                               apart; the helper and a CPU hog thread are
+//                                               moved into the TASKS file (a v1 cgroup's
+//                                               tasks), on the last CPU; prints helper_tid=
 //   attrib_target cache-actions TENANT          libtailcause_cache's actions: inserts past a
 //                                               small quota (evictions without admission,
 //                                               rejects with it), a model version change
@@ -721,6 +728,69 @@ void cond_helper_mode(uint64_t id, const char* tenant, double cpu_ms) {
   helper.join();
 }
 
+// Moves the calling thread into a v1 cgroup's tasks file, onto the last CPU: throttling is
+// per CPU (a CPU's share of the quota lasts a helper that barely runs), so the helper must
+// share its CPU with the hog that spends the quota.
+void move_thread(const char* tasks) {
+  FILE* f = fopen(tasks, "w");
+  if (!f || fprintf(f, "%d\n", gettid()) < 0 || fclose(f) != 0) {
+    perror(tasks);
+    exit(2);
+  }
+  cpu_set_t last;
+  CPU_ZERO(&last);
+  CPU_SET(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN) - 1), &last);
+  sched_setaffinity(0, sizeof last, &last);
+}
+
+void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tasks) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int posted = 0, finished = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<int> moved{0};
+  std::thread hog([&] {  // keeps the cgroup at its quota: a wake-up there waits to run
+    move_thread(tasks);
+    ++moved;
+    volatile uint64_t x = 0;
+    while (!stop) x = x * 31 + 7;
+  });
+  std::thread helper([&] {
+    move_thread(tasks);
+    ++moved;
+    printf("helper_tid=%d\n", gettid());
+    std::unique_lock lock(mu);
+    for (int done = 0; done < jobs; ++done) {
+      cv.wait(lock, [&] { return posted > done; });
+      lock.unlock();
+      tailcause_context_attach(id);
+      burn_cpu(0.05);
+      tailcause_context_detach(id);
+      lock.lock();
+      finished = done + 1;
+      cv.notify_all();
+    }
+  });
+  while (moved < 2) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(50ms);  // the helper is asleep on the condition variable
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  for (int j = 0; j < jobs; ++j) {
+    tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
+    {
+      std::unique_lock lock(mu);
+      posted = j + 1;
+      cv.notify_all();
+      cv.wait(lock, [&] { return finished > j; });
+    }
+    tailcause_stage_end(id, TAILCAUSE_STAGE_RETRIEVAL);
+    std::this_thread::sleep_for(37ms);  // lands the next job elsewhere in the 100 ms period
+  }
+  tailcause_request_end(id, 0);
+  stop = true;
+  helper.join();
+  hog.join();
+}
+
 void holder_mode(uint64_t id, const char* tenant, const std::string& how, int ms) {
   std::mutex mu;
   std::atomic<bool> held{false};
@@ -828,6 +898,8 @@ int main(int argc, char** argv) {
     exit_mid_stage_mode(arg_u64(argv, 2));
   } else if (mode == "cond-helper" && argc == 5) {
     cond_helper_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]));
+  } else if (mode == "pool-helper" && argc == 6) {
+    pool_helper_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argv[5]);
   } else if (mode == "holder" && argc == 6) {
     holder_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]));
   } else if (mode == "chain" && argc == 5) {
