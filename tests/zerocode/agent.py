@@ -12,7 +12,7 @@ about tailcause: the tests run it untouched under uprobe recipes and under
            [--vectors N] [--tokens N] [--http-client urllib|requests|httpx]
 
 --wait: after start-up, print "ready PID" and wait for a line on stdin before serving (the
-tests attach first). Ends with "done REQUESTS SECONDS" on stdout.
+tests attach first). Ends with "done REQUESTS SECONDS CPU_SECONDS" on stdout (CPU: all its threads, while serving).
 """
 import argparse
 import os
@@ -112,7 +112,7 @@ def main():
         print(f"ready {os.getpid()}", flush=True)
         if not sys.stdin.readline():
             return 1
-    start = time.monotonic()
+    start, cpu_start = time.monotonic(), time.process_time()
     done = 0
     while True:
         elapsed = time.monotonic() - start
@@ -124,7 +124,8 @@ def main():
             break
         handle_request(agent, a.tenant, f"question {done}")
         done += 1
-    print(f"done {done} {time.monotonic() - start:.3f}", flush=True)
+    print(f"done {done} {time.monotonic() - start:.3f} {time.process_time() - cpu_start:.3f}",
+          flush=True)
     return 0
 
 
