@@ -176,9 +176,15 @@ TEST_F(SchedTest, TwoHogsOnOneCpuPreemptEachOther) {
 TEST_F(SchedTest, HogsOfOneCgroupPreemptEachOtherAsTheirOwnPair) {
   TestCgroup a("sched-self");
   probe->start(ctx);
-  spawn_child(&a, 0);
-  spawn_child(&a, 0);
+  const pid_t one = spawn_child(&a, 0), two = spawn_child(&a, 0);
   std::this_thread::sleep_for(2s);
+  // Stopped (SIGSTOP; the cgroup reaps them) before the scrape: a switch between its reads of
+  // the histogram and of the pair (one map entry, copied while a handler updates it) would count
+  // a wait in one of them only.
+  for (const pid_t hog : {one, two}) {
+    kill(hog, SIGSTOP);
+    waitpid(hog, nullptr, WUNTRACED);
+  }
   const auto m = scrape();
 
   const core::Labels self{{"cgroup", a.name()}, {"by_cgroup", a.name()}};
