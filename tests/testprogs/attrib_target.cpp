@@ -281,6 +281,20 @@ void wait_until_asleep(pid_t pid) {
   fprintf(stderr, "busy-peer: the server's threads never all slept\n");
 }
 
+// Writes `id` into a cgroup's `file` (cgroup.procs, or a v1 tasks file for one thread) and pins
+// the calling thread to `cpu`; exits 2 when the cgroup refuses it.
+void enter_cgroup(const char* file, int id, int cpu) {
+  FILE* f = fopen(file, "w");
+  if (!f || fprintf(f, "%d\n", id) < 0 || fclose(f) != 0) {
+    perror(file);
+    _exit(2);
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  sched_setaffinity(0, sizeof one, &one);
+}
+
 void busy_peer_mode(uint64_t id, const char* tenant, double cpu_ms, const char* procs,
                     bool handoff) {
   const int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -297,15 +311,7 @@ void busy_peer_mode(uint64_t id, const char* tenant, double cpu_ms, const char* 
   const pid_t server = fork();
   if (server == 0) {
     close(ready[0]);
-    FILE* f = fopen(procs, "w");
-    if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0) {
-      perror(procs);
-      _exit(2);
-    }
-    cpu_set_t cpu0;
-    CPU_ZERO(&cpu0);
-    CPU_SET(0, &cpu0);
-    sched_setaffinity(0, sizeof cpu0, &cpu0);
+    enter_cgroup(procs, getpid(), 0);
     std::mutex mu;
     std::condition_variable cv;
     int conn = -1;  // handed to the worker
@@ -728,35 +734,23 @@ void cond_helper_mode(uint64_t id, const char* tenant, double cpu_ms) {
   helper.join();
 }
 
-// Moves the calling thread into a v1 cgroup's tasks file, onto the last CPU: throttling is
-// per CPU (a CPU's share of the quota lasts a helper that barely runs), so the helper must
-// share its CPU with the hog that spends the quota.
-void move_thread(const char* tasks) {
-  FILE* f = fopen(tasks, "w");
-  if (!f || fprintf(f, "%d\n", gettid()) < 0 || fclose(f) != 0) {
-    perror(tasks);
-    exit(2);
-  }
-  cpu_set_t last;
-  CPU_ZERO(&last);
-  CPU_SET(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN) - 1), &last);
-  sched_setaffinity(0, sizeof last, &last);
-}
-
 void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tasks) {
   std::mutex mu;
   std::condition_variable cv;
   int posted = 0, finished = 0;
   std::atomic<bool> stop{false};
   std::atomic<int> moved{0};
+  // Both on the last CPU: throttling is per CPU (a CPU's share of the quota lasts a helper that
+  // barely runs), so the helper must share its CPU with the hog that spends the quota.
+  const int cpu = std::max(0L, sysconf(_SC_NPROCESSORS_ONLN) - 1);
   std::thread hog([&] {  // keeps the cgroup at its quota: a wake-up there waits to run
-    move_thread(tasks);
+    enter_cgroup(tasks, gettid(), cpu);
     ++moved;
     volatile uint64_t x = 0;
     while (!stop) x = x * 31 + 7;
   });
   std::thread helper([&] {
-    move_thread(tasks);
+    enter_cgroup(tasks, gettid(), cpu);
     ++moved;
     printf("helper_tid=%d\n", gettid());
     std::unique_lock lock(mu);
