@@ -76,7 +76,7 @@ std::optional<std::string> RouteLookup::ask_kernel(const std::string& peer) {
     const ssize_t n = mnl_socket_recvfrom(socket_, buf, sizeof buf);
     if (n < static_cast<ssize_t>(sizeof(nlmsghdr))) return std::nullopt;
     if (reinterpret_cast<const nlmsghdr*>(buf)->nlmsg_seq != seq_) continue;
-    if (mnl_cb_run(buf, static_cast<size_t>(n), seq_, port_, on_message, &oif) < 0) break;
+    mnl_cb_run(buf, static_cast<size_t>(n), seq_, port_, on_message, &oif);  // an error: no oif
     break;
   }
   if (oif == 0) return std::nullopt;
