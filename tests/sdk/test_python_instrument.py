@@ -16,8 +16,9 @@ import unittest
 
 from tailcause import instrument
 
-AGENT = textwrap.dedent('''
-    import asyncio, http.client, http.server, json, sys, threading
+# The SDK's Request and Stage swapped for recorders of what they are asked to do.
+RECORDERS = textwrap.dedent('''
+    import json, sys
     import tailcause, tailcause.instrument as ti
     log = []
     class Request:
@@ -29,6 +30,10 @@ AGENT = textwrap.dedent('''
         def __init__(self, request, kind): log.append(["stage", request.tenant, kind])
         def end(self): log.append(["stage_end"])
     ti.tailcause = type("sdk", (), {"Request": Request, "Stage": Stage})
+''')
+
+AGENT = RECORDERS + textwrap.dedent('''
+    import asyncio, http.client, http.server, threading
 
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -78,18 +83,64 @@ class Options(unittest.TestCase):
             self.assertIn("tailcause.instrument", str(e.exception))
 
 
+# A stand-in for torch (the hook needs only torch.nn.Module) and a decoding loop on it.
+FAKE_TORCH = textwrap.dedent('''
+    class _Module:
+        def __call__(self, *args, **kwargs):
+            return self.forward(*args, **kwargs)
+    class nn:
+        Module = _Module
+''')
+
+DECODER = RECORDERS + textwrap.dedent('''
+    import torch
+    class Layer(torch.nn.Module):
+        def __init__(self, inner=None): self.inner = inner
+        def forward(self, x): return self.inner(x) if self.inner else x + 1  # a submodule call
+    head, decoder = Layer(), Layer(Layer())
+
+    def embed(x):
+        return head(x)
+
+    def generate(x):
+        for _ in range(3):  # per token: the decoder, then the head
+            x = head(decoder(x))
+        return x
+
+    def sample(x):
+        return head(x)  # the same kind from another function: a stage of its own
+
+    def handle(query, tenant="dflt"):
+        return sample(generate(embed(query)))
+
+    handle(1, tenant="t-one")
+    head(0)  # outside a request: its own request and stage
+    print(json.dumps({"log": log, "argv": sys.argv}))
+''')
+
+
+def run_instrumented(test, source, options, files=None):
+    """Runs `source` as a script under `python3 -m tailcause.instrument OPTIONS`, beside
+    `files` (name -> text); returns the JSON its last line prints and the script's path."""
+    with tempfile.TemporaryDirectory() as d:
+        for name, text in (files or {}).items():
+            os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        script = os.path.join(d, "agent.py")
+        with open(script, "w") as f:
+            f.write(source)
+        out = subprocess.run(
+            [sys.executable, "-m", "tailcause.instrument", *options, script, "--flag", "v"],
+            capture_output=True, text=True, timeout=60, env=os.environ)
+        test.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout.strip().splitlines()[-1]), script
+
+
 class Wrapping(unittest.TestCase):
     def test_requests_and_stages(self):
-        with tempfile.TemporaryDirectory() as d:
-            script = os.path.join(d, "agent.py")
-            with open(script, "w") as f:
-                f.write(AGENT)
-            out = subprocess.run(
-                [sys.executable, "-m", "tailcause.instrument", "--entry", "handle",
-                 "--tenant-arg", "tenant", "--agent", "ag", script, "--flag", "v"],
-                capture_output=True, text=True, timeout=60, env=os.environ)
-            self.assertEqual(out.returncode, 0, out.stderr)
-            result = json.loads(out.stdout.strip().splitlines()[-1])
+        result, script = run_instrumented(
+            self, AGENT, ["--entry", "handle", "--tenant-arg", "tenant", "--agent", "ag"])
         log = result["log"]
         self.assertEqual(result["argv"], [script, "--flag", "v"])
         tool = 4
@@ -104,6 +155,20 @@ class Wrapping(unittest.TestCase):
         self.assertIn(["request", "t-wsgi", "ag"], log)
         self.assertIn(["request", "t-asgi", "ag"], log)
         self.assertEqual(sum(1 for e in log if e[0] == "request"), 5, log)
+
+    def test_a_functions_consecutive_module_calls_are_one_stage(self):
+        result, _ = run_instrumented(self, DECODER, ["--entry", "handle", "--tenant-arg", "tenant",
+                                                     "--agent", "ag"],
+                                     {"torch/__init__.py": FAKE_TORCH})
+        embedding, generation = 1, 3
+        self.assertEqual(result["log"], [
+            ["request", "t-one", "ag"],
+            ["stage", "t-one", embedding], ["stage_end"],
+            ["stage", "t-one", generation], ["stage_end"],  # generate(): 6 calls, one stage
+            ["stage", "t-one", generation], ["stage_end"],  # sample()
+            ["end", "t-one", 0],
+            ["request", "agent", "ag"], ["stage", "agent", generation], ["stage_end"],
+            ["end", "agent", 0]])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ What becomes a stage (each only at the top level of a thread: a stage inside a s
 of it), wrapped as the library is imported (or at once when it already is):
   faiss        Index*.search / range_search                         retrieval
   torch        nn.Module calls (the outermost module call only)     embedding when called from
-               a function whose name says embed/encode, else generation
+               a function whose name says embed/encode, else generation; within a request,
+               consecutive calls from one function are one stage (below)
   urllib       OpenerDirector.open (urlopen)                        tool
   http.client  HTTPConnection.request / getresponse                 tool
   requests     Session.request                                      tool
@@ -30,7 +31,12 @@ TAILCAUSE_INSTRUMENT_ENTRY, _WSGI, _ASGI, _TENANT_ARG, _TENANT_HEADER, _TENANT_E
 
 Cost: nothing unless run this way. Run this way with no tracer attached, each wrapped call
 costs a thread-local lookup and the SDK's semaphore reads; with the daemon attached each stage
-costs two USDT traps (measured by tests/zerocode/bench.sh).
+costs two USDT traps (measured by tests/zerocode/bench.sh), about 7 us on a virtual machine.
+That is why, within a request, a function's consecutive top-level module calls of one kind
+(a decoding loop: token embedding, decoder, head, per token) are one stage: it opens at the
+first call and ends when the thread starts another stage, a module call from another function
+or of the other kind, or the request ends, so the Python between those calls (sampling, the
+next token's tensor) is part of it. Outside a request each module call is its own request.
 """
 
 import ast
@@ -45,7 +51,16 @@ import threading
 
 import tailcause
 
-_state = threading.local()  # .request: the thread's Request; .depth: stages open on the thread
+
+class _ThreadState(threading.local):
+    """Per thread, with class defaults so that a read is one attribute lookup (the torch hook
+    reads `depth` on every submodule call)."""
+    request = None  # the thread's Request
+    depth = 0  # stages open on the thread
+    linger = None  # the module-call stage left open after its call: (Stage, kind, calling code)
+
+
+_state = _ThreadState()
 _settings = {}
 
 
@@ -75,11 +90,12 @@ class _StageScope:
         self.request = None
 
     def __enter__(self):
-        depth = getattr(_state, "depth", 0)
+        depth = _state.depth
         _state.depth = depth + 1
         if depth:
             return self
-        request = getattr(_state, "request", None)
+        _end_linger()
+        request = _state.request
         if request is None:
             request = self.request = tailcause.Request(_tenant_default(), _agent())
         self.stage = tailcause.Stage(request, self.kind)
@@ -92,6 +108,14 @@ class _StageScope:
         if self.request is not None:
             self.request.end(0 if exc_type is None else 1)
         return False
+
+
+def _end_linger():
+    """Ends the thread's lingering module-call stage, if any."""
+    linger = _state.linger
+    if linger is not None:
+        _state.linger = None
+        linger[0].end()
 
 
 def _staged(fn, kind):
@@ -109,7 +133,7 @@ def _staged(fn, kind):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if getattr(_state, "depth", 0):  # inside a stage already: the fast path
+        if _state.depth:  # inside a stage already: the fast path
             return fn(*args, **kwargs)
         with _StageScope(kind(args, kwargs) if callable(kind) else kind):
             return fn(*args, **kwargs)
@@ -127,7 +151,7 @@ def _request_scope(tenant):
     """Runs the body as one request of `tenant` (nested calls join the outer request)."""
     class _Scope:
         def __enter__(self):
-            self.outer = getattr(_state, "request", None)
+            self.outer = _state.request
             self.request = None
             if self.outer is None:
                 self.request = _state.request = tailcause.Request(str(tenant), _agent())
@@ -135,6 +159,7 @@ def _request_scope(tenant):
 
         def __exit__(self, exc_type, exc, tb):
             if self.request is not None:
+                _end_linger()
                 _state.request = None
                 self.request.end(0 if exc_type is None else 1)
             return False
@@ -203,13 +228,28 @@ def _instrument_torch(torch):
 
     @functools.wraps(call)
     def module_call(self, *args, **kwargs):
-        if getattr(_state, "depth", 0):  # a submodule: part of the outer module's stage
+        if _state.depth:  # a submodule: part of the outer module's stage
             return call(self, *args, **kwargs)
-        name = sys._getframe(1).f_code.co_name.lower()
+        code = sys._getframe(1).f_code
+        name = code.co_name.lower()
         kind = (tailcause.Stage.EMBEDDING if "embed" in name or "encode" in name
                 else tailcause.Stage.GENERATION)
-        with _StageScope(kind):
+        request = _state.request
+        if request is None:  # no request to hold a lingering stage: the call is its own
+            with _StageScope(kind):
+                return call(self, *args, **kwargs)
+        linger = _state.linger
+        if linger is None or linger[1] != kind or linger[2] is not code:
+            _end_linger()
+            _state.linger = (tailcause.Stage(request, kind), kind, code)
+        _state.depth = 1
+        try:
             return call(self, *args, **kwargs)
+        except BaseException:
+            _end_linger()
+            raise
+        finally:
+            _state.depth = 0
     module_call.__tailcause_wrapped__ = True
     module.__call__ = module_call
 
