@@ -4,9 +4,12 @@
 # alternating in one run (DESIGN.md section 6: printed, never asserted).
 #   sudo tests/zerocode/bench.sh BUILD_DIR [ROUNDS=3] [REQUESTS=150]
 # Each round runs tests/zerocode/agent.py for REQUESTS requests (tool calls to a loopback server
-# answering at once) untraced, then under `tailcause instrument` with `tailcause run` attached
-# (order alternating per round); the agent times its own serving loop, so interpreter start-up
-# and the daemon's start are not counted.
+# answering at once) three ways, in an order that rotates per round: untraced; untraced beside a
+# running `tailcause run` (what the daemon's presence costs an agent it does not trace: its
+# node-wide probes, its own CPU); under `tailcause instrument` with the daemon attached. The
+# agent times its own serving loop, so interpreter start-up and the daemon's start are not
+# counted. Besides the ratio of medians it prints the median of the per-round ratios, which
+# the host's drift between rounds moves less.
 set -euo pipefail
 BUILD=${1:?usage: bench.sh BUILD_DIR [ROUNDS] [REQUESTS]}
 ROUNDS=${2:-3}
@@ -33,31 +36,47 @@ agent_rate() {
 }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }  # utime + stime, in clock ticks
 plain() { agent_rate env; }
-traced() {  # also "DAEMON_CPU_MS_PER_REQ"
+start_daemon() {
   "$BUILD/tailcause" run --config "$WORK/d.yaml" --listen "127.0.0.1:$PORT" >"$WORK/daemon.log" 2>&1 &
-  local d=$! before rate
+  DAEMON=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/metrics" -o /dev/null && break; sleep 0.1; done
-  before=$(cpu_ticks "$d")
-  rate=$(agent_rate "$BUILD/tailcause" instrument --entry handle_request --tenant-arg tenant --)
-  echo "$rate $(( $(cpu_ticks "$d") - before ))" |
-    awk -v hz="$(getconf CLK_TCK)" -v n="$REQUESTS" '{ printf "%s %s %.4f\n", $1, $2, 1000 * $3 / hz / n }'
-  kill "$d"; wait "$d" || true
 }
-p_all=() t_all=() pc_all=() tc_all=() dc_all=()
+stop_daemon() { kill "$DAEMON"; wait "$DAEMON" || true; }
+beside() { start_daemon; agent_rate env; stop_daemon; }
+traced() {  # also "DAEMON_CPU_MS_PER_REQ"
+  start_daemon
+  local before rate
+  before=$(cpu_ticks "$DAEMON")
+  rate=$(agent_rate "$BUILD/tailcause" instrument --entry handle_request --tenant-arg tenant --)
+  echo "$rate $(( $(cpu_ticks "$DAEMON") - before ))" |
+    awk -v hz="$(getconf CLK_TCK)" -v n="$REQUESTS" '{ printf "%s %s %.4f\n", $1, $2, 1000 * $3 / hz / n }'
+  stop_daemon
+}
+p_all=() b_all=() t_all=() pc_all=() bc_all=() tc_all=() dc_all=()
+ARMS=(plain beside traced)
 for r in $(seq 1 "$ROUNDS"); do
-  if [ $((r % 2)) -eq 1 ]; then p=$(plain); t=$(traced); else t=$(traced); p=$(plain); fi
-  read -r p pc <<<"$p"
-  read -r t tc dc <<<"$t"
-  p_all+=("$p") t_all+=("$t") pc_all+=("$pc") tc_all+=("$tc") dc_all+=("$dc")
-  echo "round $r: untraced $p req/s ($pc ms CPU/req), instrument+daemon $t req/s" \
-    "($tc ms agent CPU/req, $dc ms daemon CPU/req)"
+  for k in 0 1 2; do
+    arm=${ARMS[$(( (r + k) % 3 ))]}
+    case $arm in
+      plain) read -r p pc <<<"$(plain)" ;;
+      beside) read -r b bc <<<"$(beside)" ;;
+      traced) read -r t tc dc <<<"$(traced)" ;;
+    esac
+  done
+  p_all+=("$p") b_all+=("$b") t_all+=("$t") pc_all+=("$pc") bc_all+=("$bc") tc_all+=("$tc") dc_all+=("$dc")
+  echo "round $r: untraced $p req/s ($pc ms CPU/req), beside the daemon $b req/s ($bc ms CPU/req)," \
+    "instrument+daemon $t req/s ($tc ms agent CPU/req, $dc ms daemon CPU/req)"
 done
-"$PY" - "${p_all[*]}" "${t_all[*]}" "${pc_all[*]}" "${tc_all[*]}" "${dc_all[*]}" <<'PY'
+"$PY" - "${p_all[*]}" "${b_all[*]}" "${t_all[*]}" "${pc_all[*]}" "${bc_all[*]}" "${tc_all[*]}" "${dc_all[*]}" <<'PY'
 import statistics, sys
-p, t, pc, tc, dc = ([float(x) for x in a.split()] for a in sys.argv[1:6])
+p, b, t, pc, bc, tc, dc = ([float(x) for x in a.split()] for a in sys.argv[1:8])
 m = statistics.median
-print(f"median: untraced {m(p):.2f} req/s, instrument+daemon {m(t):.2f} req/s, "
-      f"ratio {m(t) / m(p):.3f} ({(1 - m(t) / m(p)) * 100:+.1f}% loss; goal <= 3%)")
-print(f"median agent CPU per request: untraced {m(pc):.3f} ms, instrumented {m(tc):.3f} ms "
-      f"(ratio {m(tc) / m(pc):.3f}); the daemon's {m(dc):.3f} ms per request")
+paired = lambda xs, ys: m(y / x for x, y in zip(xs, ys))
+print(f"median: untraced {m(p):.2f} req/s, beside the daemon {m(b):.2f}, instrument+daemon "
+      f"{m(t):.2f}; ratio {m(t) / m(p):.3f} ({(1 - m(t) / m(p)) * 100:+.1f}% loss; goal <= 3%), "
+      f"per-round ratios' median {paired(p, t):.3f}")
+print(f"the daemon's presence alone: ratio {m(b) / m(p):.3f}, per-round {paired(p, b):.3f}; "
+      f"the agent's probes and wrappers beside it: ratio {m(t) / m(b):.3f}, per-round {paired(b, t):.3f}")
+print(f"median agent CPU per request: untraced {m(pc):.3f} ms, beside the daemon {m(bc):.3f} ms, "
+      f"instrumented {m(tc):.3f} ms (ratio {m(tc) / m(pc):.3f}); the daemon's {m(dc):.3f} ms per request")
 PY
