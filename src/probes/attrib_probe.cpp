@@ -309,7 +309,7 @@ void AttribProbe::handle_pending() {
   if (!skel_) return;
   if (!pending_execs_.empty() && only_pid_ == 0 && only_binary_.empty()) {
     for (uint32_t pid : pending_execs_) {
-      for (const auto& b : discovery_.scan_process(static_cast<pid_t>(pid))) {
+      for (const auto& b : discovery_.scan_process(static_cast<pid_t>(pid), true)) {
         auto it = attached_.find(b.id);
         if (it == attached_.end()) {
           attach_all_probes(b, -1);
@@ -352,7 +352,7 @@ void AttribProbe::rescan() {
   last_scan_ = Clock::now();
   if (only_pid_) {
     std::map<BinaryId, MappedBinary> found;
-    for (auto& b : discovery_.scan_process(only_pid_)) found.emplace(b.id, std::move(b));
+    for (auto& b : discovery_.scan_process(only_pid_, false)) found.emplace(b.id, std::move(b));
     sync_attachments(found, only_pid_);
   } else {
     sync_attachments(discovery_.scan_all(), -1);

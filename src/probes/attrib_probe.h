@@ -20,6 +20,7 @@
 #include "core/stage_record.h"
 #include "probes/handles.h"
 #include "probes/probe_family.h"
+#include "probes/exec_mappings.h"
 #include "probes/recipe_attach.h"
 #include "probes/recipe_identity.h"
 #include "probes/usdt_attach.h"
@@ -115,8 +116,9 @@ class AttribProbe final : public ProbeFamily {
   bool multi_ = false;  // USDT probes attach with uprobe_multi links
   LinkReaper reaper_;
   std::unique_ptr<UsdtSpecIds> spec_ids_;  // of __bpf_usdt_specs; outlived by the reaper's work
-  UsdtDiscovery discovery_;
-  RecipeAttacher recipes_;
+  ExecMappings maps_;                      // before the two that read it
+  UsdtDiscovery discovery_{maps_};
+  RecipeAttacher recipes_{maps_};
   std::vector<std::string> recipe_file_errors_;
   CgroupNames* cgroups_ = nullptr;  // synthetic recipe requests: tenant = the process's cgroup
   RecipeIdentity identity_;         // ... or what probes.attrib.identity says

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "probes/recipe_attach.h"
+
+#include "probes/exec_mappings.h"
 #include "probes/usdt_discovery.h"
 
 #include <bpf/libbpf.h>
@@ -11,7 +13,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -69,26 +70,22 @@ void RecipeAttacher::sync(pid_t only_pid) {
   std::vector<std::string> runtimes;
   for (const auto& r : recipes_) runtimes.push_back(core::recipe_runtime(r.library));
   if (!only_pid) lookalike_.assign(recipes_.size(), "");  // a full scan sees every process
-  for (pid_t pid : process_ids(only_pid)) {
-    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-    std::string line;
-    std::set<BinaryId> in_this_process;
+  const std::vector<pid_t> pids = process_ids(only_pid);
+  for (pid_t pid : pids) {
     std::vector<bool> matched_here(recipes_.size(), false);
     std::vector<std::string> similar_here(recipes_.size());
-    while (std::getline(maps, line)) {
-      auto e = parse_maps_line(line);
-      if (!e || !in_this_process.insert(e->id).second) continue;
+    for (const MapsEntry& e : maps_.of(pid)) {
       bool wanted = false;
       for (size_t i = 0; i < recipes_.size(); ++i) {
-        if (recipe_matches(recipes_[i].library, e->path)) {
+        if (recipe_matches(recipes_[i].library, e.path)) {
           wanted = ever_matched_[i] = matched_here[i] = true;
-        } else if (similar_here[i].empty() && core::looks_like(runtimes[i], e->path)) {
-          similar_here[i] = e->path;
+        } else if (similar_here[i].empty() && core::looks_like(runtimes[i], e.path)) {
+          similar_here[i] = e.path;
         }
       }
-      if (!wanted || found.count(e->id)) continue;
-      if (auto path = reachable_path(pid, *e); !path.empty()) {
-        found.emplace(e->id, std::make_pair(path, e->path));
+      if (!wanted || found.count(e.id)) continue;
+      if (auto path = reachable_path(pid, e); !path.empty()) {
+        found.emplace(e.id, std::make_pair(path, e.path));
       }
     }
     // A process of the recipe's runtime that no recipe for the same symbol covers: said once.
@@ -108,6 +105,7 @@ void RecipeAttacher::sync(pid_t only_pid) {
       lookalike_[i] = fmt::format("process {} maps {}", pid, similar_here[i]);
     }
   }
+  if (!only_pid) maps_.keep_only(pids);
   for (const auto& [id, paths] : found) {
     if (!libraries_.count(id)) attach(id, paths.first, paths.second);
   }

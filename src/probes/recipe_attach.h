@@ -23,12 +23,14 @@ struct bpf_program;
 
 namespace tailcause::probes {
 
+class ExecMappings;
+
 // Does `library` (a recipe's path or file-name glob) name the file at `path`?
 bool recipe_matches(const std::string& library, const std::string& path);
 
 class RecipeAttacher {
  public:
-  RecipeAttacher() = default;
+  explicit RecipeAttacher(ExecMappings& maps) : maps_(maps) {}
   RecipeAttacher(const RecipeAttacher&) = delete;
   RecipeAttacher& operator=(const RecipeAttacher&) = delete;
   ~RecipeAttacher() { detach_all(); }
@@ -66,6 +68,7 @@ class RecipeAttacher {
   void attach(const BinaryId& id, const std::string& path, const std::string& mapped_as);
   void report(const std::string& problem);
 
+  ExecMappings& maps_;  // shared with the USDT discovery: one reading of each process's maps
   bpf_program* entry_ = nullptr;
   bpf_program* ret_ = nullptr;
   std::vector<core::Recipe> recipes_;

@@ -6,10 +6,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
+
+#include "probes/exec_mappings.h"
 
 namespace tailcause::probes {
 namespace {
@@ -40,7 +41,12 @@ std::set<std::string> tailcause_probes_in(const std::string& path) {
 }
 
 std::optional<MapsEntry> parse_maps_line(const std::string& line) {
-  // start-end perms offset major:minor inode path
+  // start-end perms offset major:minor inode path. Most areas are not executable: those are
+  // dropped before the line is split (a large process has thousands).
+  const auto space = line.find(' ');
+  if (space == std::string::npos || space + 3 >= line.size() || line[space + 3] != 'x') {
+    return std::nullopt;
+  }
   std::istringstream in(line);
   std::string range, perms, offset, dev, path;
   uint64_t inode = 0;
@@ -57,6 +63,13 @@ std::optional<MapsEntry> parse_maps_line(const std::string& line) {
 }
 
 const UsdtDiscovery::Cached* UsdtDiscovery::examine(pid_t pid, const MapsEntry& entry) {
+  // A file seen lately is taken as it was: a process maps hundreds of files, and one stat()
+  // each per scan was most of the scan's cost. A file rebuilt in place shows within kRefresh.
+  const auto now = std::chrono::steady_clock::now();
+  if (auto it = cache_.find(entry.id);
+      it != cache_.end() && now - it->second.checked_at < ExecMappings::kRefresh) {
+    return &it->second;
+  }
   // The same file from here: the plain path when it is the same inode (same mount namespace),
   // else through the process's root.
   std::string path = entry.path;
@@ -70,12 +83,13 @@ const UsdtDiscovery::Cached* UsdtDiscovery::examine(pid_t pid, const MapsEntry& 
     if (it->second.path != path && access(it->second.path.c_str(), R_OK) != 0) {
       it->second.path = path;  // the process that showed us the file is gone
     }
+    it->second.checked_at = now;
     return &it->second;
   }
   auto sites = std::make_shared<UsdtSites>(read_usdt_sites(path, kUsdtProvider));
   for (const auto& p : sites->problems) spdlog::warn("attrib: {}: {}", path, p);
   sites->problems.clear();
-  Cached c{mtime_ns(st), path, {}, {}};
+  Cached c{mtime_ns(st), path, {}, {}, now};
   for (const auto& site : sites->sites) c.probes.insert(site.name);
   if (!c.probes.empty()) {
     spdlog::debug("attrib: {} carries {} tailcause probe(s)", path, c.probes.size());
@@ -84,27 +98,22 @@ const UsdtDiscovery::Cached* UsdtDiscovery::examine(pid_t pid, const MapsEntry& 
   return &(cache_[entry.id] = std::move(c));
 }
 
-void UsdtDiscovery::scan_into(pid_t pid, std::map<BinaryId, MappedBinary>& found,
+void UsdtDiscovery::scan_into(pid_t pid, bool fresh, std::map<BinaryId, MappedBinary>& found,
                               std::set<BinaryId>& seen) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  std::set<BinaryId> in_this_process;
-  while (std::getline(maps, line)) {
-    auto entry = parse_maps_line(line);
-    if (!entry || !in_this_process.insert(entry->id).second) continue;
-    seen.insert(entry->id);
-    const Cached* c = examine(pid, *entry);
+  for (const MapsEntry& entry : maps_.of(pid, fresh)) {
+    seen.insert(entry.id);
+    const Cached* c = examine(pid, entry);
     if (!c || c->probes.empty()) continue;
-    MappedBinary& b = found[entry->id];
-    if (b.path.empty()) b = MappedBinary{entry->id, c->path, c->probes, c->sites, {}};
+    MappedBinary& b = found[entry.id];
+    if (b.path.empty()) b = MappedBinary{entry.id, c->path, c->probes, c->sites, {}};
     b.pids.insert(pid);
   }
 }
 
-std::vector<MappedBinary> UsdtDiscovery::scan_process(pid_t pid) {
+std::vector<MappedBinary> UsdtDiscovery::scan_process(pid_t pid, bool fresh) {
   std::map<BinaryId, MappedBinary> found;
   std::set<BinaryId> seen;
-  scan_into(pid, found, seen);
+  scan_into(pid, fresh, found, seen);
   std::vector<MappedBinary> out;
   for (auto& [id, b] : found) out.push_back(std::move(b));
   return out;
@@ -113,7 +122,9 @@ std::vector<MappedBinary> UsdtDiscovery::scan_process(pid_t pid) {
 std::map<BinaryId, MappedBinary> UsdtDiscovery::scan_all() {
   std::map<BinaryId, MappedBinary> found;
   std::set<BinaryId> seen;
-  for (pid_t pid : all_pids()) scan_into(pid, found, seen);
+  const std::vector<pid_t> pids = all_pids();
+  for (pid_t pid : pids) scan_into(pid, false, found, seen);
+  maps_.keep_only(pids);
   // Forget files no process maps any more, so the cache follows churn instead of growing.
   std::erase_if(cache_, [&](const auto& kv) { return !seen.count(kv.first); });
   return found;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -50,10 +51,15 @@ struct MapsEntry {
 };
 std::optional<MapsEntry> parse_maps_line(const std::string& line);
 
+class ExecMappings;
+
 class UsdtDiscovery {
  public:
-  // Binaries with tailcause probes that `pid` maps (empty if it exited).
-  std::vector<MappedBinary> scan_process(pid_t pid);
+  explicit UsdtDiscovery(ExecMappings& maps) : maps_(maps) {}
+
+  // Binaries with tailcause probes that `pid` maps (empty if it exited). `fresh`: read its
+  // maps now (it just called exec), not from the last reading.
+  std::vector<MappedBinary> scan_process(pid_t pid, bool fresh);
   // The same for every process.
   std::map<BinaryId, MappedBinary> scan_all();
 
@@ -62,12 +68,15 @@ class UsdtDiscovery {
     int64_t mtime_ns = 0;
     std::string path;
     std::set<std::string> probes;
-    std::shared_ptr<const UsdtSites> sites;  // null when it has no tailcause probes
+    std::shared_ptr<const UsdtSites> sites;            // null when it has no tailcause probes
+    std::chrono::steady_clock::time_point checked_at;  // last stat() of the file
   };
   // Probe names of the file behind a maps entry of `pid`, parsing it at most once per version.
   const Cached* examine(pid_t pid, const MapsEntry& entry);
-  void scan_into(pid_t pid, std::map<BinaryId, MappedBinary>& found, std::set<BinaryId>& seen);
+  void scan_into(pid_t pid, bool fresh, std::map<BinaryId, MappedBinary>& found,
+                 std::set<BinaryId>& seen);
 
+  ExecMappings& maps_;
   std::map<BinaryId, Cached> cache_;
 };
 

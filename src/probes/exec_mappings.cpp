@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "probes/exec_mappings.h"
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <unordered_set>
+
+#include "core/proc_self.h"
+
+namespace tailcause::probes {
+namespace {
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<MapsEntry> read_exec_files(pid_t pid) {
+  std::vector<MapsEntry> files;
+  std::set<BinaryId> seen;
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto entry = parse_maps_line(line);
+    if (entry && seen.insert(entry->id).second) files.push_back(std::move(*entry));
+  }
+  return files;
+}
+
+}  // namespace
+
+const std::vector<MapsEntry>& ExecMappings::of(pid_t pid, bool fresh) {
+  static const std::vector<MapsEntry> kNone;
+  const auto stat =
+      core::parse_proc_stat(read_small_file("/proc/" + std::to_string(pid) + "/stat"));
+  if (!stat) {  // gone, or not ours to read
+    procs_.erase(pid);
+    return kNone;
+  }
+  const auto now = Clock::now();
+  auto it = procs_.find(pid);
+  const auto unchanged = [&](const Process& p) {
+    if (p.start_ticks != stat->starttime_ticks) return false;  // another process, same pid
+    const auto age = now - p.read_at;
+    return age < kSamePass || (p.vsize == stat->vsize_bytes && age < kRefresh);
+  };
+  if (!fresh && it != procs_.end() && unchanged(it->second)) {
+    ++skips_;
+    return it->second.files;
+  }
+  ++reads_;
+  Process& p = procs_[pid];
+  p = Process{stat->starttime_ticks, stat->vsize_bytes, now, read_exec_files(pid)};
+  return p.files;
+}
+
+void ExecMappings::keep_only(const std::vector<pid_t>& pids) {
+  const std::unordered_set<pid_t> live(pids.begin(), pids.end());
+  std::erase_if(procs_, [&](const auto& kv) { return !live.count(kv.first); });
+}
+
+}  // namespace tailcause::probes
