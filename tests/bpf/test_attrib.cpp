@@ -49,6 +49,28 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
       std::string::npos);
 }
 
+// (1b) The same quota while the stage thread is flipped between two CPUs every 2 ms (a hog of
+// its cgroup spends the quota on CPU 0): its waits cross run queues, where the throttle clock
+// read at a wait's start cannot be read again at its end. The waits stay throttling.
+TEST_F(AttribTest, ThrottlingFollowsAWaitAcrossCpus) {
+  if (host_layout().version != probes::CgroupLayout::Version::V1) {
+    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
+  TestCgroup limited("attrib-moving");
+  limited.set_cpu_quota(0.1);
+  probe->start(ctx);
+  run_target({"moving-wait", "0x105", "attrib-moving", "40", limited.dir() + "/tasks"});
+  const StageRecord r = only_stage(0x105);
+  const uint64_t throttled = part(r, Component::cpu_throttled);
+  const uint64_t queued = part(r, Component::runqueue);
+  std::cout << "[ figures  ] " << describe(r) << ": cpu_throttled "
+            << 100.0 * throttled / std::max<uint64_t>(throttled + queued, 1)
+            << "% of the waits to run\n";
+  EXPECT_EQ(r.largest(), Component::cpu_throttled) << describe(r);
+  EXPECT_GT(throttled, 4 * queued) << describe(r);
+}
+
 // (2) Reading a file whose pages were dropped shows block I/O and page-cache misses.
 TEST_F(AttribTest, ColdPageCacheShowsBlockIoAndMisses) {
   const std::string file = disk_scratch_dir() + "/attrib-cold.bin";

@@ -46,6 +46,13 @@
 //                                               apart; the helper and a CPU hog thread are
 //                                               moved into the TASKS file (a v1 cgroup's
 //                                               tasks), on the last CPU; prints helper_tid=
+//   attrib_target moving-wait ID TENANT CPU_MS TASKS
+//                                               a generation stage burning CPU_MS of CPU in
+//                                               a thread moved into the TASKS file (a v1
+//                                               cgroup's tasks) beside a CPU hog on CPU 0,
+//                                               while another thread flips the stage thread
+//                                               between CPUs 0 and 1 every 2 ms: its waits
+//                                               cross run queues; prints stage_tid=
 //   attrib_target cache-actions TENANT          libtailcause_cache's actions: inserts past a
 //                                               small quota (evictions without admission,
 //                                               rejects with it), a model version change
@@ -785,6 +792,35 @@ void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tas
   hog.join();
 }
 
+void moving_wait_mode(uint64_t id, const char* tenant, double cpu_ms, const char* tasks) {
+  std::atomic<bool> stop{false};
+  std::atomic<pid_t> stage_tid{0};
+  std::thread hog([&] {  // spends the cgroup's quota on CPU 0: the stage waits mostly throttled
+    enter_cgroup(tasks, gettid(), 0);
+    volatile uint64_t x = 0;
+    while (!stop) x = x * 31 + 7;
+  });
+  std::thread stage([&] {
+    enter_cgroup(tasks, gettid(), 0);
+    stage_tid = gettid();
+    printf("stage_tid=%d\n", gettid());
+    cpu_mode(id, tenant, cpu_ms);
+    stop = true;
+  });
+  // An affinity change moves a waiting task to the other CPU's run queue at once.
+  for (int flip = 1; !stop; flip ^= 1) {
+    if (const pid_t tid = stage_tid) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(flip, &one);
+      sched_setaffinity(tid, sizeof one, &one);
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  stage.join();
+  hog.join();
+}
+
 void holder_mode(uint64_t id, const char* tenant, const std::string& how, int ms) {
   std::mutex mu;
   std::atomic<bool> held{false};
@@ -894,6 +930,8 @@ int main(int argc, char** argv) {
     cond_helper_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]));
   } else if (mode == "pool-helper" && argc == 6) {
     pool_helper_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argv[5]);
+  } else if (mode == "moving-wait" && argc == 6) {
+    moving_wait_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]), argv[5]);
   } else if (mode == "holder" && argc == 6) {
     holder_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]));
   } else if (mode == "chain" && argc == 5) {
