@@ -1,19 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "probes/exec_mappings.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <unordered_set>
 
 #include "core/proc_self.h"
+#include "probes/handles.h"
 
 namespace tailcause::probes {
 namespace {
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+// /proc/PID/stat in one read(2); empty when the process is gone. Not through a stream: a
+// process that exits between the open and the read fails the read with ESRCH, which
+// libstdc++'s filebuf throws as an exception (it stopped the daemon in the churn test).
+std::string read_proc_stat(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  char buf[4096];  // one line: 52 numbers and a comm of 16 bytes at most
+  const ssize_t n = read(fd.get(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
 std::vector<MapsEntry> read_exec_files(pid_t pid) {
@@ -32,8 +42,7 @@ std::vector<MapsEntry> read_exec_files(pid_t pid) {
 
 const std::vector<MapsEntry>& ExecMappings::of(pid_t pid, bool fresh) {
   static const std::vector<MapsEntry> kNone;
-  const auto stat =
-      core::parse_proc_stat(read_small_file("/proc/" + std::to_string(pid) + "/stat"));
+  const auto stat = core::parse_proc_stat(read_proc_stat(pid));
   if (!stat) {  // gone, or not ours to read
     procs_.erase(pid);
     return kNone;
