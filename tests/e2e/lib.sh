@@ -34,10 +34,18 @@ stop_pid() {
 on_exit 'stop_pid RECEIVER_PID'
 on_exit 'stop_pid DAEMON_PID'
 
+# The daemon's last words, and whether it still runs, under a failure.
+daemon_tail() {
+  [ -f "$WORK/daemon.log" ] || return 0
+  if [ -n "${DAEMON_PID:-}" ] && ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+    echo "the daemon (pid $DAEMON_PID) is no longer running" >&2
+  fi
+  tail -20 "$WORK/daemon.log" >&2
+}
 # A command failing under `set -e` would otherwise end the test without a word.
-trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
+trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2; daemon_tail' ERR
 
-fail() { echo "FAIL: $*" >&2; [ -f "$WORK/daemon.log" ] && tail -20 "$WORK/daemon.log" >&2; exit 1; }
+fail() { echo "FAIL: $*" >&2; daemon_tail; exit 1; }
 pass() { echo "ok: $*"; }
 
 # expect_exit CODE PATTERN CMD...: CMD must exit CODE (a number, or "nonzero" for any failure)
