@@ -18,9 +18,9 @@
 
 #include "core/stage_aggregator.h"
 #include "core/stage_record.h"
+#include "probes/exec_mappings.h"
 #include "probes/handles.h"
 #include "probes/probe_family.h"
-#include "probes/exec_mappings.h"
 #include "probes/recipe_attach.h"
 #include "probes/recipe_identity.h"
 #include "probes/usdt_attach.h"
