@@ -95,6 +95,8 @@ void validate(Options& o, const std::string& tenants_flag,
   if (o.cache_entries > 100'000)
     throw UsageError(
         fmt::format("--cache-entries must be in [0, 100000], got {}", o.cache_entries));
+  if (o.nprobe < 1 || o.nprobe > 4096)
+    throw UsageError(fmt::format("--nprobe must be in [1, 4096], got {}", o.nprobe));
   if (o.cache_entries == 0 && o.cache_loop)
     throw UsageError("--cache-loop needs a retrieval cache (--cache-entries 0 turns it off)");
   for (const auto& spec : fault_specs) {
@@ -156,6 +158,10 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--cache-entries", o.cache_entries,
                  "entries of each tenant's retrieval cache (0: no cache, every retrieval searches "
                  "the index)")
+      ->capture_default_str();
+  app.add_option("--nprobe", o.nprobe,
+                 "IVF lists each retrieval scans (capped at the index's lists: one per 800 "
+                 "vectors); more reads more of the index file per query")
       ->capture_default_str();
   app.add_flag("--cache-loop", o.cache_loop,
                "each tenant's retrieval cache follows tailcause's verdict on it (the same socket): "

@@ -33,6 +33,7 @@ struct Options {
   bool shed_when_open = false;      // refuse new requests while tailcause's breaker is open
   bool cache_loop = false;          // retrieval caches follow the daemon's verdicts (CacheFeedback)
   std::size_t cache_entries = 128;  // each tenant's retrieval cache; 0: none
+  std::size_t nprobe = 6;           // IVF lists each retrieval scans
 
   bool has_fault(FaultKind kind, const std::string& tenant) const;
   bool has_fault(FaultKind kind) const;

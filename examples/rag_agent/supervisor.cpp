@@ -246,7 +246,8 @@ int run_agent(const Options& o) {
                     o.has_fault(FaultKind::CacheBust, t),
                     o.shed_when_open,
                     o.cache_loop,
-                    o.cache_entries};
+                    o.cache_entries,
+                    o.nprobe};
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
       throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));

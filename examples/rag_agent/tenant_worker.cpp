@@ -113,6 +113,7 @@ nlohmann::json run_load(const TenantSpec& spec) {
   config.cache_bust = spec.cache_bust;
   config.cache_loop = spec.cache_loop;
   config.cache_entries = spec.cache_entries;
+  config.nprobe = spec.nprobe;
   RagPipeline pipeline(config);
   QuestionPicker picker(pipeline.questions());
 

@@ -22,6 +22,7 @@ struct TenantSpec {
   bool shed_when_open = false;
   bool cache_loop = false;
   std::size_t cache_entries = 128;  // 0: no retrieval cache
+  std::size_t nprobe = 6;
 };
 
 // Runs in the forked child; writes the JSON result to result_fd and exits. Never returns.

@@ -185,6 +185,7 @@ expect_usage_error "concurrency must be" --concurrency 0
 expect_usage_error "'a' given twice" --tenants a,a
 expect_usage_error "dim must be" --dim 4
 expect_usage_error "cache-entries must be" --cache-entries 100001
+expect_usage_error "nprobe must be" --nprobe 0
 expect_usage_error "cache-loop needs a retrieval cache" --cache-entries 0 --cache-loop
 expect_usage_error "not expected" --no-such-flag
 expect_usage_error "not a cgroup directory" --cgroup-root "$WORK" --duration 1
