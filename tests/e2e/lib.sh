@@ -8,7 +8,8 @@ DAEMON_PID=""
 RECEIVER_PID=""
 
 # The cleanup stack: on_exit CMD adds CMD (a string, eval'd) to what runs when the test exits,
-# the last added first; $WORK goes last. Scripts add to it instead of replacing the EXIT trap.
+# the last added first; $WORK goes last (KEEP_WORK=1 keeps it, to look into after a failure).
+# Scripts add to it instead of replacing the EXIT trap.
 CLEANUPS=()
 on_exit() { CLEANUPS+=("$1"); }
 run_cleanups() {
@@ -16,7 +17,7 @@ run_cleanups() {
   set +e
   trap - ERR
   for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${CLEANUPS[i]}"; done
-  rm -rf "$WORK"
+  if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
   exit "$rc"
 }
 trap run_cleanups EXIT
