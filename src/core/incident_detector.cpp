@@ -238,8 +238,12 @@ void IncidentDetector::observe(const StageRecord& r) {
   count_slowed(a, s, stage, s.recent.back());
   // Left once three quarters of the window are back under sqrt(factor): a fault that slows
   // half of the stages (a cache in front of a slow disk) keeps its median near the threshold,
-  // and would flap between incidents on the median.
-  if (window_quantile(s, 0.75) < exit_factor_) {
+  // and would flap between incidents on the median. Or once no more than a fifth of the window
+  // is slowed (at factor or more): a fault that leaves the stage at 1.5x for good (the page
+  // cache refilled in smaller pages after a memory limit) is over as a fault; kept open, its
+  // incident would swallow every later one of the tenant. The baseline then learns the new
+  // normal.
+  if (window_quantile(s, 0.75) < exit_factor_ || window_quantile(s, 0.8) < config_.factor) {
     s.shifted = false;
     if (--a.shifted_series == 0) a.quiet_since_ns = r.end_ns;
     dirty_.insert(a.incident.id);

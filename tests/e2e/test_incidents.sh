@@ -7,10 +7,13 @@
 #   O_DIRECT writers load the disk from a cgroup of their own, which ta's block_io verdicts must
 #   name as whose I/O kept the disk busy;
 # - a noisy neighbour: a busy loop per CPU in a cgroup at 10x the CPU weight, which ta's
-#   runqueue verdicts must name as the preempting cgroup.
+#   runqueue verdicts must name as the preempting cgroup;
+# - ta's worker moved into a memory cgroup limited to 4 MiB, below the 10 MiB of its index that
+#   each retrieval reads (--nprobe 24 of 62 lists), whose block_io verdicts must name that
+#   memory cgroup at its limit.
 # Each fault must be exactly one incident of ta's with the right cause (cpu_throttled, block_io,
-# runqueue) holding >= 90% of ta's slowed stages while it lasts (its retrievals for the disk
-# fault; slower than 2x and 1 ms over their stage's median in the clean run, as the agent
+# runqueue, block_io) holding >= 90% of ta's slowed stages while it lasts (its retrievals for the
+# disk and memory faults; slower than 2x and 1 ms over their stage's median in the clean run, as the agent
 # measured it itself); tb, untouched by the
 # first two, gets none with their causes; a 60 s clean run gets none. Which stages were slowed
 # comes from the journal's glitch rows: with a 1 ms stage SLO every stage of 1 ms or more is
@@ -18,7 +21,7 @@
 # may slow stages too: an incident it causes (runqueue, on_cpu) outside the faults is reported,
 # never one with a fault's cause. Printed per fault: recall and precision, the verdicts' top-1
 # share and the time to the first right one.
-# Takes about 4.5 minutes.
+# Takes about 5 minutes.
 source "$(dirname "$0")/lib.sh"
 require_root
 AGENT="$BUILD_DIR/examples/rag-agent"
@@ -58,9 +61,10 @@ on_exit '[ -n "$QUOTA_FILE" ] && [ -e "$QUOTA_FILE" ] && echo -1 >"$QUOTA_FILE"'
 
 # run_agent DURATION LOG: the agent in the background (AGENT_PID). Without its retrieval cache:
 # with the cache (loaded with the most asked questions) 85-90% of retrievals never read the
-# index, too few to judge the disk fault's recall on.
+# index, too few to judge the disk fault's recall on. Each retrieval scans 24 of the index's 62
+# lists (10 MiB of its 25), a working set the memory fault's limit cannot hold.
 run_agent() {
-  "$AGENT" --tenants ta,tb --rate "$RATE" --concurrency 2 --duration "$1" --cache-entries 0 \
+  "$AGENT" --tenants ta,tb --rate "$RATE" --concurrency 2 --duration "$1" --cache-entries 0 --nprobe 24 \
     --report "$WORK/$2.json" >"$WORK/$2.log" 2>&1 &
   AGENT_PID=$!
 }
@@ -114,7 +118,7 @@ kill_cgroup() {
 write_config "$WORK/faults.db"
 PORT=""
 start_daemon --config "$WORK/daemon.yaml"
-run_agent 160 faults
+run_agent 215 faults
 leaf=""
 for _ in $(seq 1 100); do
   leaf=$(ls -d /sys/fs/cgroup/cpu/tailcause-agent-"$AGENT_PID"/ta /sys/fs/cgroup/tailcause-agent-"$AGENT_PID"/ta 2>/dev/null | head -1 || true)
@@ -187,6 +191,26 @@ done
 sleep 15
 kill_cgroup "$HOG_CG"
 hog_end=$(now_ns)
+sleep 20  # the incident ends
+
+# Memory pressure: ta's worker process in a memory cgroup limited to 4 MiB, its index dropped
+# from the page cache once so that the pages it reads again are charged to that cgroup (pages
+# cached before stay charged where they were). Every retrieval then reads most of its 10 MiB
+# from the disk while the cgroup reclaims what the last one read.
+MEM_ROOT=/sys/fs/cgroup/memory
+[ -e "$MEM_ROOT/memory.limit_in_bytes" ] || MEM_ROOT=/sys/fs/cgroup
+MEM_CG=$MEM_ROOT/tailcause-e2e-memcg-$$
+mkdir "$MEM_CG"
+# On exit: the worker (if still there) back to the root, then the cgroup removed.
+on_exit 'for p in $(cat "$MEM_CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$MEM_ROOT/cgroup.procs" 2>/dev/null; done; rmdir "$MEM_CG" 2>/dev/null'
+if [ -e "$MEM_CG/memory.limit_in_bytes" ]; then echo 4M >"$MEM_CG/memory.limit_in_bytes"; else echo 4M >"$MEM_CG/memory.max"; fi
+memcg_start=$(now_ns)
+for p in $(cat "$leaf/cgroup.procs"); do echo "$p" >"$MEM_CG/cgroup.procs"; done
+/usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$index"
+sleep 20
+for p in $(cat "$MEM_CG/cgroup.procs"); do echo "$p" >"$MEM_ROOT/cgroup.procs"; done
+memcg_end=$(now_ns)
+cat "$index" >/dev/null
 
 wait "$AGENT_PID" || fail "agent run: $(tail -5 "$WORK/faults.log")"
 AGENT_PID=""
@@ -195,16 +219,19 @@ scrape >"$WORK/metrics.txt"
 stop_daemon
 export_journal faults
 
-/usr/bin/python3 - "$WORK" "$quota_start" "$quota_end" "$cache_start" "$cache_end" "/${WRITER_CG##*/}" "$hog_start" "$hog_end" "/${HOG_CG##*/}" <<'PY' >"$WORK/faults.txt" 2>&1 || fail "faults: $(cat "$WORK/faults.txt")"
+/usr/bin/python3 - "$WORK" "$quota_start" "$quota_end" "$cache_start" "$cache_end" "/${WRITER_CG##*/}" "$hog_start" "$hog_end" "/${HOG_CG##*/}" "$memcg_start" "$memcg_end" "/${MEM_CG##*/}" <<'PY' >"$WORK/faults.txt" 2>&1 || fail "faults: $(cat "$WORK/faults.txt")"
 import json, sys
 w = sys.argv[1]
 writer = sys.argv[6]
 hog = (int(sys.argv[7]), int(sys.argv[8]))
 hog_cgroup = sys.argv[9]
+memcg = (int(sys.argv[10]), int(sys.argv[11]))
+memcg_cgroup = sys.argv[12]
 quota = (int(sys.argv[2]), int(sys.argv[3]))
 cache = (int(sys.argv[4]), int(sys.argv[5]))
 faults = {"quota": (quota, "cpu_throttled"), "dropped page cache": (cache, "block_io"),
-          "noisy neighbour": (hog, "runqueue")}
+          "noisy neighbour": (hog, "runqueue"), "memory cgroup limit": (memcg, "block_io")}
+INDEX_READS = ("dropped page cache", "memory cgroup limit")  # faults on retrieval's index reads
 GRACE = 2_000_000_000   # stages under way when a fault is lifted end slowed after it
 TOL = 5_000_000         # journal clocks: realtime - monotonic, taken per batch
 MIN_EXCESS = 0.001      # glitch.incident.min_excess_ms: slowed is also 1 ms over the median
@@ -245,7 +272,7 @@ for name, (window, cause) in faults.items():
     # The stages the fault slows: all of ta's under the quota and the neighbour; its retrievals
     # (the index reads) under the disk fault, where the other stages slowed meanwhile are the
     # writers' CPU use, contention the other faults cover.
-    hits = [r for r in slowed if during(r, window) and (name != "dropped page cache" or r["stage"] == "retrieval")]
+    hits = [r for r in slowed if during(r, window) and (name not in INDEX_READS or r["stage"] == "retrieval")]
     if len(mine) != 1:
         bad.append(f"{name}: {len(mine)} incidents of ta's: {[i['summary'] for i in mine]}")
         continue
@@ -273,7 +300,7 @@ for name, (window, cause) in faults.items():
 # disk: the other stages slowed then are CPU contention from the writers): how many lead with
 # the fault's cause (top-1), and how soon after the fault began the first one did. Printed.
 for name, ((begin, end), cause) in faults.items():
-    stages = {"retrieval"} if name == "dropped page cache" else None
+    stages = {"retrieval"} if name in INDEX_READS else None
     judged = sorted((r for r in slowed if during(r, (begin, end)) and (stages is None or r["stage"] in stages)),
                     key=lambda r: r["end"])
     right = [r for r in judged if r["cause"] == cause]
@@ -306,6 +333,9 @@ def names_culprit(fault, judged, cause, needle, culprit):
 names_culprit("dropped page cache",
               [r for r in rows if r["tenant"] == "ta" and r["cause"] == "block_io" and during(r, cache)],
               "block_io", f"busy with cgroup {writer}'s I/O", writer)
+names_culprit("memory cgroup limit",
+              [r for r in rows if r["tenant"] == "ta" and r["cause"] == "block_io" and during(r, memcg)],
+              "block_io", f"memory cgroup {memcg_cgroup} at", memcg_cgroup)
 names_culprit("noisy neighbour", [r for r in slowed if r["cause"] == "runqueue" and during(r, hog)],
               "runqueue", f"preempted by cgroup {hog_cgroup} ", hog_cgroup)
 faulted = [i for i in inc if i["tenant"] == "ta" and any(overlaps(i, wdw) for wdw, _ in faults.values())]
