@@ -8,14 +8,13 @@
 #   name as whose I/O kept the disk busy;
 # - a noisy neighbour: a busy loop per CPU in a cgroup at 10x the CPU weight, which ta's
 #   runqueue verdicts must name as the preempting cgroup;
-# - ta's worker moved into a memory cgroup limited to 4 MiB, below the 10 MiB of its index that
-#   each retrieval reads (--nprobe 24 of 62 lists), whose block_io verdicts must name that
-#   memory cgroup at its limit.
+# - a memory limit of 4 MiB on ta's worker, below the 10 MiB of its index that each retrieval
+#   reads (--nprobe 24 of 62 lists), whose block_io verdicts must name that memory cgroup.
 # Each fault must be exactly one incident of ta's with the right cause (cpu_throttled, block_io,
 # runqueue, block_io) holding >= 90% of ta's slowed stages while it lasts (its retrievals for the
-# disk and memory faults; slower than 2x and 1 ms over their stage's median in the clean run, as the agent
-# measured it itself); tb, untouched by the
-# first two, gets none with their causes; a 60 s clean run gets none. Which stages were slowed
+# disk and memory faults; slower than 2x and 1 ms over their stage's median in the clean run, as
+# the agent measured it itself); tb, untouched by all but the neighbour, gets none with their
+# causes; a 60 s clean run gets none. Which stages were slowed
 # comes from the journal's glitch rows: with a 1 ms stage SLO every stage of 1 ms or more is
 # journaled with its wall time. Other processes' CPU load (the machine is shared with builds)
 # may slow stages too: an incident it causes (runqueue, on_cpu) outside the faults is reported,
@@ -193,23 +192,42 @@ kill_cgroup "$HOG_CG"
 hog_end=$(now_ns)
 sleep 20  # the incident ends
 
-# Memory pressure: ta's worker process in a memory cgroup limited to 4 MiB, its index dropped
-# from the page cache once so that the pages it reads again are charged to that cgroup (pages
-# cached before stay charged where they were). Every retrieval then reads most of its 10 MiB
-# from the disk while the cgroup reclaims what the last one read.
+# Memory pressure: a 4 MiB limit on ta's worker, its index dropped from the page cache once so
+# that the pages it reads again are charged to the limited cgroup (pages cached before stay
+# charged where they were). Every retrieval then reads most of its 10 MiB from the disk while
+# the cgroup reclaims what the last one read. With a v1 memory hierarchy (this machine) the
+# worker moves into a memory cgroup of its own; on cgroup v2 the limit goes on its leaf (moving
+# it would take it out of its CPU cgroup too; not run here).
 MEM_ROOT=/sys/fs/cgroup/memory
-[ -e "$MEM_ROOT/memory.limit_in_bytes" ] || MEM_ROOT=/sys/fs/cgroup
-MEM_CG=$MEM_ROOT/tailcause-e2e-memcg-$$
-mkdir "$MEM_CG"
-# On exit: the worker (if still there) back to the root, then the cgroup removed.
-on_exit 'for p in $(cat "$MEM_CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$MEM_ROOT/cgroup.procs" 2>/dev/null; done; rmdir "$MEM_CG" 2>/dev/null'
-if [ -e "$MEM_CG/memory.limit_in_bytes" ]; then echo 4M >"$MEM_CG/memory.limit_in_bytes"; else echo 4M >"$MEM_CG/memory.max"; fi
+if [ -e "$MEM_ROOT/memory.limit_in_bytes" ]; then
+  MEM_CG=$MEM_ROOT/tailcause-e2e-memcg-$$
+  mkdir "$MEM_CG"
+  # On exit: the worker (if still there) back to the root, then the cgroup removed.
+  on_exit 'for p in $(cat "$MEM_CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$MEM_ROOT/cgroup.procs" 2>/dev/null; done; rmdir "$MEM_CG" 2>/dev/null'
+  echo 4M >"$MEM_CG/memory.limit_in_bytes"
+  memory_on() { for p in $(cat "$leaf/cgroup.procs"); do echo "$p" >"$MEM_CG/cgroup.procs"; done; }
+  memory_off() {  # the cgroup removed too: its pages' charges go to the root
+    for p in $(cat "$MEM_CG/cgroup.procs"); do echo "$p" >"$MEM_ROOT/cgroup.procs"; done
+    rmdir "$MEM_CG"
+  }
+else
+  MEM_ROOT=/sys/fs/cgroup MEM_CG=$leaf
+  [ -e "$MEM_CG/memory.max" ] || fail "no memory controller on $MEM_CG"
+  on_exit 'echo max >"$MEM_CG/memory.max" 2>/dev/null'
+  memory_on() { echo 4M >"$MEM_CG/memory.max"; }
+  memory_off() { echo max >"$MEM_CG/memory.max"; }
+fi
 memcg_start=$(now_ns)
-for p in $(cat "$leaf/cgroup.procs"); do echo "$p" >"$MEM_CG/cgroup.procs"; done
-/usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$index"
+memory_on
+drop_index() {
+  /usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$index"
+}
+drop_index
 sleep 20
-for p in $(cat "$MEM_CG/cgroup.procs"); do echo "$p" >"$MEM_ROOT/cgroup.procs"; done
+memory_off
 memcg_end=$(now_ns)
+# The index read into the page cache afresh, as it was before the fault.
+drop_index
 cat "$index" >/dev/null
 
 wait "$AGENT_PID" || fail "agent run: $(tail -5 "$WORK/faults.log")"
@@ -219,7 +237,7 @@ scrape >"$WORK/metrics.txt"
 stop_daemon
 export_journal faults
 
-/usr/bin/python3 - "$WORK" "$quota_start" "$quota_end" "$cache_start" "$cache_end" "/${WRITER_CG##*/}" "$hog_start" "$hog_end" "/${HOG_CG##*/}" "$memcg_start" "$memcg_end" "/${MEM_CG##*/}" <<'PY' >"$WORK/faults.txt" 2>&1 || fail "faults: $(cat "$WORK/faults.txt")"
+/usr/bin/python3 - "$WORK" "$quota_start" "$quota_end" "$cache_start" "$cache_end" "/${WRITER_CG##*/}" "$hog_start" "$hog_end" "/${HOG_CG##*/}" "$memcg_start" "$memcg_end" "${MEM_CG#"$MEM_ROOT"}" <<'PY' >"$WORK/faults.txt" 2>&1 || fail "faults: $(cat "$WORK/faults.txt")"
 import json, sys
 w = sys.argv[1]
 writer = sys.argv[6]
@@ -270,8 +288,8 @@ lines, bad, notes = [], [], []
 for name, (window, cause) in faults.items():
     mine = [i for i in inc if i["tenant"] == "ta" and overlaps(i, window)]
     # The stages the fault slows: all of ta's under the quota and the neighbour; its retrievals
-    # (the index reads) under the disk fault, where the other stages slowed meanwhile are the
-    # writers' CPU use, contention the other faults cover.
+    # (the index reads) under the disk and memory faults, where the other stages slowed
+    # meanwhile are the writers' or the reclaim's CPU use, contention the other faults cover.
     hits = [r for r in slowed if during(r, window) and (name not in INDEX_READS or r["stage"] == "retrieval")]
     if len(mine) != 1:
         bad.append(f"{name}: {len(mine)} incidents of ta's: {[i['summary'] for i in mine]}")
@@ -296,9 +314,10 @@ for name, (window, cause) in faults.items():
                                     for r in missed[:25]))
     if missed: lines.append(f"{name}: {where}")
     if recall < 0.9: bad.append(f"{name}: recall {recall:.3f}; {where}")
-# Per fault, the verdicts of ta's slowed stages (all stages for the quota, retrieval for the
-# disk: the other stages slowed then are CPU contention from the writers): how many lead with
-# the fault's cause (top-1), and how soon after the fault began the first one did. Printed.
+# Per fault, the verdicts of ta's slowed stages (all stages for the quota and the neighbour,
+# retrieval for the disk and memory faults: the other stages slowed then are CPU contention):
+# how many lead with the fault's cause (top-1), and how soon after the fault began the first
+# one did. Printed.
 for name, ((begin, end), cause) in faults.items():
     stages = {"retrieval"} if name in INDEX_READS else None
     judged = sorted((r for r in slowed if during(r, (begin, end)) and (stages is None or r["stage"] in stages)),
