@@ -127,6 +127,10 @@ done
 [ -n "$leaf" ] || fail "no cgroup for tenant ta of agent $AGENT_PID"
 index="$BUILD_DIR/examples/data/index-ta.f32"
 [ -f "$index" ] || fail "no $index"
+# drop_index: ta's index out of the page cache, once.
+drop_index() {
+  /usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$index"
+}
 sleep 30  # warm-up: the baselines learn
 
 # Quota: 10% of a CPU, written into ta's cgroup (v1 cpu.cfs_quota_us, or v2 cpu.max).
@@ -219,9 +223,6 @@ else
 fi
 memcg_start=$(now_ns)
 memory_on
-drop_index() {
-  /usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$index"
-}
 drop_index
 sleep 20
 memory_off
