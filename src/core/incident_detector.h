@@ -5,11 +5,11 @@
 // shift (entered a little under `factor`, left once 3/4 of the window are back under
 // sqrt(factor) or 4/5 under `factor`), which freezes the baseline and opens an incident for the
 // tenant (or joins the one already open). The incident runs from the first slowed stage of the
-// shift (dated back past the window by CUSUM) until the last slowed stage before every shifted stage of the tenant
-// recovered and stayed so for `quiet_ns`; only then does the baseline learn again. So a fault is
-// one incident with a start, an end, the stages it slowed and its cause — the component that
-// grew most over the stages' normal mix — not hundreds of glitch rows, and a fault that lasts
-// cannot lift its own threshold. Pure: no I/O.
+// shift (dated back past the window by CUSUM) until the last slowed stage before every shifted
+// stage of the tenant recovered and stayed so for `quiet_ns`; only then does the baseline learn
+// again. So a fault is one incident with a start, an end, the stages it slowed and its cause —
+// the component that grew most over the stages' normal mix — not hundreds of glitch rows, and a
+// fault that lasts cannot lift its own threshold. Pure: no I/O.
 #pragma once
 
 #include <array>
