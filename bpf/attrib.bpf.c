@@ -486,6 +486,32 @@ int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 	return 0;
 }
 
+/* sched_waking fires before the wake-up picks the wakee's CPU; sched_wakeup after it is queued
+ * there. A throttle clock sampled at sched_waking on the run queue of the CPU it slept on is
+ * read again here when the wakee landed on another CPU's: else its wait fell back to the old
+ * run queue's throttle state of that moment (not throttled, for a helper that slept on a CPU
+ * where its cgroup had nothing to run), and a wait out the quota's period counted as run queue. */
+static __always_inline void requeued_at_wakeup(struct task_struct *p, struct attrib_task *c)
+{
+	struct cfs_rq *cfs = task_cfs_rq(p);
+	struct attrib_served *s;
+
+	if (!cfs)
+		return;
+	if (c) { /* a span thread whose wait sched_waking split (resolve_wait, resolve_peer_wait) */
+		if (c->wait_ts && c->wait_cfs_rq != (__u64)cfs) {
+			c->wait_cfs_rq = (__u64)cfs;
+			throttle_snapshot(cfs, &c->throttle_snap, &c->throttled_at_wait);
+		}
+		return;
+	}
+	s = bpf_task_storage_get(&attrib_served, p, 0, 0); /* a server or helper note_served() woke */
+	if (s && s->snap_ts && s->cfs_rq != (__u64)cfs) {
+		s->cfs_rq = (__u64)cfs;
+		throttle_snapshot(cfs, &s->throttle_snap, &s->throttled);
+	}
+}
+
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
 {
@@ -495,8 +521,10 @@ int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
 	if (!attrib_active_spans)
 		return 0;
 	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
-	if (!c || !c->active || !c->off_ts)
+	if (!c || !c->active || !c->off_ts) {
+		requeued_at_wakeup(p, c && c->active ? c : NULL);
 		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	end_sleep(c, now);
 	start_wait(c, p, now);

@@ -133,6 +133,39 @@ TEST_F(CritPathTest, HelperThrottledBeforeItAttachesIsThrottling) {
   EXPECT_GT(throttled, wall * 3 / 4);
 }
 
+// (1b) The same, but the helper sleeps on CPU 0, where its cgroup has nothing to run (never
+// throttled there), and each job wakes it onto the hog's CPU: the throttle clock must be read
+// on the run queue it waits in, not the one it slept on (sampled when the wake-up began, before
+// the kernel picked its CPU, that one said "not throttled" and the wait counted as run queue).
+TEST_F(CritPathTest, HelperWokenOntoAThrottledCpuIsThrottling) {
+  if (host_layout().version != probes::CgroupLayout::Version::V1) {
+    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
+  TestCgroup cg("tailcause-critpath-cross");
+  cg.set_cpu_quota(0.1);
+  probe->start(ctx);
+  const std::string out =
+      run_target({"pool-helper", "0x807", "crit-cross", "12", cg.dir() + "/tasks", "cross"});
+  int slow = 0;
+  uint64_t wall = 0, throttled = 0, queued = 0;
+  for (const auto& r : stages_of(0x807)) {
+    if (r.worker() || r.wall_ns() < 10'000'000) continue;  // the helper ran at once
+    ++slow;
+    wall += r.wall_ns();
+    throttled += part(r, Component::cpu_throttled);
+    queued += part(r, Component::runqueue);
+    EXPECT_EQ(r.largest(), Component::cpu_throttled) << describe(r);
+    ASSERT_TRUE(r.waker) << describe(r);
+    EXPECT_EQ(r.waker->tid, printed_value(out, "helper_tid"));
+  }
+  std::cout << "[ figures  ] " << slow << " of 12 stages waited over 10 ms: "
+            << 100.0 * throttled / std::max<uint64_t>(wall, 1) << "% cpu_throttled, "
+            << 100.0 * queued / std::max<uint64_t>(wall, 1) << "% runqueue\n";
+  EXPECT_GE(slow, 3);
+  EXPECT_GT(throttled, wall * 3 / 4);
+}
+
 // (2) A mutex held by a thread that sleeps 300 ms holding it: the wait stays lock.
 TEST_F(CritPathTest, HolderAsleepStaysLock) {
   probe->start(ctx);

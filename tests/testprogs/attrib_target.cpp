@@ -39,13 +39,15 @@
 //                                               (HOW cpu); prints holder_tid=
 //   attrib_target chain ID TENANT FILE          A's stage waits on B, B on C, C reads FILE
 //                                               with O_DIRECT; prints b_tid=, c_tid=, bytes=
-//   attrib_target pool-helper ID TENANT JOBS TASKS
+//   attrib_target pool-helper ID TENANT JOBS TASKS [cross]
 //                                               JOBS retrieval stages, each handing a 50 us job
 //                                               to a long-lived helper thread woken through a
 //                                               condition variable (context_attach), 37 ms
 //                                               apart; the helper and a CPU hog thread are
 //                                               moved into the TASKS file (a v1 cgroup's
-//                                               tasks), on the last CPU; prints helper_tid=
+//                                               tasks), on the last CPU; prints helper_tid=.
+//                                               cross: the helper sleeps on CPU 0 and each
+//                                               wake-up lands it on the hog's CPU
 //   attrib_target moving-wait ID TENANT CPU_MS TASKS
 //                                               a generation stage burning CPU_MS of CPU in
 //                                               a thread moved into the TASKS file (a v1
@@ -288,6 +290,14 @@ void wait_until_asleep(pid_t pid) {
   fprintf(stderr, "busy-peer: the server's threads never all slept\n");
 }
 
+// Allows thread `tid` (0: the caller) only `cpu`.
+void pin(pid_t tid, int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  sched_setaffinity(tid, sizeof one, &one);
+}
+
 // Writes `id` into a cgroup's `file` (cgroup.procs, or a v1 tasks file for one thread) and pins
 // the calling thread to `cpu`; exits 2 when the cgroup refuses it.
 void enter_cgroup(const char* file, int id, int cpu) {
@@ -296,10 +306,7 @@ void enter_cgroup(const char* file, int id, int cpu) {
     perror(file);
     _exit(2);
   }
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  sched_setaffinity(0, sizeof one, &one);
+  pin(0, cpu);
 }
 
 void busy_peer_mode(uint64_t id, const char* tenant, double cpu_ms, const char* procs,
@@ -741,15 +748,20 @@ void cond_helper_mode(uint64_t id, const char* tenant, double cpu_ms) {
   helper.join();
 }
 
-void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tasks) {
+void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tasks, bool cross) {
   std::mutex mu;
   std::condition_variable cv;
   int posted = 0, finished = 0;
   std::atomic<bool> stop{false};
   std::atomic<int> moved{0};
+  std::atomic<pid_t> helper_tid{0};
   // Both on the last CPU: throttling is per CPU (a CPU's share of the quota lasts a helper that
-  // barely runs), so the helper must share its CPU with the hog that spends the quota.
+  // barely runs), so the helper must wait to run on the CPU of the hog that spends the quota.
   const int cpu = std::max(0L, sysconf(_SC_NPROCESSORS_ONLN) - 1);
+  // cross: the helper goes to sleep on CPU 0, where its cgroup has nothing else to run, and is
+  // allowed only the hog's CPU while asleep: each wake-up queues it on another CPU's run queue
+  // than the one it slept on.
+  const int home = cross ? 0 : cpu;
   std::thread hog([&] {  // keeps the cgroup at its quota: a wake-up there waits to run
     enter_cgroup(tasks, gettid(), cpu);
     ++moved;
@@ -757,7 +769,8 @@ void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tas
     while (!stop) x = x * 31 + 7;
   });
   std::thread helper([&] {
-    enter_cgroup(tasks, gettid(), cpu);
+    enter_cgroup(tasks, gettid(), home);
+    helper_tid = gettid();
     ++moved;
     printf("helper_tid=%d\n", gettid());
     std::unique_lock lock(mu);
@@ -767,6 +780,7 @@ void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tas
       tailcause_context_attach(id);
       burn_cpu(0.05);
       tailcause_context_detach(id);
+      if (cross) pin(0, home);  // moves now: the next sleep is on CPU 0
       lock.lock();
       finished = done + 1;
       cv.notify_all();
@@ -779,6 +793,7 @@ void pool_helper_mode(uint64_t id, const char* tenant, int jobs, const char* tas
     tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
     {
       std::unique_lock lock(mu);
+      if (cross) pin(helper_tid, cpu);  // asleep: it moves when the job wakes it
       posted = j + 1;
       cv.notify_all();
       cv.wait(lock, [&] { return finished > j; });
@@ -809,12 +824,7 @@ void moving_wait_mode(uint64_t id, const char* tenant, double cpu_ms, const char
   });
   // An affinity change moves a waiting task to the other CPU's run queue at once.
   for (int flip = 1; !stop; flip ^= 1) {
-    if (const pid_t tid = stage_tid) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(flip, &one);
-      sched_setaffinity(tid, sizeof one, &one);
-    }
+    if (const pid_t tid = stage_tid) pin(tid, flip);
     std::this_thread::sleep_for(2ms);
   }
   stage.join();
@@ -928,8 +938,8 @@ int main(int argc, char** argv) {
     exit_mid_stage_mode(arg_u64(argv, 2));
   } else if (mode == "cond-helper" && argc == 5) {
     cond_helper_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]));
-  } else if (mode == "pool-helper" && argc == 6) {
-    pool_helper_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argv[5]);
+  } else if (mode == "pool-helper" && (argc == 6 || (argc == 7 && argv[6] == std::string("cross")))) {
+    pool_helper_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argv[5], argc == 7);
   } else if (mode == "moving-wait" && argc == 6) {
     moving_wait_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]), argv[5]);
   } else if (mode == "holder" && argc == 6) {
