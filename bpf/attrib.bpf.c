@@ -532,6 +532,50 @@ int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
 	return 0;
 }
 
+/* ---- memory reclaim ------------------------------------------------------------------- */
+
+/* A span thread reclaiming memory in its own context (direct reclaim, or its memory cgroup's
+ * limit reclaim, which does not nest in it): its CPU time meanwhile is block_io (add()). Waits
+ * inside reclaim are classified as they always are. Optional: the loader leaves these out where
+ * the kernel lacks the tracepoints. */
+static __always_inline int reclaim_edge(bool begin)
+{
+	struct attrib_task *c;
+
+	if (!attrib_active_spans)
+		return 0;
+	c = bpf_task_storage_get(&attrib_tasks, bpf_get_current_task_btf(), 0, 0);
+	if (!c || c->reclaiming == begin || (begin && !c->active))
+		return 0;
+	split_on_cpu(c);
+	c->reclaiming = begin;
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(attrib_direct_reclaim_begin_btf)
+{
+	return reclaim_edge(true);
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(attrib_direct_reclaim_end_btf)
+{
+	return reclaim_edge(false);
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(attrib_memcg_reclaim_begin_btf)
+{
+	return reclaim_edge(true);
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(attrib_memcg_reclaim_end_btf)
+{
+	return reclaim_edge(false);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(attrib_exit_btf, struct task_struct *p)
 {

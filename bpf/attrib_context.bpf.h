@@ -48,7 +48,7 @@ struct attrib_task {
 	__u64 layer_batch;
 	__u64 thread_request; /* request_begin'ed on this thread and not yet ended (0: none) */
 	__u32 recipe_depth;   /* nested calls of span recipes in progress (recursion) */
-	__u32 pad2;
+	__u32 reclaiming;     /* in direct or memory-cgroup reclaim: its CPU time is block_io */
 	__u64 recipe_sp; /* user stack pointer at the outermost span recipe call's entry */
 	__u64 gpu_sp;	 /* the same for the outermost GPU-sync call */
 	struct attrib_anomaly anomaly; /* the thread's last kernel anomaly (kept across spans) */

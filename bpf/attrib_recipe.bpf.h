@@ -64,19 +64,6 @@ static __always_inline void drop_recipe_span(struct attrib_task *c)
 	c->wait_ts = 0;
 }
 
-/* On-CPU time up to now is closed before a GPU-sync call's depth changes, so the call's own
- * CPU time (and only it) is counted as gpu. */
-static __always_inline void split_on_cpu(struct attrib_task *c)
-{
-	__u64 now, from = c->last_in;
-
-	if (!c->active || !from)
-		return;
-	now = bpf_ktime_get_ns();
-	c->last_in = now;
-	add(c, ATTRIB_ON_CPU, from, now);
-}
-
 SEC("uprobe")
 int attrib_recipe_entry(struct pt_regs *ctx)
 {
@@ -97,7 +84,7 @@ int attrib_recipe_entry(struct pt_regs *ctx)
 	if (!c)
 		return 0;
 	if (recipe->mode == ATTRIB_RECIPE_GPU_SYNC) {
-		split_on_cpu(c);
+		split_on_cpu(c); /* the call's own CPU time (and only it) is gpu */
 		if (c->gpu_wait && sp >= c->gpu_sp) {
 			count_error(ATTRIB_ERR_RECIPE_RETURN_MISSED);
 			c->gpu_wait = 0; /* the previous sync's return was missed */

@@ -215,11 +215,28 @@ static __always_inline void add(struct attrib_task *c, __u32 component, __u64 fr
 	 * (drivers spin before they sleep); run-queue and throttling waits stay what they are. */
 	if (component == ATTRIB_ON_CPU && c->gpu_wait)
 		component = ATTRIB_GPU;
+	/* Reclaiming memory to make room for the pages it reads (a memory cgroup at its limit, a
+	 * node short of memory) is the page cache's cost, not the stage's own work. */
+	else if (component == ATTRIB_ON_CPU && c->reclaiming)
+		component = ATTRIB_BLOCK_IO;
 	if (component < ATTRIB_KERNEL_COMPONENTS && from && to > from) {
 		c->span.component_ns[component] += to - from;
 		if (component == ATTRIB_BLOCK_IO && to - from >= anomaly_min_ns)
 			note_anomaly(c, ATTRIB_BLOCK_IO, to, to - from);
 	}
+}
+
+/* The span thread `c` is on CPU: its time on CPU so far is counted now (under what add()
+ * counts it as until now), so that what follows can be counted as something else. */
+static __always_inline void split_on_cpu(struct attrib_task *c)
+{
+	__u64 now, from = c->last_in;
+
+	if (!c->active || !from)
+		return;
+	now = bpf_ktime_get_ns();
+	c->last_in = now;
+	add(c, ATTRIB_ON_CPU, from, now);
 }
 
 /* The same endpoint (their wait aside). */

@@ -72,6 +72,7 @@ static __always_inline void span_begin(struct attrib_task *c, __u64 now)
 	c->last_in = now;
 	c->off_ts = 0;
 	c->wait_ts = 0;
+	c->reclaiming = 0; /* a span starts in user space, never inside reclaim */
 	mark_state(c, now);
 	/* Counted before it is published, so the handlers' early exit never skips a live span. */
 	__sync_fetch_and_add(&attrib_active_spans, 1);

@@ -2,6 +2,7 @@
 #include "probes/attrib_probe.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include "core/trace_ids.h"
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
+#include "probes/features.h"
 #include "probes/ring_reader.h"
 #include "probes/syscall_classes.h"
 #include "probes/usdt_args.h"
@@ -101,8 +103,10 @@ void AttribProbe::start(const ProbeContext& ctx) {
   skel_->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
   skel_->rodata->wakeup_bytes = kWakeupBytes;
   skel_->rodata->report_exec = only_pid_ == 0 && only_binary_.empty();
-  // Optional source: major faults need software perf events.
+  // Optional sources: major faults need software perf events; reclaim time (counted as
+  // block_io) the vmscan tracepoints, memory-cgroup reclaim's only with CONFIG_MEMCG.
   bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
+  set_reclaim_autoload(ctx.features);
   fill_syscall_classes(skel_->rodata->syscall_class);
   // uprobe_multi links take programs loaded for them (and then only them). With --pid, only
   // where their pid filter passes every thread of the process (Linux 6.10 on).
@@ -164,6 +168,37 @@ void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
     links_.push_back(std::move(l));
   }
   if (ctx.features.perf_event) attach_major_faults();
+  bpf_program* reclaim[] = {
+      skel_->progs.attrib_direct_reclaim_begin_btf, skel_->progs.attrib_direct_reclaim_end_btf,
+      skel_->progs.attrib_memcg_reclaim_begin_btf, skel_->progs.attrib_memcg_reclaim_end_btf};
+  for (bpf_program* p : reclaim) {
+    if (!bpf_program__autoload(p)) continue;
+    LinkHandle l(bpf_program__attach(p));
+    if (!l) {
+      spdlog::warn("attrib: {} not attached ({}): reclaim time in stages counts as on_cpu",
+                   bpf_program__name(p), strerror(errno));
+      continue;
+    }
+    links_.push_back(std::move(l));
+  }
+}
+
+// The reclaim programs whose tracepoints the kernel has keep their autoload; the others are
+// left out of the load.
+void AttribProbe::set_reclaim_autoload(const Features& features) {
+  const auto btf = start_btf(features);
+  const std::pair<bpf_program*, const char*> programs[] = {
+      {skel_->progs.attrib_direct_reclaim_begin_btf, "btf_trace_mm_vmscan_direct_reclaim_begin"},
+      {skel_->progs.attrib_direct_reclaim_end_btf, "btf_trace_mm_vmscan_direct_reclaim_end"},
+      {skel_->progs.attrib_memcg_reclaim_begin_btf, "btf_trace_mm_vmscan_memcg_reclaim_begin"},
+      {skel_->progs.attrib_memcg_reclaim_end_btf, "btf_trace_mm_vmscan_memcg_reclaim_end"}};
+  bool any = false;
+  for (const auto& [prog, type] : programs) {
+    const bool has = btf && btf__find_by_name_kind(btf.get(), type, BTF_KIND_TYPEDEF) >= 0;
+    bpf_program__set_autoload(prog, has);
+    any = any || has;
+  }
+  if (!any) spdlog::warn("attrib: no reclaim tracepoints: reclaim time in stages counts as on_cpu");
 }
 
 // Reads the recipes (inline and files), fills attrib_recipes (index = BPF cookie) and hands

@@ -103,6 +103,7 @@ class AttribProbe final : public ProbeFamily {
   void sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid);
   void attach_core_programs(const ProbeContext& ctx);
   void attach_major_faults();
+  void set_reclaim_autoload(const Features& features);
   void load_recipes(const core::AttribConfig& config);
   void handle_pending();
   uint64_t lost(uint32_t kind) const;

@@ -3,14 +3,18 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <thread>
+
+#include "probes/memcg_pressure.h"
 
 namespace fs = std::filesystem;
 
@@ -46,6 +50,26 @@ TestCgroup::TestCgroup(const std::string& leaf) {
     std::ofstream(host_layout().root + parent + "/cgroup.subtree_control") << "+cpu";
   }
 }
+
+MemoryCgroup::MemoryCgroup(const probes::CgroupLayout& layout, const std::string& leaf)
+    : name_("/" + leaf + "-" + std::to_string(getpid())),
+      dir_(layout.root + name_),
+      v1_(layout.version == probes::CgroupLayout::Version::V1) {
+  mkdir(dir_.c_str(), 0755);
+}
+
+MemoryCgroup::~MemoryCgroup() {
+  for (int i = 0; i < 50 && rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool MemoryCgroup::limit(uint64_t bytes) {
+  std::ofstream(dir_ + (v1_ ? "/memory.limit_in_bytes" : "/memory.max")) << bytes;
+  return probes::read_memory_use(dir_).limit_bytes == bytes;
+}
+
+void MemoryCgroup::enter() { std::ofstream(dir_ + "/cgroup.procs") << getpid(); }
 
 TestCgroup::~TestCgroup() {
   for (pid_t p : members_) stop_child(p);

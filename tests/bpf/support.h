@@ -46,6 +46,25 @@ class TestCgroup {
   std::vector<pid_t> members_;
 };
 
+// A memory cgroup of the memory hierarchy (v1 memory mount or unified), removed at the end.
+class MemoryCgroup {
+ public:
+  MemoryCgroup(const probes::CgroupLayout& layout, const std::string& leaf);
+  ~MemoryCgroup();
+  MemoryCgroup(const MemoryCgroup&) = delete;
+  MemoryCgroup& operator=(const MemoryCgroup&) = delete;
+
+  // Sets its limit; false when the kernel did not take it.
+  bool limit(uint64_t bytes);
+  void enter();  // the calling process joins it
+  const std::string& name() const { return name_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string name_, dir_;
+  bool v1_ = true;
+};
+
 // Forks a child that moves itself into `cgroup` (if any), pins itself to `cpu` (if any) and
 // then runs `body` (default: spin forever). Returns its pid; kill with stop_child().
 pid_t spawn_child(const TestCgroup* cgroup, std::optional<int> cpu,

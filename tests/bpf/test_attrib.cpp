@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the attribution family: the real SDK probes in tests/testprogs/attrib_target,
-// real cgroup quotas, a really dropped page cache, a real slow loopback peer, real contention.
+// real cgroup quotas and memory limits, a really dropped page cache, a real slow loopback peer,
+// real contention.
 #include "attrib_fixture.h"
+#include "probes/memcg_pressure.h"
 
 namespace tailcause::testing {
 namespace {
@@ -93,6 +95,45 @@ TEST_F(AttribTest, ColdPageCacheShowsBlockIoAndMisses) {
   EXPECT_GT(value(m, "tailcause_stage_page_cache_misses",
                   {{"tenant", "attrib-cold"}, {"stage", "retrieval"}}),
             10000);
+}
+
+// (2b) The same cold read by a process whose memory cgroup is limited to 4 MiB: every page it
+// reads must be made room for, and the kernel reclaims in the reading thread's own context.
+// That CPU time is the page cache's cost, block_io, not the stage's own work: the stage's
+// on_cpu is what is left of its thread's CPU time (the kernel's own count) without it. Beside
+// it the same read without a limit, whose CPU time stays on_cpu.
+TEST_F(AttribTest, ReclaimUnderAMemoryLimitIsBlockIo) {
+  const auto layout = probes::memory_cgroup_layout(host_layout());
+  if (!layout) GTEST_SKIP() << "no memory controller on this host";
+  const std::string file = disk_scratch_dir() + "/attrib-reclaim.bin";
+  constexpr size_t kBytes = 64 << 20;
+  write_random_file(file, kBytes, 11);
+  MemoryCgroup limited(*layout, "tailcause-attrib-reclaim");
+  ASSERT_TRUE(limited.limit(4 << 20)) << limited.dir();
+  probe->start(ctx);
+  const std::string out = run_target(
+      {"read", "0x203", "attrib-reclaim", file, "1", limited.dir() + "/cgroup.procs"});
+  const std::string free_out = run_target({"read", "0x204", "attrib-free", file, "1"});
+  unlink(file.c_str());
+
+  const auto cpu_ns = [](const std::string& o) {
+    const auto at = o.find("cpu_ms=");
+    return at == std::string::npos ? 0.0 : std::stod(o.substr(at + 7)) * 1e6;
+  };
+  const StageRecord r = only_stage(0x203), free = only_stage(0x204);
+  const double cpu = cpu_ns(out), free_cpu = cpu_ns(free_out);
+  const double on_cpu = static_cast<double>(part(r, Component::on_cpu));
+  std::cout << "[ figures  ] limited: " << describe(r) << "; thread CPU " << cpu / 1e6
+            << " ms, " << 100 * on_cpu / std::max(cpu, 1.0) << "% of it on_cpu\n"
+            << "[ figures  ] free: " << describe(free) << "; thread CPU " << free_cpu / 1e6
+            << " ms\n";
+  EXPECT_EQ(r.bytes_read, kBytes);
+  ASSERT_GT(cpu, 0) << out;
+  EXPECT_EQ(r.largest(), Component::block_io) << describe(r);
+  // Reclaim is about 40% of the limited reader's CPU time: on_cpu was 57-63% of it in six
+  // runs, 102% in three with reclaim counted as on_cpu.
+  EXPECT_LT(on_cpu, 0.8 * cpu) << describe(r);
+  EXPECT_GT(static_cast<double>(part(free, Component::on_cpu)), 0.8 * free_cpu) << describe(free);
 }
 
 // (3) A tool stage waiting 300 ms for a loopback peer is network time.

@@ -54,6 +54,7 @@ uint64_t printed_value(const std::string& out, const std::string& key) {
 class CritPathTest : public AttribTest {
  protected:
   void expect_throttled_peer(const std::string& how, uint64_t id);
+  void expect_throttled_pool_helper(const std::string& how, uint64_t id);
 };
 
 // (1) A stage waiting on a condition variable for a helper that burns 150 ms of CPU at 0.1 CPU
@@ -104,33 +105,41 @@ TEST_F(CritPathTest, WaitOnThrottledHelperIsThrottling) {
 // attach (its cgroup is kept at its quota by a hog): the stage waited on that throttling, which
 // happened in no span. Each stage hands one 50 us job; the 12 land at different points of the
 // 100 ms period, and those that found the cgroup throttled (it is 90% of the time) waited
-// tens of ms: each of those is cpu_throttled, through the helper, not lock.
-TEST_F(CritPathTest, HelperThrottledBeforeItAttachesIsThrottling) {
+// tens of ms: each of those is cpu_throttled, through the helper, not lock (nor run queue).
+void CritPathTest::expect_throttled_pool_helper(const std::string& how, uint64_t id) {
   if (host_layout().version != probes::CgroupLayout::Version::V1) {
     GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
   }
+  if (how == "cross" && sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
   TestCgroup cg("tailcause-critpath-pool");
   cg.set_cpu_quota(0.1);
   probe->start(ctx);
-  const std::string out =
-      run_target({"pool-helper", "0x806", "crit-pool", "12", cg.dir() + "/tasks"});
+  std::vector<std::string> args = {"pool-helper", std::to_string(id), "crit-pool", "12", cg.dir() + "/tasks"};
+  if (how == "cross") args.push_back(how);
+  const std::string out = run_target(args);
   int slow = 0;
-  uint64_t wall = 0, throttled = 0, lock = 0;
-  for (const auto& r : stages_of(0x806)) {
+  uint64_t wall = 0, throttled = 0, lock = 0, queued = 0;
+  for (const auto& r : stages_of(id)) {
     if (r.worker() || r.wall_ns() < 10'000'000) continue;  // the helper ran at once
     ++slow;
     wall += r.wall_ns();
     throttled += part(r, Component::cpu_throttled);
     lock += part(r, Component::lock);
+    queued += part(r, Component::runqueue);
     EXPECT_EQ(r.largest(), Component::cpu_throttled) << describe(r);
     ASSERT_TRUE(r.waker) << describe(r);
     EXPECT_EQ(r.waker->tid, printed_value(out, "helper_tid"));
   }
-  std::cout << "[ figures  ] " << slow << " of 12 stages waited over 10 ms: "
-            << 100.0 * throttled / std::max<uint64_t>(wall, 1) << "% cpu_throttled, "
-            << 100.0 * lock / std::max<uint64_t>(wall, 1) << "% lock\n";
+  const auto pct = [&](uint64_t ns) { return 100.0 * ns / std::max<uint64_t>(wall, 1); };
+  std::cout << "[ figures  ] " << how << ": " << slow << " of 12 stages waited over 10 ms: "
+            << pct(throttled) << "% cpu_throttled, " << pct(lock) << "% lock, " << pct(queued)
+            << "% runqueue\n";
   EXPECT_GE(slow, 3);
   EXPECT_GT(throttled, wall * 3 / 4);
+}
+
+TEST_F(CritPathTest, HelperThrottledBeforeItAttachesIsThrottling) {
+  expect_throttled_pool_helper("pinned", 0x806);
 }
 
 // (1b) The same, but the helper sleeps on CPU 0, where its cgroup has nothing to run (never
@@ -138,32 +147,7 @@ TEST_F(CritPathTest, HelperThrottledBeforeItAttachesIsThrottling) {
 // on the run queue it waits in, not the one it slept on (sampled when the wake-up began, before
 // the kernel picked its CPU, that one said "not throttled" and the wait counted as run queue).
 TEST_F(CritPathTest, HelperWokenOntoAThrottledCpuIsThrottling) {
-  if (host_layout().version != probes::CgroupLayout::Version::V1) {
-    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
-  }
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
-  TestCgroup cg("tailcause-critpath-cross");
-  cg.set_cpu_quota(0.1);
-  probe->start(ctx);
-  const std::string out =
-      run_target({"pool-helper", "0x807", "crit-cross", "12", cg.dir() + "/tasks", "cross"});
-  int slow = 0;
-  uint64_t wall = 0, throttled = 0, queued = 0;
-  for (const auto& r : stages_of(0x807)) {
-    if (r.worker() || r.wall_ns() < 10'000'000) continue;  // the helper ran at once
-    ++slow;
-    wall += r.wall_ns();
-    throttled += part(r, Component::cpu_throttled);
-    queued += part(r, Component::runqueue);
-    EXPECT_EQ(r.largest(), Component::cpu_throttled) << describe(r);
-    ASSERT_TRUE(r.waker) << describe(r);
-    EXPECT_EQ(r.waker->tid, printed_value(out, "helper_tid"));
-  }
-  std::cout << "[ figures  ] " << slow << " of 12 stages waited over 10 ms: "
-            << 100.0 * throttled / std::max<uint64_t>(wall, 1) << "% cpu_throttled, "
-            << 100.0 * queued / std::max<uint64_t>(wall, 1) << "% runqueue\n";
-  EXPECT_GE(slow, 3);
-  EXPECT_GT(throttled, wall * 3 / 4);
+  expect_throttled_pool_helper("cross", 0x80a);
 }
 
 // (2) A mutex held by a thread that sleeps 300 ms holding it: the wait stays lock.

@@ -29,32 +29,6 @@ namespace {
 constexpr size_t kFileBytes = 64u << 20;
 constexpr uint64_t kLimitBytes = 16u << 20;
 
-// A memory cgroup of the memory hierarchy (v1 memory mount or unified), removed at the end.
-class MemoryCgroup {
- public:
-  MemoryCgroup(const probes::CgroupLayout& layout, const std::string& leaf)
-      : name_("/" + leaf + "-" + std::to_string(getpid())), dir_(layout.root + name_) {
-    mkdir(dir_.c_str(), 0755);
-    v1_ = layout.version == probes::CgroupLayout::Version::V1;
-  }
-  ~MemoryCgroup() {
-    for (int i = 0; i < 50 && rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  bool limit(uint64_t bytes) {
-    std::ofstream(dir_ + (v1_ ? "/memory.limit_in_bytes" : "/memory.max")) << bytes;
-    return probes::read_memory_use(dir_).limit_bytes == bytes;
-  }
-  void enter() { std::ofstream(dir_ + "/cgroup.procs") << getpid(); }
-  const std::string& name() const { return name_; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string name_, dir_;
-  bool v1_ = true;
-};
-
 // Pages reclaim freed on the whole node so far: the kernel's own count (/proc/vmstat).
 double node_reclaimed_bytes() {
   std::ifstream in("/proc/vmstat");

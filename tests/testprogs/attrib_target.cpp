@@ -4,7 +4,10 @@
 // probes it uses, so the test need not race the daemon's attachment. Prints "key=value" lines.
 //
 //   attrib_target cpu ID TENANT CPU_MS          generation stage burning CPU_MS of CPU time
-//   attrib_target read ID TENANT FILE DROP      retrieval stage reading FILE (DROP 1: uncached)
+//   attrib_target read ID TENANT FILE DROP [PROCS]
+//                                               retrieval stage reading FILE (DROP 1: uncached),
+//                                               in the cgroup of PROCS (a cgroup.procs file) if
+//                                               given; prints the stage thread's cpu_ms=
 //   attrib_target slow-peer ID TENANT DELAY_MS [v6|poll]
 //                                               tool stage waiting for a loopback peer
 //                                               (127.0.0.1, ::1 with v6) in recv() (in poll()
@@ -140,7 +143,7 @@ void cpu_mode(uint64_t id, const char* tenant, double ms) {
   tailcause_request_end(id, 0);
 }
 
-void read_mode(uint64_t id, const char* tenant, const char* path, bool drop) {
+void read_mode(uint64_t id, const char* tenant, const char* path, bool drop, const char* procs) {
   const int fd = open(path, O_RDONLY);
   if (fd < 0) {
     perror(path);
@@ -148,14 +151,24 @@ void read_mode(uint64_t id, const char* tenant, const char* path, bool drop) {
   }
   if (drop) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   std::vector<char> buf(128 << 10);
+  if (procs) {  // after the buffer is touched: a memory cgroup charges only what comes after
+    std::fill(buf.begin(), buf.end(), 0);
+    FILE* f = fopen(procs, "w");
+    if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0) {
+      perror(procs);
+      _exit(2);
+    }
+  }
   uint64_t total = 0;
   tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  const double cpu_before = thread_cpu_ms();
   tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
   for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) total += n;
   tailcause_stage_end(id, TAILCAUSE_STAGE_RETRIEVAL);
+  const double cpu_ms = thread_cpu_ms() - cpu_before;
   tailcause_request_end(id, 0);
   close(fd);
-  printf("bytes=%llu\n", static_cast<unsigned long long>(total));
+  printf("bytes=%llu\ncpu_ms=%.3f\n", static_cast<unsigned long long>(total), cpu_ms);
 }
 
 // A loopback peer (127.0.0.1, or ::1 when `v6`) that answers `requests` requests of one
@@ -910,8 +923,9 @@ int main(int argc, char** argv) {
   }
   if (mode == "cpu" && argc == 5) {
     cpu_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]));
-  } else if (mode == "read" && argc == 6) {
-    read_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]) != 0);
+  } else if (mode == "read" && (argc == 6 || argc == 7)) {
+    read_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]) != 0,
+              argc == 7 ? argv[6] : nullptr);
   } else if (mode == "slow-peer" && (argc == 5 || argc == 6)) {
     slow_peer_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argc == 6 ? argv[5] : "");
   } else if (mode == "peers" && argc == 4) {
