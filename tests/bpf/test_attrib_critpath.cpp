@@ -7,6 +7,8 @@
 
 #include <map>
 
+#include <fmt/format.h>
+
 #include "attrib_fixture.h"
 #include "core/stage_aggregator.h"
 #include "core/verdict.h"
@@ -294,21 +296,24 @@ TEST_F(CritPathTest, WakeupTrackingCostFigures) {
 
   // The same load by two threads outside spans while a span is open elsewhere: what a wake-up
   // of any other thread on the node costs while an agent works (the wakee's context, the
-  // waker's context and its local-peer entry are looked up; none exists).
+  // waker's context and its local-peer entry are looked up at sched_waking, the wakee's
+  // context and local-peer entry at sched_wakeup; none exists).
   const auto before_outside = runs();
   const double on_outside =
       per_handoff(run_target({"pingpong", "0x808", "crit-pp", "outside", rounds, "1"}));
   const auto after_outside = runs();
-  const auto waking = [](const auto& m) {
-    const auto it = m.find("attrib_waking_btf");
-    return it == m.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
+  const auto per_run = [&](const std::string& name) {
+    const auto get = [&](const auto& m) {
+      const auto it = m.find(name);
+      return it == m.end() ? std::pair<uint64_t, uint64_t>{0, 0} : it->second;
+    };
+    const uint64_t n = get(after_outside).second - get(before_outside).second;
+    return fmt::format("{} {} ns per run over {} runs", name,
+                       n ? (get(after_outside).first - get(before_outside).first) / n : 0, n);
   };
-  const uint64_t n = waking(after_outside).second - waking(before_outside).second;
   std::cout << "[ figures  ] pipe ping-pong between two threads outside spans, a span open: "
             << off_outside << " ns per hand-off untraced, " << on_outside << " traced; "
-            << "attrib_waking_btf "
-            << (n ? (waking(after_outside).first - waking(before_outside).first) / n : 0)
-            << " ns per run over " << n << " runs\n";
+            << per_run("attrib_waking_btf") << ", " << per_run("attrib_wakeup_btf") << "\n";
   if (stats_fd >= 0) close(stats_fd);
 }
 
