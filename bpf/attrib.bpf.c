@@ -505,7 +505,8 @@ static __always_inline void requeued_at_wakeup(struct task_struct *p, struct att
 		}
 		return;
 	}
-	s = bpf_task_storage_get(&attrib_served, p, 0, 0); /* a server or helper note_served() woke */
+	/* A server or helper that note_served() woke. */
+	s = bpf_task_storage_get(&attrib_served, p, 0, 0);
 	if (s && s->snap_ts && s->cfs_rq != (__u64)cfs) {
 		s->cfs_rq = (__u64)cfs;
 		throttle_snapshot(cfs, &s->throttle_snap, &s->throttled);

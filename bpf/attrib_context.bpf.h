@@ -49,8 +49,8 @@ struct attrib_task {
 	__u64 thread_request; /* request_begin'ed on this thread and not yet ended (0: none) */
 	__u32 recipe_depth;   /* nested calls of span recipes in progress (recursion) */
 	__u32 reclaiming;     /* in direct or memory-cgroup reclaim: its CPU time is block_io */
-	__u64 recipe_sp; /* user stack pointer at the outermost span recipe call's entry */
-	__u64 gpu_sp;	 /* the same for the outermost GPU-sync call */
+	__u64 recipe_sp;      /* user stack pointer at the outermost span recipe call's entry */
+	__u64 gpu_sp;	      /* the same for the outermost GPU-sync call */
 	struct attrib_anomaly anomaly; /* the thread's last kernel anomaly (kept across spans) */
 	struct attrib_peer off_peer;   /* the socket peer of the current sleep (family 0: none) */
 	struct attrib_peer peers[ATTRIB_PEER_SLOTS]; /* the span's peers, with their network wait */

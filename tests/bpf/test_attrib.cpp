@@ -111,8 +111,8 @@ TEST_F(AttribTest, ReclaimUnderAMemoryLimitIsBlockIo) {
   MemoryCgroup limited(*layout, "tailcause-attrib-reclaim");
   ASSERT_TRUE(limited.limit(4 << 20)) << limited.dir();
   probe->start(ctx);
-  const std::string out = run_target(
-      {"read", "0x203", "attrib-reclaim", file, "1", limited.dir() + "/cgroup.procs"});
+  const std::string out =
+      run_target({"read", "0x203", "attrib-reclaim", file, "1", limited.dir() + "/cgroup.procs"});
   const std::string free_out = run_target({"read", "0x204", "attrib-free", file, "1"});
   unlink(file.c_str());
 
@@ -123,8 +123,8 @@ TEST_F(AttribTest, ReclaimUnderAMemoryLimitIsBlockIo) {
   const StageRecord r = only_stage(0x203), free = only_stage(0x204);
   const double cpu = cpu_ns(out), free_cpu = cpu_ns(free_out);
   const double on_cpu = static_cast<double>(part(r, Component::on_cpu));
-  std::cout << "[ figures  ] limited: " << describe(r) << "; thread CPU " << cpu / 1e6
-            << " ms, " << 100 * on_cpu / std::max(cpu, 1.0) << "% of it on_cpu\n"
+  std::cout << "[ figures  ] limited: " << describe(r) << "; thread CPU " << cpu / 1e6 << " ms, "
+            << 100 * on_cpu / std::max(cpu, 1.0) << "% of it on_cpu\n"
             << "[ figures  ] free: " << describe(free) << "; thread CPU " << free_cpu / 1e6
             << " ms\n";
   EXPECT_EQ(r.bytes_read, kBytes);

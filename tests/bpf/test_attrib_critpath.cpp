@@ -116,7 +116,8 @@ void CritPathTest::expect_throttled_pool_helper(const std::string& how, uint64_t
   TestCgroup cg("tailcause-critpath-pool");
   cg.set_cpu_quota(0.1);
   probe->start(ctx);
-  std::vector<std::string> args = {"pool-helper", std::to_string(id), "crit-pool", "12", cg.dir() + "/tasks"};
+  std::vector<std::string> args = {"pool-helper", std::to_string(id), "crit-pool", "12",
+                                   cg.dir() + "/tasks"};
   if (how == "cross") args.push_back(how);
   const std::string out = run_target(args);
   int slow = 0;
@@ -133,9 +134,9 @@ void CritPathTest::expect_throttled_pool_helper(const std::string& how, uint64_t
     EXPECT_EQ(r.waker->tid, printed_value(out, "helper_tid"));
   }
   const auto pct = [&](uint64_t ns) { return 100.0 * ns / std::max<uint64_t>(wall, 1); };
-  std::cout << "[ figures  ] " << how << ": " << slow << " of 12 stages waited over 10 ms: "
-            << pct(throttled) << "% cpu_throttled, " << pct(lock) << "% lock, " << pct(queued)
-            << "% runqueue\n";
+  std::cout << "[ figures  ] " << how << ": " << slow
+            << " of 12 stages waited over 10 ms: " << pct(throttled) << "% cpu_throttled, "
+            << pct(lock) << "% lock, " << pct(queued) << "% runqueue\n";
   EXPECT_GE(slow, 3);
   EXPECT_GT(throttled, wall * 3 / 4);
 }

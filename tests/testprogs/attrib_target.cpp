@@ -952,7 +952,8 @@ int main(int argc, char** argv) {
     exit_mid_stage_mode(arg_u64(argv, 2));
   } else if (mode == "cond-helper" && argc == 5) {
     cond_helper_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]));
-  } else if (mode == "pool-helper" && (argc == 6 || (argc == 7 && argv[6] == std::string("cross")))) {
+  } else if (mode == "pool-helper" &&
+             (argc == 6 || (argc == 7 && argv[6] == std::string("cross")))) {
     pool_helper_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argv[5], argc == 7);
   } else if (mode == "moving-wait" && argc == 6) {
     moving_wait_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]), argv[5]);
