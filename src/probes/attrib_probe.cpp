@@ -104,7 +104,7 @@ void AttribProbe::start(const ProbeContext& ctx) {
   skel_->rodata->wakeup_bytes = kWakeupBytes;
   skel_->rodata->report_exec = only_pid_ == 0 && only_binary_.empty();
   // Optional sources: major faults need software perf events; reclaim time (counted as
-  // block_io) the vmscan tracepoints, memory-cgroup reclaim's only with CONFIG_MEMCG.
+  // block_io) the vmscan tracepoints.
   bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
   set_reclaim_autoload(ctx.features);
   fill_syscall_classes(skel_->rodata->syscall_class);
@@ -168,35 +168,43 @@ void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
     links_.push_back(std::move(l));
   }
   if (ctx.features.perf_event) attach_major_faults();
-  bpf_program* reclaim[] = {
-      skel_->progs.attrib_direct_reclaim_begin_btf, skel_->progs.attrib_direct_reclaim_end_btf,
-      skel_->progs.attrib_memcg_reclaim_begin_btf, skel_->progs.attrib_memcg_reclaim_end_btf};
-  for (bpf_program* p : reclaim) {
-    if (!bpf_program__autoload(p)) continue;
-    LinkHandle l(bpf_program__attach(p));
-    if (!l) {
-      spdlog::warn("attrib: {} not attached ({}): reclaim time in stages counts as on_cpu",
-                   bpf_program__name(p), strerror(errno));
+  // A pair attaches whole or not at all: a begin without its end would count the thread's
+  // CPU time as block_io until its next span.
+  for (const auto& pair : reclaim_pairs()) {
+    if (!bpf_program__autoload(pair.begin)) continue;
+    LinkHandle begin(bpf_program__attach(pair.begin));
+    LinkHandle end(begin ? bpf_program__attach(pair.end) : nullptr);
+    if (!begin || !end) {
+      spdlog::warn("attrib: {} reclaim not timed ({}): its time in stages counts as on_cpu",
+                   pair.kind, strerror(errno));
       continue;
     }
-    links_.push_back(std::move(l));
+    links_.push_back(std::move(begin));
+    links_.push_back(std::move(end));
   }
 }
 
-// The reclaim programs whose tracepoints the kernel has keep their autoload; the others are
-// left out of the load.
+std::array<AttribProbe::ReclaimPair, 2> AttribProbe::reclaim_pairs() const {
+  return {{{skel_->progs.attrib_direct_reclaim_begin_btf,
+            skel_->progs.attrib_direct_reclaim_end_btf, "direct"},
+           {skel_->progs.attrib_memcg_reclaim_begin_btf, skel_->progs.attrib_memcg_reclaim_end_btf,
+            "memcg"}}};
+}
+
+// The reclaim pairs whose two tracepoints the kernel has keep their autoload; the others are
+// left out of the load (memory-cgroup reclaim's exist only with CONFIG_MEMCG).
 void AttribProbe::set_reclaim_autoload(const Features& features) {
   const auto btf = start_btf(features);
-  const std::pair<bpf_program*, const char*> programs[] = {
-      {skel_->progs.attrib_direct_reclaim_begin_btf, "btf_trace_mm_vmscan_direct_reclaim_begin"},
-      {skel_->progs.attrib_direct_reclaim_end_btf, "btf_trace_mm_vmscan_direct_reclaim_end"},
-      {skel_->progs.attrib_memcg_reclaim_begin_btf, "btf_trace_mm_vmscan_memcg_reclaim_begin"},
-      {skel_->progs.attrib_memcg_reclaim_end_btf, "btf_trace_mm_vmscan_memcg_reclaim_end"}};
+  const auto has = [&](const std::string& type) {
+    return btf && btf__find_by_name_kind(btf.get(), type.c_str(), BTF_KIND_TYPEDEF) >= 0;
+  };
   bool any = false;
-  for (const auto& [prog, type] : programs) {
-    const bool has = btf && btf__find_by_name_kind(btf.get(), type, BTF_KIND_TYPEDEF) >= 0;
-    bpf_program__set_autoload(prog, has);
-    any = any || has;
+  for (const auto& pair : reclaim_pairs()) {
+    const std::string stem = fmt::format("btf_trace_mm_vmscan_{}_reclaim_", pair.kind);
+    const bool both = has(stem + "begin") && has(stem + "end");
+    bpf_program__set_autoload(pair.begin, both);
+    bpf_program__set_autoload(pair.end, both);
+    any = any || both;
   }
   if (!any) spdlog::warn("attrib: no reclaim tracepoints: reclaim time in stages counts as on_cpu");
 }

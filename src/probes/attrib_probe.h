@@ -4,6 +4,7 @@
 // and turns the kernel's per-stage records into per tenant/agent/stage series.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -103,6 +104,13 @@ class AttribProbe final : public ProbeFamily {
   void sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid);
   void attach_core_programs(const ProbeContext& ctx);
   void attach_major_faults();
+  // A kind of reclaim ("direct", "memcg") and the programs timing its passes.
+  struct ReclaimPair {
+    bpf_program* begin;
+    bpf_program* end;
+    const char* kind;
+  };
+  std::array<ReclaimPair, 2> reclaim_pairs() const;
   void set_reclaim_autoload(const Features& features);
   void load_recipes(const core::AttribConfig& config);
   void handle_pending();
