@@ -233,9 +233,20 @@ uint64_t BpftraceRunqPeer::recursion_misses() const {
 
 std::map<int, RunqPeerGroup> BpftraceRunqPeer::stop() {
   misses_ = recursion_misses();
-  kill(pid_, SIGINT);
-  int status = 0;
-  waitpid(pid_, &status, 0);
+  // bpftrace now and then takes a SIGINT and stays in epoll_wait (seen once in CI, for 15
+  // minutes; a second SIGINT ended it at once): ask again every 2 s, for a minute at most.
+  bool exited = false;
+  for (int tick = 0; tick < 600 && !exited; ++tick) {
+    if (tick % 20 == 0) kill(pid_, SIGINT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    exited = waitpid(pid_, nullptr, WNOHANG) == pid_;
+  }
+  if (!exited) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    throw std::runtime_error("bpftrace did not exit within 60 s of SIGINT");
+  }
   pid_ = -1;
   std::map<int, RunqPeerGroup> out;
   const std::map<std::string, RunqDistribution RunqPeerGroup::*> hists = {

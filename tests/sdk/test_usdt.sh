@@ -75,8 +75,17 @@ start_tracer() {
 	wait_for "$WORK/$name.out" '^READY' 60
 }
 
+# bpftrace now and then takes a SIGINT and stays in epoll_wait (seen in the runq peer test; a
+# second SIGINT ends it): asked again every 2 s, for a minute at most.
 stop_tracer() {
+	local tick=0
 	kill -INT "$TRACER"
+	while kill -0 "$TRACER" 2>/dev/null && ((tick < 600)); do
+		sleep 0.1
+		tick=$((tick + 1))
+		((tick % 20 == 0)) && kill -INT "$TRACER" 2>/dev/null
+	done
+	kill -0 "$TRACER" 2>/dev/null && fail "bpftrace did not exit within 60 s of SIGINT"
 	wait "$TRACER" || fail "bpftrace exited with $?: $(tail -5 "$WORK/$1.out")"
 }
 
