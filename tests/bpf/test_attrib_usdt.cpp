@@ -26,8 +26,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-// The SDK's probes are a nop (x86-64: one byte, 0x90) with a semaphore: the file offsets computed
-// from the notes' link-time addresses land on one and point into the file.
+// The SDK's probes are a nop (x86-64: the 5-byte one, 0f 1f 44 00 00) with a semaphore: the file
+// offsets computed from the notes' link-time addresses land on one and point into the file.
 TEST(UsdtNotes, SitesLandOnTheProbesInstructions) {
   const auto sites = probes::read_usdt_sites(kTarget, "tailcause");
   EXPECT_TRUE(sites.problems.empty()) << sites.problems.front();
@@ -38,7 +38,8 @@ TEST(UsdtNotes, SitesLandOnTheProbesInstructions) {
     names.insert(s.name);
     ASSERT_LT(s.offset, bytes.size()) << s.name;
 #if defined(__x86_64__)
-    EXPECT_EQ(static_cast<unsigned char>(bytes[s.offset]), 0x90) << s.name << " at " << s.offset;
+    EXPECT_EQ(bytes.compare(s.offset, 5, std::string("\x0f\x1f\x44\x00\x00", 5)), 0)
+        << s.name << " at " << s.offset;
 #endif
     EXPECT_GT(s.semaphore_offset, 0u) << s.name;
     EXPECT_LT(s.semaphore_offset, bytes.size()) << s.name;
@@ -78,6 +79,40 @@ TEST_F(AttribTest, UprobeMultiLinkPerProgramCarriesEverySite) {
   probe->stop();
   EXPECT_EQ(held_uprobes().multi_links, before.multi_links);
   EXPECT_EQ(probe->usdt_spec_ids(), 0u);
+}
+
+// From Linux 6.18 (x86-64) a uprobe on a 5-byte nop becomes, after its first hit, a call into
+// a trampoline page the kernel maps into the process ("[uprobes-trampoline]") and a syscall,
+// instead of an int3 trap on every hit. The SDK's sites are that nop, so a traced process
+// gets the trampoline once its probes fire. Skipped on kernels without the optimisation.
+TEST_F(AttribTest, TracedProbeSitesAreOptimisedIntoTrampolineCalls) {
+#if defined(__x86_64__)
+  std::ifstream kallsyms("/proc/kallsyms");
+  std::string line;
+  bool optimising_kernel = false;
+  while (!optimising_kernel && std::getline(kallsyms, line))
+    optimising_kernel = line.ends_with(" arch_uprobe_optimize");
+  if (!optimising_kernel) GTEST_SKIP() << "kernel without uprobe optimisation (Linux < 6.18)";
+  probe->start(ctx);
+  ASSERT_TRUE(probe->attached_to(kTarget));
+  const pid_t pid = spawn_target({"cpu", "0xA05", "attrib-nop5", "1500"});
+  bool trampoline = false;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    for (std::string m; !trampoline && std::getline(maps, m);)
+      trampoline = m.ends_with("[uprobes-trampoline]");
+    probe->tick(ctx);
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  probe->consume();
+  EXPECT_TRUE(trampoline) << "the traced target never got a [uprobes-trampoline] mapping";
+  EXPECT_EQ(only_stage(0xA05).id.tenant, "attrib-nop5");
+  probe->stop();
+#else
+  GTEST_SKIP() << "the 5-byte nop optimisation is x86-64 only";
+#endif
 }
 
 // Kernels without uprobe_multi: one perf-event uprobe per site, argument specs by cookie too.

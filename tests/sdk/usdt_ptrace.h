@@ -5,8 +5,9 @@
 // optionally increments the probes' semaphores, and on each trap decodes the probe arguments
 // from the argument specs in the note ("8@%rdi", "-8@-24(%rbp)", "8@$5").
 //
-// x86-64 only (the site is a one-byte nop, so the child resumes one byte further and the trap
-// stays planted). The child runs single-threaded code only: other threads are not traced.
+// x86-64 only (the site is a nop, sdt.h's one-byte one or the SDK's five-byte one, so the child
+// resumes past it and the trap stays planted). The child runs single-threaded code only: other
+// threads are not traced.
 #pragma once
 
 #include <elf.h>
@@ -44,6 +45,7 @@ struct Site {
   std::string provider;
   std::string name;
   std::uintptr_t pc = 0;         // run-time address of the nop
+  std::size_t nop_size = 0;      // 1 (0x90) or 5 (0f 1f 44 00 00), read when the tracer arms
   std::uintptr_t semaphore = 0;  // run-time address, 0 if none
   std::vector<ArgSpec> args;
 };
@@ -228,10 +230,8 @@ class Tracer {
  private:
   void arm(bool enable_semaphores) {
     std::set<std::uintptr_t> semaphores;
-    for (const Site& site : sites_) {
-      unsigned char byte = 0;
-      if (pread(mem_, &byte, 1, static_cast<off_t>(site.pc)) != 1 || byte != 0x90)
-        throw std::runtime_error("probe site " + site.name + " is not a nop");
+    for (Site& site : sites_) {
+      site.nop_size = nop_size_at(site);
       const unsigned char trap = 0xcc;
       if (pwrite(mem_, &trap, 1, static_cast<off_t>(site.pc)) != 1)
         throw std::runtime_error("cannot plant a trap at " + site.name);
@@ -272,9 +272,19 @@ class Tracer {
       const Site* site = site_at(regs.rip - 1);
       if (!site) throw std::runtime_error("SIGTRAP outside a probe site");
       events.push_back(decode(*site, regs));
-      regs.rip = site->pc + 1;  // past the nop the trap replaced
+      regs.rip = site->pc + site->nop_size;  // past the nop the trap's byte replaced
       ptrace(PTRACE_SETREGS, child, nullptr, &regs);
     }
+  }
+
+  std::size_t nop_size_at(const Site& site) const {
+    static const unsigned char nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+    unsigned char bytes[5] = {};
+    if (pread(mem_, bytes, sizeof bytes, static_cast<off_t>(site.pc)) != sizeof bytes)
+      throw std::runtime_error("cannot read probe site " + site.name);
+    if (bytes[0] == 0x90) return 1;
+    if (std::memcmp(bytes, nop5, sizeof nop5) == 0) return 5;
+    throw std::runtime_error("probe site " + site.name + " is not a nop");
   }
 
   const Site* site_at(std::uintptr_t pc) const {

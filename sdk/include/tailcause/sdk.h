@@ -48,6 +48,23 @@
 #endif
 #include <sys/sdt.h>
 
+/* On x86-64 the probe site is a 5-byte nop instead of sdt.h's 1-byte one: from Linux 6.18 the
+ * kernel turns a uprobe on a 5-byte nop into a call to a trampoline and a syscall after its first
+ * hit, so a traced probe costs no breakpoint trap; on older kernels, and for every USDT tool, it
+ * is still a nop the probe sits on. It holds for every STAP_PROBE after this header in the
+ * translation unit (the cache library's cache_action probe is one). */
+#if defined(__x86_64__)
+#undef _SDT_NOP
+/* The bytes the kernel looks for (0f 1f 44 00 00), spelled out: an assembler shortens "nopl
+ * 0(%rax,%rax,1)" to 4 bytes, and sdt.h's macros cannot pass a comma through. */
+#define _SDT_NOP                                                                                   \
+	.byte 0x0f;                                                                                \
+	.byte 0x1f;                                                                                \
+	.byte 0x44;                                                                                \
+	.byte 0x00;                                                                                \
+	.byte 0x00
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
