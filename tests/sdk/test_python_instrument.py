@@ -171,5 +171,55 @@ class Wrapping(unittest.TestCase):
             ["end", "agent", 0]])
 
 
+class EntryTenant(unittest.TestCase):
+    """The tenant of an entry call: its --tenant-arg argument however it was passed."""
+
+    def tenants(self, fn, calls):
+        seen = []
+
+        class Request:
+            def __init__(self, tenant, agent):
+                seen.append(tenant)
+
+            def end(self, status=0):
+                pass
+
+        sdk, settings = instrument.tailcause, dict(instrument._settings)
+        instrument.tailcause = type("sdk", (), {"Request": Request})
+        instrument._settings.update(tenant_arg="tenant", tenant_env=None, name="script")
+        try:
+            entry = instrument.wrap_entry(fn)
+            for args, kwargs in calls:
+                entry(*args, **kwargs)
+        finally:
+            instrument.tailcause = sdk
+            instrument._settings.clear()
+            instrument._settings.update(settings)
+        return seen
+
+    def test_positional_keyword_default_and_keyword_only(self):
+        def handle(agent, tenant, query=None):
+            return query
+
+        def keyword_only(query, *, tenant="x"):
+            return query
+
+        def catch_all(query, **kwargs):
+            return query
+
+        env = os.environ.pop("TAILCAUSE_TENANT", None)
+        try:
+            self.assertEqual(self.tenants(handle, [((None, "t-pos"), {}),
+                                                   ((None,), {"tenant": "t-kw"}),
+                                                   ((), {"agent": None, "tenant": "t-all"})]),
+                             ["t-pos", "t-kw", "t-all"])
+            self.assertEqual(self.tenants(keyword_only, [(("q",), {"tenant": "t-ko"}), (("q",), {})]),
+                             ["t-ko", "script"])  # not passed: the default tenant, not the default value
+            self.assertEqual(self.tenants(catch_all, [(("q",), {"tenant": "t-any"})]), ["t-any"])
+        finally:
+            if env is not None:
+                os.environ["TAILCAUSE_TENANT"] = env
+
+
 if __name__ == "__main__":
     unittest.main()

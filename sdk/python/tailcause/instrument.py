@@ -57,7 +57,7 @@ class _ThreadState(threading.local):
     reads `depth` on every submodule call)."""
     request = None  # the thread's Request
     depth = 0  # stages open on the thread
-    linger = None  # the module-call stage left open after its call: (Stage, kind, calling code)
+    linger = None  # the module-call stage left open after its call: (Stage, calling code)
 
 
 _state = _ThreadState()
@@ -147,50 +147,66 @@ def _patch(owner, name, kind):
         setattr(owner, name, _staged(fn, kind))
 
 
-def _request_scope(tenant):
+class _RequestScope:
     """Runs the body as one request of `tenant` (nested calls join the outer request)."""
-    class _Scope:
-        def __enter__(self):
-            self.outer = _state.request
-            self.request = None
-            if self.outer is None:
-                self.request = _state.request = tailcause.Request(str(tenant), _agent())
-            return self
 
-        def __exit__(self, exc_type, exc, tb):
-            if self.request is not None:
-                _end_linger()
-                _state.request = None
-                self.request.end(0 if exc_type is None else 1)
-            return False
-    return _Scope()
+    __slots__ = ("tenant", "request")
+
+    def __init__(self, tenant):
+        self.tenant = tenant
+        self.request = None
+
+    def __enter__(self):
+        if _state.request is None:
+            self.request = _state.request = tailcause.Request(str(self.tenant), _agent())
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.request is not None:
+            _end_linger()
+            _state.request = None
+            self.request.end(0 if exc_type is None else 1)
+        return False
+
+
+def _positional_index(fn, name):
+    """The position `name` takes when passed positionally to `fn`, or None (keyword-only, or
+    not a parameter): read once, so a request costs no signature binding."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    for i, p in enumerate(parameters):
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            return None
+        if p.name == name:
+            return i
+    return None
 
 
 def wrap_entry(fn):
     """Each call of `fn` is one request; the tenant from its --tenant-arg argument."""
     arg = _settings.get("tenant_arg")
-    signature = inspect.signature(fn) if arg else None
+    position = _positional_index(fn, arg) if arg else None
 
     def tenant_of(args, kwargs):
-        if signature is not None:
-            try:
-                bound = signature.bind_partial(*args, **kwargs)
-                if arg in bound.arguments:
-                    return bound.arguments[arg]
-            except TypeError:
-                pass
+        if arg:
+            if arg in kwargs:
+                return kwargs[arg]
+            if position is not None and position < len(args):
+                return args[position]
         return _tenant_default()
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_entry(*args, **kwargs):
-            with _request_scope(tenant_of(args, kwargs)):
+            with _RequestScope(tenant_of(args, kwargs)):
                 return await fn(*args, **kwargs)
         return async_entry
 
     @functools.wraps(fn)
     def entry(*args, **kwargs):
-        with _request_scope(tenant_of(args, kwargs)):
+        with _RequestScope(tenant_of(args, kwargs)):
             return fn(*args, **kwargs)
     return entry
 
@@ -200,7 +216,7 @@ def wrap_wsgi(app):
 
     @functools.wraps(app)
     def wsgi(environ, start_response):
-        with _request_scope(environ.get(header) or _tenant_default()):
+        with _RequestScope(environ.get(header) or _tenant_default()):
             return app(environ, start_response)  # a streamed body ends outside the request
     return wsgi
 
@@ -213,7 +229,7 @@ def wrap_asgi(app):
             return await app(scope, receive, send)
         tenant = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == header),
                       None)
-        with _request_scope(tenant or _tenant_default()):
+        with _RequestScope(tenant or _tenant_default()):
             return await app(scope, receive, send)
     return asgi
 
@@ -226,30 +242,40 @@ def _instrument_torch(torch):
     if getattr(call, "__tailcause_wrapped__", False):
         return
 
+    kinds = {}  # calling code object -> stage kind, from the function's name (read once)
+
+    def kind_of(code):
+        kind = kinds.get(code)
+        if kind is None:
+            if len(kinds) >= 4096:  # code made at run time (exec, lambdas) must not pile up
+                kinds.clear()
+            name = code.co_name.lower()
+            kind = kinds[code] = (tailcause.Stage.EMBEDDING if "embed" in name or "encode" in name
+                                  else tailcause.Stage.GENERATION)
+        return kind
+
     @functools.wraps(call)
     def module_call(self, *args, **kwargs):
-        if _state.depth:  # a submodule: part of the outer module's stage
+        state = _state
+        if state.depth:  # a submodule: part of the outer module's stage
             return call(self, *args, **kwargs)
         code = sys._getframe(1).f_code
-        name = code.co_name.lower()
-        kind = (tailcause.Stage.EMBEDDING if "embed" in name or "encode" in name
-                else tailcause.Stage.GENERATION)
-        request = _state.request
+        request = state.request
         if request is None:  # no request to hold a lingering stage: the call is its own
-            with _StageScope(kind):
+            with _StageScope(kind_of(code)):
                 return call(self, *args, **kwargs)
-        linger = _state.linger
-        if linger is None or linger[1] != kind or linger[2] is not code:
+        linger = state.linger
+        if linger is None or linger[1] is not code:  # the same code: the same kind, stage
             _end_linger()
-            _state.linger = (tailcause.Stage(request, kind), kind, code)
-        _state.depth = 1
+            state.linger = (tailcause.Stage(request, kind_of(code)), code)
+        state.depth = 1
         try:
             return call(self, *args, **kwargs)
         except BaseException:
             _end_linger()
             raise
         finally:
-            _state.depth = 0
+            state.depth = 0
     module_call.__tailcause_wrapped__ = True
     module.__call__ = module_call
 
