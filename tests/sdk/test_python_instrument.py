@@ -213,8 +213,9 @@ class EntryTenant(unittest.TestCase):
                                                    ((None,), {"tenant": "t-kw"}),
                                                    ((), {"agent": None, "tenant": "t-all"})]),
                              ["t-pos", "t-kw", "t-all"])
+            # Not passed: the default tenant, not the parameter's default value.
             self.assertEqual(self.tenants(keyword_only, [(("q",), {"tenant": "t-ko"}), (("q",), {})]),
-                             ["t-ko", "script"])  # not passed: the default tenant, not the default value
+                             ["t-ko", "script"])
             self.assertEqual(self.tenants(catch_all, [(("q",), {"tenant": "t-any"})]), ["t-any"])
         finally:
             if env is not None:

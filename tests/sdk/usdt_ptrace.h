@@ -41,6 +41,9 @@ struct ArgSpec {
   std::int64_t value = 0;  // imm: the constant; mem: the displacement
 };
 
+// The SDK's probe site on x86-64 (sdk.h): the 5-byte nop the kernel can optimise.
+inline constexpr unsigned char kNop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+
 struct Site {
   std::string provider;
   std::string name;
@@ -278,12 +281,11 @@ class Tracer {
   }
 
   std::size_t nop_size_at(const Site& site) const {
-    static const unsigned char nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
     unsigned char bytes[5] = {};
     if (pread(mem_, bytes, sizeof bytes, static_cast<off_t>(site.pc)) != sizeof bytes)
       throw std::runtime_error("cannot read probe site " + site.name);
     if (bytes[0] == 0x90) return 1;
-    if (std::memcmp(bytes, nop5, sizeof nop5) == 0) return 5;
+    if (std::memcmp(bytes, kNop5, sizeof kNop5) == 0) return 5;
     throw std::runtime_error("probe site " + site.name + " is not a nop");
   }
 

@@ -100,9 +100,10 @@ TEST_F(SdkProbes, EveryProbeOfTheContractIsInTheBinaryWithItsSemaphore) {
 // turns a uprobe there into a call and a syscall after its first hit, about half the cost of
 // the int3 trap a 1-byte nop keeps forever (docs/recipes.md has the figures).
 TEST_F(SdkProbes, EveryProbeSiteIsTheFiveByteNopTheKernelOptimizes) {
-  const unsigned char nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
   for (const auto& site : sites()) {
-    EXPECT_EQ(std::memcmp(reinterpret_cast<const void*>(site.pc), nop5, sizeof nop5), 0)
+    EXPECT_EQ(std::memcmp(reinterpret_cast<const void*>(site.pc), usdt_ptrace::kNop5,
+                          sizeof usdt_ptrace::kNop5),
+              0)
         << site.name << " is not the 5-byte nop";
   }
 }
