@@ -488,9 +488,10 @@ int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 
 /* sched_waking fires before the wake-up picks the wakee's CPU; sched_wakeup after it is queued
  * there. A throttle clock sampled at sched_waking on the run queue of the CPU it slept on is
- * read again here when the wakee landed on another CPU's: else its wait fell back to the old
- * run queue's throttle state of that moment (not throttled, for a helper that slept on a CPU
- * where its cgroup had nothing to run), and a wait out the quota's period counted as run queue. */
+ * carried over here when the wakee landed on another CPU's (sched_migrate_task, below, has
+ * done so already when it saw the move): else its wait fell back to the old run queue's
+ * throttle state of that moment (not throttled, for a helper that slept on a CPU where its
+ * cgroup had nothing to run), and a wait out the quota's period counted as run queue. */
 static __always_inline void requeued_at_wakeup(struct task_struct *p, struct attrib_task *c)
 {
 	struct cfs_rq *cfs = task_cfs_rq(p);
@@ -499,18 +500,16 @@ static __always_inline void requeued_at_wakeup(struct task_struct *p, struct att
 	if (!cfs)
 		return;
 	if (c) { /* a span thread whose wait sched_waking split (resolve_wait, resolve_peer_wait) */
-		if (c->wait_ts && c->wait_cfs_rq != (__u64)cfs) {
-			c->wait_cfs_rq = (__u64)cfs;
-			throttle_snapshot(cfs, &c->throttle_snap, &c->throttled_at_wait);
-		}
+		if (c->wait_ts && c->wait_cfs_rq != (__u64)cfs)
+			move_throttle_clock(&c->wait_cfs_rq, &c->throttle_snap, &c->throttled_at_wait,
+					    &c->throttle_carried, cfs);
 		return;
 	}
 	/* A server or helper that note_served() woke. */
 	s = bpf_task_storage_get(&attrib_served, p, 0, 0);
-	if (s && s->snap_ts && s->cfs_rq != (__u64)cfs) {
-		s->cfs_rq = (__u64)cfs;
-		throttle_snapshot(cfs, &s->throttle_snap, &s->throttled);
-	}
+	if (s && s->snap_ts && s->cfs_rq != (__u64)cfs)
+		move_throttle_clock(&s->cfs_rq, &s->throttle_snap, &s->throttled, &s->moved_throttled,
+				    cfs);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -530,6 +529,33 @@ int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
 	end_sleep(c, now);
 	start_wait(c, p, now);
 	mark_state(c, now);
+	return 0;
+}
+
+/* The load balancer moves a runnable thread to another CPU's run queue (wake-ups that move
+ * one pass here too, before sched_wakeup): a span thread waiting to run, or a server or helper
+ * with clocks kept, takes its throttled time so far along and reads the new run queue's
+ * throttle clock from here. Threads outside both pay two storage lookups per migration. */
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
+{
+	struct attrib_served *s;
+	struct attrib_task *c;
+	struct cfs_rq *to;
+
+	if (!attrib_active_spans)
+		return 0;
+	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
+	if (c && c->active) {
+		if (c->wait_ts && (to = cfs_rq_on(p, dest_cpu)))
+			move_throttle_clock(&c->wait_cfs_rq, &c->throttle_snap, &c->throttled_at_wait,
+					    &c->throttle_carried, to);
+		return 0;
+	}
+	s = bpf_task_storage_get(&attrib_served, p, 0, 0);
+	if (s && s->snap_ts && (to = cfs_rq_on(p, dest_cpu)))
+		move_throttle_clock(&s->cfs_rq, &s->throttle_snap, &s->throttled, &s->moved_throttled,
+				    to);
 	return 0;
 }
 

@@ -39,6 +39,7 @@ struct attrib_task {
 	__u64 wait_ts;		   /* runnable and waiting since (0: not waiting) */
 	__u64 wait_cfs_rq;	   /* the CFS run queue whose throttle clock was sampled */
 	__u64 throttle_snap;	   /* that run queue's cumulative throttled time at wait_ts */
+	__u64 throttle_carried;	   /* throttled time on run queues it left during the wait */
 	__u32 throttled_at_wait;   /* fallback: its hierarchy was throttled at wait_ts */
 	__u32 gpu_wait;		   /* set by GPU-sync uprobe recipes: sleeps count as gpu */
 	__s64 clock_offset;	   /* ktime minus the rq clock, sampled at its last switch-out */
@@ -84,6 +85,7 @@ struct attrib_served {
 	__u64 throttle_snap;	 /* that run queue's cumulative throttled time then */
 	__u64 carried_queued;	 /* run-queue time of the threads before it in the chain */
 	__u64 carried_throttled; /* ... of which throttled */
+	__u64 moved_throttled;	 /* its own throttled time on run queues it left since then */
 	__u32 client_tid;	 /* the span thread whose request it serves (or served last) */
 	__u32 throttled;	 /* its hierarchy was throttled then (when it moved CPUs since) */
 };

@@ -203,6 +203,7 @@ static __always_inline void snap_served(struct attrib_served *s, struct task_str
 	s->cfs_rq = (__u64)cfs;
 	s->carried_queued = 0;
 	s->carried_throttled = 0;
+	s->moved_throttled = 0;
 	throttle_snapshot(cfs, &s->throttle_snap, &s->throttled);
 }
 
@@ -217,8 +218,9 @@ static __always_inline void served_delay(struct attrib_served *s, struct task_st
 	q = delay > s->run_delay ? delay - s->run_delay : 0;
 	if (cfs && (__u64)cfs == s->cfs_rq && throttle_clock(cfs, &clock))
 		th = clock > s->throttle_snap ? clock - s->throttle_snap : 0;
-	else /* moved CPUs, or no throttle clock: all or nothing by the state at the snapshot */
+	else /* moved CPUs unseen, or no throttle clock: all or nothing by the state then */
 		th = s->throttled ? q : 0;
+	th += s->moved_throttled;
 	if (th > q)
 		th = q;
 	*queued = q + s->carried_queued;

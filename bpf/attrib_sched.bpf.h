@@ -59,7 +59,39 @@ static __always_inline void start_wait(struct attrib_task *c, struct task_struct
 
 	c->wait_ts = now;
 	c->wait_cfs_rq = (__u64)cfs;
+	c->throttle_carried = 0;
 	throttle_snapshot(cfs, &c->throttle_snap, &c->throttled_at_wait);
+}
+
+/* A waiting task's run queue changes from the one in `*rq` to `to` (the load balancer moved
+ * it, or a wake-up placed it on another CPU): the throttled time on the old one since `*snap`
+ * is added to `*carried`, and the new one's clock is read from here. Without this a thread
+ * moved to a CPU where its cgroup was then throttled waited out the quota's period as "run
+ * queue" (seen under a 10% quota: a 97 ms retrieval, 99% run queue via its helper). */
+static __always_inline void move_throttle_clock(__u64 *rq, __u64 *snap, __u32 *throttled,
+						__u64 *carried, struct cfs_rq *to)
+{
+	struct cfs_rq *from = (struct cfs_rq *)*rq;
+	__u64 clock;
+
+	if (from && throttle_clock(from, &clock) && clock > *snap)
+		*carried += clock - *snap;
+	*rq = (__u64)to;
+	throttle_snapshot(to, snap, throttled);
+}
+
+/* The run queue of task `t`'s group on CPU `cpu` (where a migration takes it), or NULL. */
+static __always_inline struct cfs_rq *cfs_rq_on(struct task_struct *t, int cpu)
+{
+	struct cfs_rq *cfs = task_cfs_rq(t), *on = NULL;
+	struct cfs_rq **per_cpu;
+
+	if (!cfs || !bpf_core_field_exists(cfs->tg) || cpu < 0)
+		return NULL;
+	per_cpu = BPF_CORE_READ(cfs, tg, cfs_rq);
+	if (per_cpu)
+		bpf_probe_read_kernel(&on, sizeof(on), &per_cpu[cpu]);
+	return on;
 }
 
 /* How much of a `wait` that ends now was throttling. */
@@ -73,8 +105,9 @@ static __always_inline __u64 throttled_part(struct attrib_task *c, struct task_s
 		return 0;
 	if ((__u64)cfs == c->wait_cfs_rq && throttle_clock(cfs, &clock))
 		part = clock > c->throttle_snap ? clock - c->throttle_snap : 0;
-	else /* migrated, or no throttle clock: all or nothing by the state at wait start */
+	else /* moved unseen, or no throttle clock: all or nothing by the state at wait start */
 		part = c->throttled_at_wait ? wait : 0;
+	part += c->throttle_carried;
 	return part < wait ? part : wait;
 }
 

@@ -73,6 +73,38 @@ TEST_F(AttribTest, ThrottlingFollowsAWaitAcrossCpus) {
   EXPECT_GT(throttled, 4 * queued) << describe(r);
 }
 
+// (1c) A wait that begins on a CPU where the cgroup is not throttled and is moved, still
+// waiting, to one where it is (the load balancer does this; here an affinity change, while a
+// SCHED_FIFO thread holds the first CPU): the throttled time on the new run queue is the
+// wait's, not "run queue" by the state where it began. On 6.18's task-based throttling this
+// passes without attrib_migrate_btf too (the moved thread is picked and throttled anew on the
+// new run queue, a wait of its own there); the handler is for a thread moved straight into a
+// throttled run queue's waiting list, seen under the e2e quota as ~100 ms "run queue" waits.
+TEST_F(AttribTest, AWaitMovedOntoAThrottledCpuIsThrottling) {
+  if (host_layout().version != probes::CgroupLayout::Version::V1) {
+    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
+  TestCgroup limited("attrib-migrated");
+  limited.set_cpu_quota(0.1);
+  probe->start(ctx);
+  run_target({"migrated-wait", "0x106", "attrib-migrated", "12", limited.dir() + "/tasks"});
+  int slow = 0;
+  uint64_t throttled = 0, queued = 0;
+  for (const auto& r : stages_of(0x106)) {
+    const uint64_t waited = part(r, Component::cpu_throttled) + part(r, Component::runqueue);
+    if (waited < 10'000'000) continue;  // landed while the cgroup could run
+    ++slow;
+    throttled += part(r, Component::cpu_throttled);
+    queued += part(r, Component::runqueue);
+  }
+  std::cout << "[ figures  ] " << slow << " of 12 waits over 10 ms: "
+            << 100.0 * throttled / std::max<uint64_t>(throttled + queued, 1)
+            << "% cpu_throttled of their wait to run\n";
+  EXPECT_GE(slow, 3);
+  EXPECT_GT(throttled, 4 * queued);
+}
+
 // (2) Reading a file whose pages were dropped shows block I/O and page-cache misses.
 TEST_F(AttribTest, ColdPageCacheShowsBlockIoAndMisses) {
   const std::string file = disk_scratch_dir() + "/attrib-cold.bin";

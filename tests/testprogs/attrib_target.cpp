@@ -58,6 +58,13 @@
 //                                               while another thread flips the stage thread
 //                                               between CPUs 0 and 1 every 2 ms: its waits
 //                                               cross run queues; prints stage_tid=
+//   attrib_target migrated-wait ID TENANT JOBS TASKS
+//                                               JOBS stages of a thread in the TASKS file (a
+//                                               v1 cgroup's tasks) beside a CPU hog of it on
+//                                               CPU 1: each wakes the thread on CPU 0 while a
+//                                               SCHED_FIFO thread holds that CPU, then moves
+//                                               it to CPU 1 while it waits to run; one per
+//                                               quota period, at its start
 //   attrib_target cache-actions TENANT          libtailcause_cache's actions: inserts past a
 //                                               small quota (evictions without admission,
 //                                               rejects with it), a model version change
@@ -844,6 +851,105 @@ void moving_wait_mode(uint64_t id, const char* tenant, double cpu_ms, const char
   hog.join();
 }
 
+// The load balancer's case, made certain: a thread waiting to run on a CPU where its cgroup is
+// not throttled is moved to one where it is. Right after the quota's period begins (its hog
+// resumes on CPU 1) the thread wakes on CPU 0, held there by a SCHED_FIFO thread spinning
+// 20 ms: it cannot run, and its cgroup's run queue there took runtime from the fresh quota.
+// Once the hog has spent the rest and stopped (throttled on CPU 1), the thread is moved to
+// CPU 1, and waits there, throttled, for the next period. Each stage is one such wait.
+void migrated_wait_mode(uint64_t id, const char* tenant, int jobs, const char* tasks) {
+  using Clock = std::chrono::steady_clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  int posted = 0, finished = 0;
+  std::atomic<bool> stop{false}, holding{false};
+  std::atomic<int> ready{0}, bursts{0};
+  std::atomic<pid_t> stage_tid{0};
+  std::atomic<Clock::rep> period_began{0}, hog_ran{0};
+  pin(0, 1);             // this thread drives the waits from CPU 1: CPU 0 is the FIFO thread's
+  std::thread hog([&] {  // spends the quota on CPU 1, and tells when it may run again
+    enter_cgroup(tasks, gettid(), 1);
+    ++ready;
+    for (auto last = Clock::now(); !stop;) {
+      const auto now = Clock::now();
+      if (now - last > 20ms) period_began = now.time_since_epoch().count();
+      hog_ran = now.time_since_epoch().count();
+      last = now;
+    }
+  });
+  std::thread blocker([&] {  // holds CPU 0 for 20 ms per burst asked
+    pin(0, 0);
+    sched_param fifo{};
+    fifo.sched_priority = 1;
+    if (sched_setscheduler(0, SCHED_FIFO, &fifo) != 0) {
+      perror("migrated-wait: SCHED_FIFO");
+      _exit(2);
+    }
+    ++ready;
+    for (int done = 0; !stop;) {
+      if (bursts == done) {
+        std::this_thread::sleep_for(200us);
+        continue;
+      }
+      holding = true;
+      const auto until = Clock::now() + 20ms;
+      while (Clock::now() < until) {
+      }
+      holding = false;
+      ++done;
+    }
+  });
+  std::thread stage([&] {
+    enter_cgroup(tasks, gettid(), 0);
+    stage_tid = gettid();
+    printf("stage_tid=%d\n", gettid());
+    ++ready;
+    tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+    std::unique_lock lock(mu);
+    for (int j = 0; j < jobs; ++j) {
+      tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
+      cv.wait(lock, [&] { return posted > j; });
+      tailcause_stage_end(id, TAILCAUSE_STAGE_GENERATION);
+      finished = j + 1;
+      cv.notify_all();
+    }
+    tailcause_request_end(id, 0);
+  });
+  while (ready < 3) std::this_thread::sleep_for(1ms);
+  for (int j = 0; j < jobs; ++j) {
+    for (const auto seen = period_began.load(); period_began == seen;) {
+      std::this_thread::sleep_for(100us);
+    }
+    ++bursts;
+    while (!holding) {
+    }
+    {
+      std::lock_guard lock(mu);
+      posted = j + 1;
+      cv.notify_all();  // wakes the stage thread on CPU 0, which the FIFO thread holds
+    }
+    // Until the hog has not run for 3 ms (throttled), 15 ms at most (the FIFO thread's 20).
+    const auto woken = Clock::now();
+    while (Clock::now() - Clock::time_point(Clock::duration(hog_ran.load())) < 3ms &&
+           Clock::now() - woken < 15ms) {
+      std::this_thread::sleep_for(500us);
+    }
+    pin(stage_tid, 1);  // moved while it waits to run
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return finished > j; });
+    }
+    while (holding) {
+    }
+    std::this_thread::sleep_for(2ms);  // asleep again: back to CPU 0 for the next wake-up
+    pin(stage_tid, 0);
+  }
+  stop = true;
+  stage.join();
+  blocker.join();
+  hog.join();
+}
+
 void holder_mode(uint64_t id, const char* tenant, const std::string& how, int ms) {
   std::mutex mu;
   std::atomic<bool> held{false};
@@ -957,6 +1063,8 @@ int main(int argc, char** argv) {
     pool_helper_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argv[5], argc == 7);
   } else if (mode == "moving-wait" && argc == 6) {
     moving_wait_mode(arg_u64(argv, 2), argv[3], std::atof(argv[4]), argv[5]);
+  } else if (mode == "migrated-wait" && argc == 6) {
+    migrated_wait_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argv[5]);
   } else if (mode == "holder" && argc == 6) {
     holder_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]));
   } else if (mode == "chain" && argc == 5) {
