@@ -292,6 +292,12 @@ def overlaps(i, window):
 
 slowed = [r for r in rows if r["tenant"] == "ta" and r["stage"] in threshold
           and r["wall_seconds"] >= threshold[r["stage"]]]
+# The same machine slows some of ta's stages with no fault (the agent's tenants and its tool
+# server share 2 CPUs): their rate in the clean run, per stage, says how many of the wrong
+# verdicts during a fault are that background rather than the fault's (printed, not judged).
+clean_rows = [r for r in json.load(open(f"{w}/clean.rows.json")) if r["tenant"] == "ta"
+              and r["stage"] in threshold and r["wall_seconds"] >= threshold[r["stage"]]]
+clean_seconds = json.load(open(f"{w}/clean.json"))["duration_seconds"]
 lines, bad, notes = [], [], []
 for name, (window, cause) in faults.items():
     mine = [i for i in inc if i["tenant"] == "ta" and overlaps(i, window)]
@@ -341,6 +347,14 @@ for name, ((begin, end), cause) in faults.items():
                  f"{'stages' if stages is None else 'retrievals'} "
                  f"({len(right) / max(1, len(judged)):.3f}, others {others}); first right verdict "
                  f"{first} after the fault began")
+    background = [r for r in clean_rows if r["cause"] in CONTENTION and r["cause"] != cause
+                  and (stages is None or r["stage"] in stages)]
+    expected = len(background) * (end - begin) / 1e9 / clean_seconds
+    contended = sum(n for c, n in others.items() if c in CONTENTION)
+    net = len(judged) - min(expected, contended)
+    lines.append(f"{name}: the clean run had {len(background)} such slowed stages with a contention "
+                 f"verdict in {clean_seconds:.0f} s, {expected:.1f} expected in this window; top-1 "
+                 f"net of them {len(right) / max(1, net):.3f}")
     if others:  # what the commonest wrong verdict looked like
         worst = max(others, key=others.get)
         lines.append(f"{name}: e.g. {worst}: \"{example[worst]}\"")
