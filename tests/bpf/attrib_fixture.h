@@ -50,6 +50,15 @@ inline void write_random_file(const std::string& path, size_t bytes, uint64_t se
   close(fd);
 }
 
+// Why a test that moves single threads into a quota'd cgroup (and, with `cpus` 2, between two
+// CPUs) cannot run here, or "" when it can.
+inline std::string why_no_thread_cgroups(long cpus) {
+  if (host_layout().version != probes::CgroupLayout::Version::V1) {
+    return "moves single threads between cgroups: needs the v1 cpu controller";
+  }
+  return sysconf(_SC_NPROCESSORS_ONLN) < cpus ? "needs two CPUs" : "";
+}
+
 inline double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

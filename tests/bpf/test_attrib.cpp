@@ -55,10 +55,7 @@ TEST_F(AttribTest, QuotaThrottlingDominatesACpuBoundStage) {
 // its cgroup spends the quota on CPU 0): its waits cross run queues, where the throttle clock
 // read at a wait's start cannot be read again at its end. The waits stay throttling.
 TEST_F(AttribTest, ThrottlingFollowsAWaitAcrossCpus) {
-  if (host_layout().version != probes::CgroupLayout::Version::V1) {
-    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
-  }
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
+  if (const auto why = why_no_thread_cgroups(2); !why.empty()) GTEST_SKIP() << why;
   TestCgroup limited("attrib-moving");
   limited.set_cpu_quota(0.1);
   probe->start(ctx);
@@ -81,10 +78,7 @@ TEST_F(AttribTest, ThrottlingFollowsAWaitAcrossCpus) {
 // new run queue, a wait of its own there); the handler is for a thread moved straight into a
 // throttled run queue's waiting list, seen under the e2e quota as ~100 ms "run queue" waits.
 TEST_F(AttribTest, AWaitMovedOntoAThrottledCpuIsThrottling) {
-  if (host_layout().version != probes::CgroupLayout::Version::V1) {
-    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
-  }
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
+  if (const auto why = why_no_thread_cgroups(2); !why.empty()) GTEST_SKIP() << why;
   TestCgroup limited("attrib-migrated");
   limited.set_cpu_quota(0.1);
   probe->start(ctx);

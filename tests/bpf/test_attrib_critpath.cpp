@@ -109,10 +109,9 @@ TEST_F(CritPathTest, WaitOnThrottledHelperIsThrottling) {
 // 100 ms period, and those that found the cgroup throttled (it is 90% of the time) waited
 // tens of ms: each of those is cpu_throttled, through the helper, not lock (nor run queue).
 void CritPathTest::expect_throttled_pool_helper(const std::string& how, uint64_t id) {
-  if (host_layout().version != probes::CgroupLayout::Version::V1) {
-    GTEST_SKIP() << "moves single threads between cgroups: needs the v1 cpu controller";
+  if (const auto why = why_no_thread_cgroups(how == "cross" ? 2 : 1); !why.empty()) {
+    GTEST_SKIP() << why;
   }
-  if (how == "cross" && sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
   TestCgroup cg("tailcause-critpath-pool");
   cg.set_cpu_quota(0.1);
   probe->start(ctx);

@@ -290,13 +290,14 @@ def inside(r, i):
 def overlaps(i, window):
     return i["start_ns"] <= window[1] + GRACE and i["end_ns"] >= window[0]
 
-slowed = [r for r in rows if r["tenant"] == "ta" and r["stage"] in threshold
-          and r["wall_seconds"] >= threshold[r["stage"]]]
+def slowed_ta(r):
+    return r["tenant"] == "ta" and r["stage"] in threshold and r["wall_seconds"] >= threshold[r["stage"]]
+
+slowed = [r for r in rows if slowed_ta(r)]
 # The same machine slows some of ta's stages with no fault (the agent's tenants and its tool
 # server share 2 CPUs): their rate in the clean run, per stage, says how many of the wrong
 # verdicts during a fault are that background rather than the fault's (printed, not judged).
-clean_rows = [r for r in json.load(open(f"{w}/clean.rows.json")) if r["tenant"] == "ta"
-              and r["stage"] in threshold and r["wall_seconds"] >= threshold[r["stage"]]]
+clean_rows = [r for r in json.load(open(f"{w}/clean.rows.json")) if slowed_ta(r)]
 clean_seconds = json.load(open(f"{w}/clean.json"))["duration_seconds"]
 lines, bad, notes = [], [], []
 for name, (window, cause) in faults.items():
