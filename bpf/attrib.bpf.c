@@ -459,10 +459,14 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 	return 0;
 }
 
-/* Runs in the waker's context (sched_wakeup may run on the wakee's CPU, under another task):
- * a span's wait on another span thread is split by that thread's history, a network wait on a
- * local peer by the peer's scheduler clocks; a thread outside spans woken by a span thread
- * notes its clocks (it may be the peer). */
+/* A wake-up of `p`, in the waker's context. A span thread's sleep ends here: split by the
+ * waker's history when the waker is another span thread, by the peer's scheduler clocks when
+ * it is a local peer, else kept as the sleep it was; from here the thread waits to run, and
+ * the throttle clock of the run queue it slept on is read. The wake-up picks its CPU after
+ * this tracepoint: when that is another CPU, sched_migrate_task (below) carries the wait over
+ * to the new run queue, so no sched_wakeup program is needed (one program fewer on every
+ * wake-up of the node). A thread outside spans woken by a span thread notes its clocks (it
+ * may be the peer). */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 {
@@ -480,60 +484,14 @@ int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (!resolve_wait(c, p, now) && !resolve_peer_wait(c, p, now))
-		return 0; /* sched_wakeup ends the sleep as it always did */
+		end_sleep(c, now);
 	start_wait(c, p, now);
 	mark_state(c, now);
 	return 0;
 }
 
-/* sched_waking fires before the wake-up picks the wakee's CPU; sched_wakeup after it is queued
- * there. A throttle clock sampled at sched_waking on the run queue of the CPU it slept on is
- * carried over here when the wakee landed on another CPU's (sched_migrate_task, below, has
- * done so already when it saw the move): else its wait fell back to the old run queue's
- * throttle state of that moment (not throttled, for a helper that slept on a CPU where its
- * cgroup had nothing to run), and a wait out the quota's period counted as run queue. */
-static __always_inline void requeued_at_wakeup(struct task_struct *p, struct attrib_task *c)
-{
-	struct cfs_rq *cfs = task_cfs_rq(p);
-	struct attrib_served *s;
-
-	if (!cfs)
-		return;
-	if (c) { /* a span thread whose wait sched_waking split (resolve_wait, resolve_peer_wait) */
-		if (c->wait_ts && c->wait_cfs_rq != (__u64)cfs)
-			move_throttle_clock(&c->wait_cfs_rq, &c->throttle_snap, &c->throttled_at_wait,
-					    &c->throttle_carried, cfs);
-		return;
-	}
-	/* A server or helper that note_served() woke. */
-	s = bpf_task_storage_get(&attrib_served, p, 0, 0);
-	if (s && s->snap_ts && s->cfs_rq != (__u64)cfs)
-		move_throttle_clock(&s->cfs_rq, &s->throttle_snap, &s->throttled, &s->moved_throttled,
-				    cfs);
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(attrib_wakeup_btf, struct task_struct *p)
-{
-	struct attrib_task *c;
-	__u64 now;
-
-	if (!attrib_active_spans)
-		return 0;
-	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
-	if (!c || !c->active || !c->off_ts) {
-		requeued_at_wakeup(p, c && c->active ? c : NULL);
-		return 0;
-	}
-	now = bpf_ktime_get_ns();
-	end_sleep(c, now);
-	start_wait(c, p, now);
-	mark_state(c, now);
-	return 0;
-}
-
-/* The load balancer moves a runnable thread to another CPU's run queue (wake-ups that move
- * one pass here too, before sched_wakeup): a span thread waiting to run, or a server or helper
+/* The load balancer moves a runnable thread to another CPU's run queue, or a wake-up places it
+ * on another CPU's (after sched_waking, above): a span thread waiting to run, or a server or helper
  * with clocks kept, takes its throttled time so far along and reads the new run queue's
  * throttle clock from here. Threads outside both pay two storage lookups per migration. */
 SEC("tp_btf/sched_migrate_task")

@@ -382,7 +382,7 @@ static __always_inline bool resolve_peer_wait(struct attrib_task *c, struct task
 		queued = wait;
 	}
 	if (!queued)
-		return false; /* the peer ran at once: sched_wakeup ends the network wait */
+		return false; /* the peer ran at once: the caller ends the network wait */
 	c->span.component_ns[ATTRIB_CPU_THROTTLED] += throttled;
 	c->span.component_ns[ATTRIB_RUNQUEUE] += queued - throttled;
 	c->span.component_ns[ATTRIB_NETWORK] += wait - queued;

@@ -158,10 +158,10 @@ void AttribProbe::start(const ProbeContext& ctx) {
 }
 
 void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
-  bpf_program* required[] = {skel_->progs.attrib_switch_btf,        skel_->progs.attrib_wakeup_btf,
-                             skel_->progs.attrib_waking_btf,        skel_->progs.attrib_migrate_btf,
-                             skel_->progs.attrib_exit_btf,          skel_->progs.attrib_exec_btf,
-                             skel_->progs.attrib_page_cache_add_btf};
+  bpf_program* required[] = {
+      skel_->progs.attrib_switch_btf,  skel_->progs.attrib_waking_btf,
+      skel_->progs.attrib_migrate_btf, skel_->progs.attrib_exit_btf,
+      skel_->progs.attrib_exec_btf,    skel_->progs.attrib_page_cache_add_btf};
   for (bpf_program* p : required) {
     LinkHandle l(bpf_program__attach(p));
     if (!l) check(-errno, kFamily, std::string("attach ") + bpf_program__name(p));

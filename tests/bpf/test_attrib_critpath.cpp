@@ -296,8 +296,8 @@ TEST_F(CritPathTest, WakeupTrackingCostFigures) {
 
   // The same load by two threads outside spans while a span is open elsewhere: what a wake-up
   // of any other thread on the node costs while an agent works (the wakee's context, the
-  // waker's context and its local-peer entry are looked up at sched_waking, the wakee's
-  // context and local-peer entry at sched_wakeup; none exists).
+  // waker's context and its local-peer entry are looked up at sched_waking; none exists), and
+  // what each switch between them costs (both contexts are looked up).
   const auto before_outside = runs();
   const double on_outside =
       per_handoff(run_target({"pingpong", "0x808", "crit-pp", "outside", rounds, "1"}));
@@ -313,7 +313,7 @@ TEST_F(CritPathTest, WakeupTrackingCostFigures) {
   };
   std::cout << "[ figures  ] pipe ping-pong between two threads outside spans, a span open: "
             << off_outside << " ns per hand-off untraced, " << on_outside << " traced; "
-            << per_run("attrib_waking_btf") << ", " << per_run("attrib_wakeup_btf") << "\n";
+            << per_run("attrib_waking_btf") << ", " << per_run("attrib_switch_btf") << "\n";
   if (stats_fd >= 0) close(stats_fd);
 }
 

@@ -105,7 +105,7 @@ TEST_F(AttribTest, PeerLookupCostFigures) {
     std::map<std::string, std::pair<uint64_t, uint64_t>> out;
     for (const bpf_program* p : probe->programs()) {
       const std::string name = bpf_program__name(p);
-      if (name != "attrib_switch_btf" && name != "attrib_wakeup_btf") continue;
+      if (name != "attrib_switch_btf" && name != "attrib_waking_btf") continue;
       bpf_prog_info info{};
       uint32_t len = sizeof info;
       if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
