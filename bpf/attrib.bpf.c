@@ -490,10 +490,11 @@ int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 	return 0;
 }
 
-/* The load balancer moves a runnable thread to another CPU's run queue, or a wake-up places it
- * on another CPU's (after sched_waking, above): a span thread waiting to run, or a server or helper
- * with clocks kept, takes its throttled time so far along and reads the new run queue's
- * throttle clock from here. Threads outside both pay two storage lookups per migration. */
+/* The load balancer moves a runnable thread to another CPU's run queue, or a wake-up places
+ * it on another CPU's (after sched_waking, above): a span thread waiting to run, or a server
+ * or helper with clocks kept, takes its throttled time so far along and reads the new run
+ * queue's throttle clock from here. Threads outside both pay two storage lookups per
+ * migration. */
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 {
