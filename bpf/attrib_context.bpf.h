@@ -6,6 +6,7 @@
 
 #include "common.bpf.h"
 #include "attrib.h"
+#include "ringbuf_wakeup.bpf.h"
 
 /* Set by the loader. Records are submitted without waking the reader; the one that makes the
  * backlog cross this many bytes wakes it (it also drains every tick). See submit_flags(). */
@@ -223,31 +224,14 @@ static __always_inline void count_lost(void)
 	count_in(&attrib_events_lost, ATTRIB_LOST_DROPPED);
 }
 
-/* When the reader was last woken because the backlog stood over wakeup_bytes. Shared by all
- * CPUs without atomics: a race costs one extra wake-up. */
+/* When the reader was last woken because the backlog stood over wakeup_bytes. */
 __u64 attrib_backlog_wakeup_ns = 0;
-#define ATTRIB_BACKLOG_REWAKE_NS 1000000
 
-/* Flags to submit a reserved record of `size` bytes with: wake the reader when this record
- * makes the backlog cross wakeup_bytes, and again every millisecond while the backlog stays
- * over it. A wakeup is an irq_work (a self-IPI, a VM exit on guests): one per record would
- * cost more than the record. The repeat is needed because the crossing can go unseen: two
- * CPUs reserve records on either side of the line before either queries the backlog, and both
- * then find it already crossed; the reader would sleep to its tick while the ring fills (4 MiB
- * is 10 ms at a million stage records a second). */
+/* Flags to submit a reserved record of `size` bytes to attrib_events with (4 MiB is 10 ms at
+ * a million stage records a second, so the reader is woken well before its tick). */
 static __always_inline __u64 submit_flags(__u64 size)
 {
-	__u64 backlog = bpf_ringbuf_query(&attrib_events, BPF_RB_AVAIL_DATA);
-	__u64 before = backlog > size + 8 ? backlog - size - 8 : 0; /* 8: the record header */
-	__u64 now;
-
-	if (backlog < wakeup_bytes)
-		return BPF_RB_NO_WAKEUP;
-	now = bpf_ktime_get_ns();
-	if (before >= wakeup_bytes && now - attrib_backlog_wakeup_ns < ATTRIB_BACKLOG_REWAKE_NS)
-		return BPF_RB_NO_WAKEUP;
-	attrib_backlog_wakeup_ns = now;
-	return BPF_RB_FORCE_WAKEUP;
+	return backlog_submit_flags(&attrib_events, size, wakeup_bytes, &attrib_backlog_wakeup_ns);
 }
 
 static __always_inline struct attrib_task *current_context(bool create)
