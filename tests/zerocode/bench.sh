@@ -11,7 +11,7 @@
 # counted. Besides the ratio of medians it prints the median of the per-round ratios, which
 # the host's drift between rounds moves less, and the fastest round's ratio; then the agent's
 # added CPU measured inside one process (tests/zerocode/bench_inprocess.py), without and with
-# the daemon attached.
+# the daemon attached, and with the daemon started and stopped between blocks.
 set -euo pipefail
 BUILD=${1:?usage: bench.sh BUILD_DIR [ROUNDS] [REQUESTS]}
 ROUNDS=${2:-3}
@@ -96,3 +96,7 @@ export TAILCAUSE_SDK_LIB="$BUILD/sdk/libtailcause_sdk.so"
 start_daemon
 "$PY" "$SRC/tests/zerocode/bench_inprocess.py" "$URL" --wait-for-tracer
 stop_daemon
+# The goal's comparison in one process: instrumented beside the daemon against neither (the
+# daemon started before each instrumented block and stopped before each plain one).
+"$PY" "$SRC/tests/zerocode/bench_inprocess.py" "$URL" --blocks 20 --requests 60 \
+  --daemon "$(printf '%q ' "$BUILD/tailcause" run --config "$WORK/d.yaml" --listen "127.0.0.1:$PORT")"

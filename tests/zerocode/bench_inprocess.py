@@ -6,17 +6,24 @@ its memory landed, which core it ran on), which move separate runs by several pe
 Printed, never asserted (DESIGN.md section 6).
 
   /usr/bin/python3 tests/zerocode/bench_inprocess.py TOOL_URL [--blocks N] [--requests K]
-                                                     [--wait-for-tracer]
+                                                     [--wait-for-tracer | --daemon CMD]
 
 --wait-for-tracer: first wait until a tracer (the daemon) has enabled the SDK's probes, so the
 instrumented blocks pay the probes' traps and BPF programs too; without it they pay the
-wrappers alone. Prints the agent's CPU per request both ways and the median of the per-pair
-ratios.
+wrappers alone. Either way the daemon, when there is one, runs under both kinds of block.
+--daemon CMD: the issue's comparison, instrumented with the daemon against neither: CMD (the
+daemon's command line) is started before each instrumented block, once it has enabled the
+probes and settled, and stopped before each plain one; its own CPU over the instrumented
+blocks is counted too. Prints the agent's CPU per request both ways and the median of the
+per-pair ratios.
 """
 import argparse
 import http.client
 import os
+import shlex
+import signal
 import statistics
+import subprocess
 import sys
 import time
 import urllib.request
@@ -44,7 +51,10 @@ def main():
     p.add_argument("--blocks", type=int, default=30)
     p.add_argument("--requests", type=int, default=20, help="requests per block")
     p.add_argument("--wait-for-tracer", action="store_true")
+    p.add_argument("--daemon", help="command line of the daemon to start and stop per block")
     a = p.parse_args()
+    if a.daemon and a.wait_for_tracer:
+        p.error("--daemon starts its own tracer: no --wait-for-tracer")
     agent = zc.Agent(20000, 4, a.tool_url)
     plain = [getattr(owner, name) for owner, name in PATCHED]
     instrument.install(entry="handle_request", tenant_arg="tenant", agent="bench",
@@ -54,34 +64,99 @@ def main():
         sys.exit("bench_inprocess: the hooks patched nothing")
     entries = {False: zc.handle_request, True: instrument.wrap_entry(zc.handle_request)}
     if a.wait_for_tracer:
-        deadline = time.monotonic() + 60
-        while not (tailcause.enabled("stage_begin") and tailcause.enabled("request_begin")):
-            if time.monotonic() > deadline:
-                sys.exit("bench_inprocess: no tracer enabled the probes within 60 s")
-            time.sleep(0.05)
+        wait_for_probes(True)
+    daemon = Daemon(a.daemon) if a.daemon else None
 
     def block(on):
+        if daemon:
+            daemon.start() if on else daemon.stop()
         for (owner, name), fn in zip(PATCHED, hooked if on else plain):
             setattr(owner, name, fn)
         handle = entries[on]
         start = time.process_time()
+        daemon_start = daemon.cpu_ns() if daemon and on else 0
         for i in range(a.requests):
             handle(agent, "bench", f"question {i}")
+        if daemon and on:
+            daemon_cpu[0] += daemon.cpu_ns() - daemon_start
+            daemon_cpu[1] += a.requests
         return (time.process_time() - start) * 1000 / a.requests
 
-    block(True), block(False)  # warm both paths
-    cpu = {False: [], True: []}
-    for n in range(a.blocks):
-        for on in ((False, True) if n % 2 else (True, False)):
-            cpu[on].append(block(on))
+    daemon_cpu = [0, 0]  # the daemon's CPU (ns) over the instrumented blocks, their requests
+    try:
+        block(True), block(False)  # warm both paths
+        daemon_cpu[:] = [0, 0]
+        cpu = {False: [], True: []}
+        for n in range(a.blocks):
+            for on in ((False, True) if n % 2 else (True, False)):
+                cpu[on].append(block(on))
+    finally:
+        if daemon:
+            daemon.stop()
     m = statistics.median
     ratios = [on / off for off, on in zip(cpu[False], cpu[True])]
     q1, _, q3 = statistics.quantiles(ratios, n=4)
-    print(f"in one process, {a.blocks} pairs of {a.requests}-request blocks"
-          f"{' (probes traced)' if a.wait_for_tracer else ' (no tracer)'}: agent CPU per request "
-          f"{m(cpu[False]):.3f} ms plain, {m(cpu[True]):.3f} ms instrumented; per-pair ratio "
-          f"median {m(ratios):.4f} ({(m(ratios) - 1) * 100:+.1f}%), quartiles {q1:.4f}..{q3:.4f}")
+    how = (" (the daemon started for the instrumented blocks, stopped for the plain ones)" if daemon
+           else " (probes traced)" if a.wait_for_tracer else " (no tracer)")
+    print(f"in one process, {a.blocks} pairs of {a.requests}-request blocks{how}: agent CPU per "
+          f"request {m(cpu[False]):.3f} ms plain, {m(cpu[True]):.3f} ms instrumented; per-pair "
+          f"ratio median {m(ratios):.4f} ({(m(ratios) - 1) * 100:+.1f}%), quartiles "
+          f"{q1:.4f}..{q3:.4f}")
+    if daemon:
+        d = daemon_cpu[0] / 1e6 / daemon_cpu[1]
+        print(f"  the daemon's own CPU over the instrumented blocks: {d:.3f} ms per request; agent "
+              f"and daemon against the plain agent alone: {(m(cpu[True]) + d) / m(cpu[False]):.4f}")
     return 0
+
+
+def wait_for_probes(enabled, timeout_s=60):
+    """Until a tracer has enabled (or every tracer has left) the SDK's request and stage probes."""
+    deadline = time.monotonic() + timeout_s
+    while (tailcause.enabled("stage_begin") and tailcause.enabled("request_begin")) != enabled:
+        if time.monotonic() > deadline:
+            sys.exit(f"bench_inprocess: the probes were not {'enabled' if enabled else 'released'} "
+                     f"within {timeout_s} s")
+        time.sleep(0.05)
+
+
+class Daemon:
+    """The daemon, started and stopped between blocks (--daemon)."""
+
+    SETTLE_S = 1.0  # after the probes are enabled: its start-up scans are done
+
+    def __init__(self, command):
+        self.command = shlex.split(command)
+        self.proc = None
+
+    def start(self):
+        if self.proc:
+            return
+        self.proc = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        wait_for_probes(True)
+        time.sleep(self.SETTLE_S)
+        if self.proc.poll() is not None:
+            sys.exit(f"bench_inprocess: the daemon exited ({self.proc.returncode})")
+
+    def stop(self):
+        if not self.proc:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+        self.proc = None
+        wait_for_probes(False)
+
+    def cpu_ns(self):
+        """The daemon's threads' time on CPU so far (schedstat: in ns, where /proc/PID/stat
+        counts 10 ms ticks, more than a block's share)."""
+        total = 0
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # a thread that ended meanwhile
+        return total
 
 
 if __name__ == "__main__":
