@@ -77,11 +77,16 @@ export_journal() {
     fail "glitches on $1"
 }
 
+# drop_from_cache FILE: FILE out of the page cache, once.
+drop_from_cache() {
+  /usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
+}
+
 # The indexes in the page cache first, read afresh and whole (an earlier test may have dropped
 # them, or left pieces read back as small folios: see reread_index).
 for f in "$BUILD_DIR"/examples/data/index-*.f32; do
   [ -f "$f" ] || continue  # the agent writes them on its first run
-  /usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$f"
+  drop_from_cache "$f"
   cat "$f" >/dev/null
 done
 
@@ -134,9 +139,7 @@ done
 index="$BUILD_DIR/examples/data/index-ta.f32"
 [ -f "$index" ] || fail "no $index"
 # drop_index: ta's index out of the page cache, once.
-drop_index() {
-  /usr/bin/python3 -c 'import os, sys; os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)' "$index"
-}
+drop_index() { drop_from_cache "$index"; }
 # reread_index: after a fault on the index's reads, the index read into the page cache afresh
 # and whole, as it was before the fault. Left as a fault left it, ta's retrieval ran about 2x
 # slower for the rest of the run in some runs, after either fault: a shift of the test's own
