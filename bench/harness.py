@@ -243,6 +243,19 @@ def only_families_config(enabled, directory):
     return path
 
 
+def threads_cpu_ns(pid):
+    """Time on CPU so far of all of `pid`'s threads, in ns (schedstat; /proc/PID/stat counts
+    10 ms ticks, coarser than the windows the benchmarks read)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
 def proc_status(pid):
     fields = {}
     with open(f"/proc/{pid}/status") as f:

@@ -24,3 +24,4 @@ done
 # Debian's interpreter, standard library only: nothing to install.
 /usr/bin/python3 "$here/overhead.py" "$build" "$@"
 /usr/bin/python3 "$here/agent_overhead.py" "$build"
+/usr/bin/python3 "$here/idle_cost.py" "$build"

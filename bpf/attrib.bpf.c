@@ -589,6 +589,34 @@ int BPF_PROG(attrib_exec_btf, struct task_struct *p)
 	return 0;
 }
 
+/* Processes that asked for a new mapping since user space last looked (key: tgid), so the
+ * discovery reads again only their maps (a dlopen of a library with probes or recipe symbols)
+ * instead of every process's /proc/PID/stat each second. Full: the overflow flag tells user
+ * space to look at every process once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ATTRIB_MAX_REMAPPED);
+	__type(key, __u32);
+	__type(value, __u8);
+} attrib_remapped SEC(".maps");
+
+__u32 attrib_remapped_overflow = 0;
+
+/* Every mmap without a fixed address picks its place here, a dlopen's first among them; so do
+ * anonymous mappings (malloc's large blocks, thread stacks), which only cost a marked process a
+ * look at its /proc/PID/stat. Optional: the loader leaves it out where the kernel lacks it, and
+ * user space then checks every process each second. */
+SEC("tp_btf/vm_unmapped_area")
+int BPF_PROG(attrib_remap_btf)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u8 one = 1;
+
+	if (report_exec && bpf_map_update_elem(&attrib_remapped, &tgid, &one, BPF_NOEXIST) == -E2BIG)
+		attrib_remapped_overflow = 1;
+	return 0;
+}
+
 /* ---- memory ------------------------------------------------------------------------- */
 
 SEC("tp_btf/mm_filemap_add_to_page_cache")

@@ -19,6 +19,7 @@
 #define TASK_NOLOAD	     0x400
 
 /* errno (asm-generic, every architecture but alpha/mips/parisc/sparc, none of which run us). */
+#define E2BIG  7
 #define EEXIST 17
 
 /* inode->i_mode file types (include/uapi/linux/stat.h, unchanged since 1.0). */

@@ -107,6 +107,7 @@ void AttribProbe::start(const ProbeContext& ctx) {
   // block_io) the vmscan tracepoints.
   bpf_program__set_autoload(skel_->progs.attrib_major_fault, ctx.features.perf_event);
   set_reclaim_autoload(ctx.features);
+  set_remap_autoload(ctx.features);
   fill_syscall_classes(skel_->rodata->syscall_class);
   // uprobe_multi links take programs loaded for them (and then only them). With --pid, only
   // where their pid filter passes every thread of the process (Linux 6.10 on).
@@ -168,6 +169,7 @@ void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
     links_.push_back(std::move(l));
   }
   if (ctx.features.perf_event) attach_major_faults();
+  if (bpf_program__autoload(skel_->progs.attrib_remap_btf)) attach_remap_feed();
   // A pair attaches whole or not at all: a begin without its end would count the thread's
   // CPU time as block_io until its next span.
   for (const auto& pair : reclaim_pairs()) {
@@ -262,6 +264,43 @@ uint64_t AttribProbe::recipe_calls(size_t index) const {
                : 0;
 }
 
+// The reports of new mappings serve the whole-node discovery, where the kernel has the
+// tracepoint (older ones lack it): without them every process's /proc/PID/stat is read each
+// second.
+void AttribProbe::set_remap_autoload(const Features& features) {
+  const auto btf = start_btf(features);
+  const bool has =
+      btf && btf__find_by_name_kind(btf.get(), "btf_trace_vm_unmapped_area", BTF_KIND_TYPEDEF) >= 0;
+  bpf_program__set_autoload(skel_->progs.attrib_remap_btf, has && skel_->rodata->report_exec);
+}
+
+void AttribProbe::attach_remap_feed() {
+  LinkHandle l(bpf_program__attach(skel_->progs.attrib_remap_btf));
+  if (!l) {
+    spdlog::warn("attrib: new mappings not reported ({}): each process's stat is read each second",
+                 strerror(errno));
+    return;
+  }
+  links_.push_back(std::move(l));
+  maps_.use_change_feed(true);
+}
+
+// Takes the processes the kernel reported since the last scan out of attrib_remapped, each key
+// deleted before its process is looked at (a report after that waits for the next scan).
+void AttribProbe::take_remap_reports() {
+  if (!maps_.change_feed()) return;
+  const int fd = bpf_map__fd(skel_->maps.attrib_remapped);
+  uint32_t tgid = 0;
+  for (uint32_t n = 0; n < ATTRIB_MAX_REMAPPED && bpf_map_get_next_key(fd, nullptr, &tgid) == 0;
+       ++n) {
+    bpf_map_delete_elem(fd, &tgid);
+    maps_.changed(static_cast<pid_t>(tgid));
+  }
+  if (__atomic_exchange_n(&skel_->bss->attrib_remapped_overflow, 0, __ATOMIC_RELAXED)) {
+    maps_.all_changed();  // the map was full: reports were lost
+  }
+}
+
 // One PERF_COUNT_SW_PAGE_FAULTS_MAJ event per CPU, each running the program on every fault.
 void AttribProbe::attach_major_faults() {
   for (int cpu = 0; cpu < possible_cpus(); ++cpu) {
@@ -299,6 +338,7 @@ void AttribProbe::stop() {
   spec_ids_.reset();
   ring_.reset();
   skel_.reset();
+  maps_.use_change_feed(false);
   pending_execs_.clear();
   pending_exits_.clear();
 }
@@ -398,6 +438,7 @@ void AttribProbe::rescan() {
     for (auto& b : discovery_.scan_process(only_pid_, false)) found.emplace(b.id, std::move(b));
     sync_attachments(found, only_pid_);
   } else {
+    take_remap_reports();
     sync_attachments(discovery_.scan_all(), -1);
   }
 }

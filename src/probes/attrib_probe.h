@@ -58,6 +58,9 @@ class AttribProbe final : public ProbeFamily {
 
   // Rescans running processes for binaries to attach or release now.
   void rescan();
+  // The processes' /proc files the scans read (each second without the kernel's reports of
+  // new mappings, only the reported processes' with them), and whether those reports are on.
+  const ExecMappings& mappings() const { return maps_; }
   size_t attached_binaries() const { return attached_.size(); }
   // How long a binary's probes stay attached after the last process mapping it is gone, so that
   // short-lived processes started meanwhile run traced instead of flapping attach/release.
@@ -104,6 +107,8 @@ class AttribProbe final : public ProbeFamily {
   void sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid);
   void attach_core_programs(const ProbeContext& ctx);
   void attach_major_faults();
+  void attach_remap_feed();
+  void take_remap_reports();
   // A kind of reclaim ("direct", "memcg") and the programs timing its passes.
   struct ReclaimPair {
     bpf_program* begin;
@@ -112,6 +117,7 @@ class AttribProbe final : public ProbeFamily {
   };
   std::array<ReclaimPair, 2> reclaim_pairs() const;
   void set_reclaim_autoload(const Features& features);
+  void set_remap_autoload(const Features& features);
   void load_recipes(const core::AttribConfig& config);
   void handle_pending();
   uint64_t lost(uint32_t kind) const;

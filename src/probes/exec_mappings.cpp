@@ -42,13 +42,26 @@ std::vector<MapsEntry> read_exec_files(pid_t pid) {
 
 const std::vector<MapsEntry>& ExecMappings::of(pid_t pid, bool fresh) {
   static const std::vector<MapsEntry> kNone;
+  const auto now = Clock::now();
+  auto it = procs_.find(pid);
+  if (feed_ && !fresh && it != procs_.end() && now - it->second.looked_at < kQuiet) {
+    auto c = changed_.find(pid);
+    if (c != changed_.end() && now >= c->second) {
+      changed_.erase(c);
+      c = changed_.end();
+    }
+    if (c == changed_.end()) {
+      ++skips_;
+      return it->second.files;
+    }
+  }
+  ++looks_;
   const auto stat = core::parse_proc_stat(read_proc_stat(pid));
   if (!stat) {  // gone, or not ours to read
     procs_.erase(pid);
+    changed_.erase(pid);
     return kNone;
   }
-  const auto now = Clock::now();
-  auto it = procs_.find(pid);
   const auto unchanged = [&](const Process& p) {
     if (p.start_ticks != stat->starttime_ticks) return false;  // another process, same pid
     const auto age = now - p.read_at;
@@ -56,17 +69,25 @@ const std::vector<MapsEntry>& ExecMappings::of(pid_t pid, bool fresh) {
   };
   if (!fresh && it != procs_.end() && unchanged(it->second)) {
     ++skips_;
+    it->second.looked_at = now;
     return it->second.files;
   }
   ++reads_;
   Process& p = procs_[pid];
-  p = Process{stat->starttime_ticks, stat->vsize_bytes, now, read_exec_files(pid)};
+  p = Process{stat->starttime_ticks, stat->vsize_bytes, now, now, read_exec_files(pid)};
   return p.files;
 }
 
 void ExecMappings::keep_only(const std::vector<pid_t>& pids) {
   const std::unordered_set<pid_t> live(pids.begin(), pids.end());
   std::erase_if(procs_, [&](const auto& kv) { return !live.count(kv.first); });
+  std::erase_if(changed_, [&](const auto& kv) { return !live.count(kv.first); });
+}
+
+void ExecMappings::changed(pid_t pid) { changed_[pid] = Clock::now() + kReported; }
+
+void ExecMappings::all_changed() {
+  for (auto& [pid, p] : procs_) p.looked_at = {};
 }
 
 }  // namespace tailcause::probes

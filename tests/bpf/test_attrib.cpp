@@ -2,6 +2,8 @@
 // Root tests of the attribution family: the real SDK probes in tests/testprogs/attrib_target,
 // real cgroup quotas and memory limits, a really dropped page cache, a real slow loopback peer,
 // real contention.
+#include <filesystem>
+
 #include "attrib_fixture.h"
 #include "probes/memcg_pressure.h"
 
@@ -413,6 +415,66 @@ TEST_F(AttribTest, DiscoversRunningAndNewProcessesAndReleasesExitedOnes) {
   const auto m = scrape();
   EXPECT_GE(value(m, "tailcause_usdt_binary_changes", {{"change", "attach"}}), 2);
   EXPECT_GE(value(m, "tailcause_usdt_binary_changes", {{"change", "release"}}), 1);
+}
+
+// A process already running when the family starts that loads the SDK's library later (as the
+// Python SDK does, by dlopen) is found through the kernel's report of its new mapping, and the
+// scans meanwhile read /proc only for processes so reported, not for every process each second.
+TEST_F(AttribTest, ALibraryLoadedLaterIsFoundThroughTheKernelsReport) {
+  config.attrib.binary.clear();
+  const std::string lib = std::string(TAILCAUSE_BUILD_DIR) + "/sdk/libtailcause_sdk.so";
+  // Loads the library once told to on stdin, then waits (20 s at most) for a tracer to enable
+  // its probes, and says whether one did.
+  const std::string script =
+      "import ctypes, sys, time\n"
+      "sys.stdin.readline()\n"
+      "lib = ctypes.CDLL(sys.argv[1])\n"
+      "lib.tailcause_sdk_enabled_mask.restype = ctypes.c_uint32\n"
+      "end = time.monotonic() + 20\n"
+      "while not lib.tailcause_sdk_enabled_mask() and time.monotonic() < end:\n"
+      "    time.sleep(0.05)\n"
+      "print('enabled' if lib.tailcause_sdk_enabled_mask() else 'never enabled', flush=True)\n";
+  int in[2], out[2];
+  ASSERT_EQ(pipe(in), 0);
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    execl("/usr/bin/python3", "python3", "-c", script.c_str(), lib.c_str(), nullptr);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  std::this_thread::sleep_for(300ms);  // running, its maps without the library
+  probe->start(ctx);
+  ASSERT_TRUE(probe->mappings().change_feed()) << "the kernel has vm_unmapped_area: expected on";
+  EXPECT_FALSE(probe->attached_to(lib));
+  // Three scans with nothing new: only reported processes are looked at.
+  const uint64_t processes = probes::all_pids().size(), looks = probe->mappings().looks();
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(200ms);
+    probe->rescan();
+  }
+  const uint64_t quiet_looks = probe->mappings().looks() - looks;
+  std::cout << "[ figure   ] three scans looked at " << quiet_looks << " of " << processes
+            << " processes' /proc files\n";
+  EXPECT_LT(quiet_looks, processes) << "every process was looked at: the feed is not used";
+
+  ASSERT_EQ(write(in[1], "go\n", 3), 3);
+  std::string printed;
+  int status = 0;
+  for (int i = 0; i < 2500 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
+    probe->tick(ctx);
+    std::this_thread::sleep_for(10ms);
+  }
+  char buf[256];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) printed.append(buf, n);
+  close(in[1]);
+  close(out[0]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(printed, "enabled\n");
+  EXPECT_TRUE(probe->attached_to(std::filesystem::canonical(lib).string()));  // as mapped
 }
 
 // --binary attaches to one file from the start; --pid to one process, whose exit releases it.

@@ -22,6 +22,29 @@ bool maps_file(const std::vector<MapsEntry>& files, const std::string& path) {
 
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
 
+// A copy of this test's executable, to map: a file no pass has seen mapped yet.
+struct ExeCopy {
+  explicit ExeCopy(const std::string& name)
+      : path((std::filesystem::path(::testing::TempDir()) / name).lexically_normal().string()) {
+    std::filesystem::copy_file(self_exe(), path, std::filesystem::copy_options::overwrite_existing);
+  }
+  ~ExeCopy() {
+    if (mapped) munmap(mapped, 4096);
+    std::filesystem::remove(path);
+  }
+  // Maps its first page executable; false when that failed.
+  bool map() {
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return false;
+    void* p = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    close(fd);
+    mapped = p == MAP_FAILED ? nullptr : p;
+    return mapped != nullptr;
+  }
+  const std::string path;
+  void* mapped = nullptr;
+};
+
 TEST(ExecMappings, ListsEachExecutableFileOnce) {
   ExecMappings maps;
   const auto& files = maps.of(getpid());
@@ -45,26 +68,47 @@ TEST(ExecMappings, OneReadingServesOnePass) {
 // A file mapped executable changes the virtual size: the next pass reads the maps again and
 // lists it. Nothing else of this process changes between two passes: the second is not read.
 TEST(ExecMappings, ReadsAgainWhenAFileIsMapped) {
-  const std::string copy = (std::filesystem::path(::testing::TempDir()) / "exec-mappings-copy")
-                               .lexically_normal()
-                               .string();
-  std::filesystem::copy_file(self_exe(), copy, std::filesystem::copy_options::overwrite_existing);
+  ExeCopy copy("exec-mappings-copy");
   ExecMappings maps;
-  EXPECT_FALSE(maps_file(maps.of(getpid()), copy));
+  EXPECT_FALSE(maps_file(maps.of(getpid()), copy.path));
   std::this_thread::sleep_for(ExecMappings::kSamePass + std::chrono::milliseconds(100));
   maps.of(getpid());
   EXPECT_EQ(maps.reads(), 1u) << "nothing was mapped: the last reading stands";
 
-  const int fd = open(copy.c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  void* p = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-  close(fd);
-  ASSERT_NE(p, MAP_FAILED);
+  ASSERT_TRUE(copy.map());
   std::this_thread::sleep_for(ExecMappings::kSamePass + std::chrono::milliseconds(100));
-  EXPECT_TRUE(maps_file(maps.of(getpid()), copy));
+  EXPECT_TRUE(maps_file(maps.of(getpid()), copy.path));
   EXPECT_EQ(maps.reads(), 2u);
-  munmap(p, 4096);
-  std::filesystem::remove(copy);
+}
+
+// With the kernel's reports of new mappings, a known process is not looked at (no /proc read
+// at all) until it is reported, or reports were lost; then its new mapping is listed.
+TEST(ExecMappings, WithAChangeFeedOnlyReportedProcessesAreLookedAt) {
+  ExeCopy copy("exec-mappings-feed");
+  ExecMappings maps;
+  maps.use_change_feed(true);
+  EXPECT_FALSE(maps_file(maps.of(getpid()), copy.path));
+  EXPECT_EQ(maps.looks(), 1u) << "a process not known yet is looked at";
+
+  ASSERT_TRUE(copy.map());
+  std::this_thread::sleep_for(ExecMappings::kSamePass + std::chrono::milliseconds(100));
+  EXPECT_FALSE(maps_file(maps.of(getpid()), copy.path)) << "not reported: taken as it was";
+  EXPECT_EQ(maps.looks(), 1u);
+
+  maps.changed(getpid());
+  EXPECT_TRUE(maps_file(maps.of(getpid()), copy.path));
+  EXPECT_EQ(maps.looks(), 2u);
+  EXPECT_EQ(maps.reads(), 2u);
+  maps.of(getpid());  // a report holds for the next pass too: looked at, the reading stands
+  EXPECT_EQ(maps.looks(), 3u);
+  EXPECT_EQ(maps.reads(), 2u);
+
+  maps.all_changed();  // reports were lost: every known process is looked at once
+  maps.of(getpid());
+  EXPECT_EQ(maps.looks(), 4u);
+  maps.use_change_feed(false);  // without the feed, every call looks
+  maps.of(getpid());
+  EXPECT_EQ(maps.looks(), 5u);
 }
 
 TEST(ExecMappings, GoneProcessesHaveNothing) {

@@ -31,12 +31,14 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "sdk", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 
 import agent as zc  # noqa: E402  (tests/zerocode/agent.py: the untouched agent)
 import faiss  # noqa: E402
 import torch  # noqa: E402
 
 import tailcause  # noqa: E402
+from harness import threads_cpu_ns  # noqa: E402  (bench/harness.py)
 from tailcause import instrument  # noqa: E402
 
 # What the hooks below patch: (owner, attribute).
@@ -147,16 +149,8 @@ class Daemon:
         wait_for_probes(False)
 
     def cpu_ns(self):
-        """The daemon's threads' time on CPU so far (schedstat: in ns, where /proc/PID/stat
-        counts 10 ms ticks, more than a block's share)."""
-        total = 0
-        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
-            try:
-                with open(f"/proc/{self.proc.pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (FileNotFoundError, ProcessLookupError):
-                pass  # a thread that ended meanwhile
-        return total
+        """The daemon's threads' time on CPU so far, in ns."""
+        return threads_cpu_ns(self.proc.pid)
 
 
 if __name__ == "__main__":
