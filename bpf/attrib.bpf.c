@@ -562,6 +562,28 @@ int BPF_PROG(attrib_memcg_reclaim_end_btf)
 	return reclaim_edge(false);
 }
 
+/* Processes that asked for a new mapping, or exited, since user space last looked (key: tgid),
+ * so the discovery looks again only at them (a dlopen of a library with probes or recipe
+ * symbols, a binary no process maps any more) instead of reading every process's
+ * /proc/PID/stat each second. Full: the overflow flag tells user space to look at every
+ * process once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ATTRIB_MAX_REMAPPED);
+	__type(key, __u32);
+	__type(value, __u8);
+} attrib_remapped SEC(".maps");
+
+__u32 attrib_remapped_overflow = 0;
+
+static __always_inline void note_remapped(__u32 tgid)
+{
+	__u8 one = 1;
+
+	if (report_exec && bpf_map_update_elem(&attrib_remapped, &tgid, &one, BPF_NOEXIST) == -E2BIG)
+		attrib_remapped_overflow = 1;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(attrib_exit_btf, struct task_struct *p)
 {
@@ -572,6 +594,7 @@ int BPF_PROG(attrib_exit_btf, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	tgid = BPF_CORE_READ(p, tgid);
+	note_remapped(tgid);
 	if (bpf_map_lookup_elem(&attrib_processes, &tgid)) {
 		bpf_map_delete_elem(&attrib_processes, &tgid);
 		emit_process(ATTRIB_REC_PROCESS_EXIT, tgid,
@@ -589,19 +612,6 @@ int BPF_PROG(attrib_exec_btf, struct task_struct *p)
 	return 0;
 }
 
-/* Processes that asked for a new mapping since user space last looked (key: tgid), so the
- * discovery reads again only their maps (a dlopen of a library with probes or recipe symbols)
- * instead of every process's /proc/PID/stat each second. Full: the overflow flag tells user
- * space to look at every process once. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ATTRIB_MAX_REMAPPED);
-	__type(key, __u32);
-	__type(value, __u8);
-} attrib_remapped SEC(".maps");
-
-__u32 attrib_remapped_overflow = 0;
-
 /* Every mmap without a fixed address picks its place here, a dlopen's first among them; so do
  * anonymous mappings (malloc's large blocks, thread stacks), which only cost a marked process a
  * look at its /proc/PID/stat. Optional: the loader leaves it out where the kernel lacks it, and
@@ -609,11 +619,7 @@ __u32 attrib_remapped_overflow = 0;
 SEC("tp_btf/vm_unmapped_area")
 int BPF_PROG(attrib_remap_btf)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u8 one = 1;
-
-	if (report_exec && bpf_map_update_elem(&attrib_remapped, &tgid, &one, BPF_NOEXIST) == -E2BIG)
-		attrib_remapped_overflow = 1;
+	note_remapped(bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
 

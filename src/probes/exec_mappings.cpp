@@ -65,7 +65,8 @@ const std::vector<MapsEntry>& ExecMappings::of(pid_t pid, bool fresh) {
   const auto unchanged = [&](const Process& p) {
     if (p.start_ticks != stat->starttime_ticks) return false;  // another process, same pid
     const auto age = now - p.read_at;
-    return age < kSamePass || (p.vsize == stat->vsize_bytes && age < kRefresh);
+    return age < kSamePass ||
+           (p.vsize == stat->vsize_bytes && age < (feed_ ? kRefreshFed : kRefresh));
   };
   if (!fresh && it != procs_.end() && unchanged(it->second)) {
     ++skips_;
@@ -82,6 +83,22 @@ void ExecMappings::keep_only(const std::vector<pid_t>& pids) {
   const std::unordered_set<pid_t> live(pids.begin(), pids.end());
   std::erase_if(procs_, [&](const auto& kv) { return !live.count(kv.first); });
   std::erase_if(changed_, [&](const auto& kv) { return !live.count(kv.first); });
+}
+
+std::vector<pid_t> ExecMappings::scan_list(bool& listed) {
+  const auto now = Clock::now();
+  listed = !feed_ || now - listed_at_ >= kListEvery;
+  if (listed) {
+    listed_at_ = now;
+    return all_pids();
+  }
+  std::vector<pid_t> pids;
+  pids.reserve(procs_.size() + changed_.size());
+  for (const auto& [pid, p] : procs_) pids.push_back(pid);
+  for (const auto& [pid, until] : changed_) {
+    if (!procs_.count(pid)) pids.push_back(pid);
+  }
+  return pids;
 }
 
 void ExecMappings::changed(pid_t pid) { changed_[pid] = Clock::now() + kReported; }

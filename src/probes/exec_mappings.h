@@ -36,16 +36,30 @@ class ExecMappings {
   // the feed cannot see (a mapping at a fixed address in a reserved range, an unmapping) shows
   // within it.
   static constexpr auto kQuiet = std::chrono::seconds(30);
+  // With a change feed, kRefresh's case (a mapping and an unmapping of the same size between
+  // two readings) is reported: the maps of a process whose stamp did not change are read again
+  // only this often.
+  static constexpr auto kRefreshFed = std::chrono::minutes(5);
+  // With a change feed, /proc is listed this often (listing it costs more than looking at the
+  // few reported processes): new processes show sooner through their exec or first mapping,
+  // exited ones are forgotten then.
+  static constexpr auto kListEvery = std::chrono::seconds(10);
 
   // The distinct files `pid` maps executable (empty when it exited or cannot be read). `fresh`
   // reads the maps whatever the stamp says (the process just called exec).
   const std::vector<MapsEntry>& of(pid_t pid, bool fresh = false);
   // Forgets processes not in `pids` (a full pass over /proc saw them gone).
   void keep_only(const std::vector<pid_t>& pids);
+  // The processes a scan goes over: every one in /proc (`listed` set) without a change feed or
+  // when the last listing is kListEvery old, else the known and the reported ones.
+  std::vector<pid_t> scan_list(bool& listed);
 
   // The change feed: once on, only processes reported by changed() (for kReported), new ones,
   // and those not looked at for kQuiet are looked at. all_changed() when reports were lost.
-  void use_change_feed(bool on) { feed_ = on; }
+  void use_change_feed(bool on) {
+    feed_ = on;
+    listed_at_ = {};  // a start lists /proc: what began before the feed was not reported
+  }
   bool change_feed() const { return feed_; }
   void changed(pid_t pid);
   void all_changed();
@@ -68,6 +82,7 @@ class ExecMappings {
   static constexpr auto kReported = std::chrono::milliseconds(1500);
   std::unordered_map<pid_t, Clock::time_point> changed_;
   bool feed_ = false;
+  Clock::time_point listed_at_{};
   uint64_t reads_ = 0;
   uint64_t skips_ = 0;
   uint64_t looks_ = 0;

@@ -19,11 +19,6 @@
 namespace tailcause::probes {
 namespace {
 
-std::vector<pid_t> process_ids(pid_t only_pid) {
-  if (only_pid) return {only_pid};
-  return all_pids();
-}
-
 bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
 std::string base_name(const std::string& path) {
@@ -70,7 +65,8 @@ void RecipeAttacher::sync(pid_t only_pid) {
   std::vector<std::string> runtimes;
   for (const auto& r : recipes_) runtimes.push_back(core::recipe_runtime(r.library));
   if (!only_pid) lookalike_.assign(recipes_.size(), "");  // a full scan sees every process
-  const std::vector<pid_t> pids = process_ids(only_pid);
+  bool listed = false;
+  const std::vector<pid_t> pids = only_pid ? std::vector<pid_t>{only_pid} : maps_.scan_list(listed);
   for (pid_t pid : pids) {
     std::vector<bool> matched_here(recipes_.size(), false);
     std::vector<std::string> similar_here(recipes_.size());
@@ -105,7 +101,7 @@ void RecipeAttacher::sync(pid_t only_pid) {
       lookalike_[i] = fmt::format("process {} maps {}", pid, similar_here[i]);
     }
   }
-  if (!only_pid) maps_.keep_only(pids);
+  if (listed) maps_.keep_only(pids);
   for (const auto& [id, paths] : found) {
     if (!libraries_.count(id)) attach(id, paths.first, paths.second);
   }

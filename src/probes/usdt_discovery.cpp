@@ -122,9 +122,10 @@ std::vector<MappedBinary> UsdtDiscovery::scan_process(pid_t pid, bool fresh) {
 std::map<BinaryId, MappedBinary> UsdtDiscovery::scan_all() {
   std::map<BinaryId, MappedBinary> found;
   std::set<BinaryId> seen;
-  const std::vector<pid_t> pids = all_pids();
+  bool listed = false;
+  const std::vector<pid_t> pids = maps_.scan_list(listed);
   for (pid_t pid : pids) scan_into(pid, false, found, seen);
-  maps_.keep_only(pids);
+  if (listed) maps_.keep_only(pids);
   // Forget files no process maps any more, so the cache follows churn instead of growing.
   std::erase_if(cache_, [&](const auto& kv) { return !seen.count(kv.first); });
   return found;

@@ -111,6 +111,30 @@ TEST(ExecMappings, WithAChangeFeedOnlyReportedProcessesAreLookedAt) {
   EXPECT_EQ(maps.looks(), 5u);
 }
 
+// Which processes a scan goes over: all of /proc without the feed; with it, /proc every
+// kListEvery and otherwise the processes known and reported.
+TEST(ExecMappings, WithAChangeFeedProcIsListedSeldom) {
+  ExecMappings maps;
+  bool listed = false;
+  EXPECT_GT(maps.scan_list(listed).size(), 1u);
+  EXPECT_TRUE(listed);
+  maps.scan_list(listed);
+  EXPECT_TRUE(listed) << "without the feed every scan lists /proc";
+
+  maps.use_change_feed(true);
+  maps.scan_list(listed);
+  EXPECT_TRUE(listed) << "the first scan with the feed lists: what came before was not reported";
+  maps.scan_list(listed);
+  EXPECT_FALSE(listed) << "listed less than kListEvery ago";
+  maps.of(getpid());
+  const pid_t reported = 999999999;  // above any pid_max: reported, not known
+  maps.changed(reported);
+  auto pids = maps.scan_list(listed);
+  std::sort(pids.begin(), pids.end());
+  EXPECT_FALSE(listed);
+  EXPECT_EQ(pids, (std::vector<pid_t>{getpid(), reported}));
+}
+
 TEST(ExecMappings, GoneProcessesHaveNothing) {
   ExecMappings maps;
   EXPECT_TRUE(maps.of(0).empty());  // no /proc/0
