@@ -131,6 +131,7 @@ cross-arm64:
 	@qemu-aarch64-static -L / $(ARM64_BUILD)/tailcause --version
 	@skip=ProcSelf.ParsesThisProcessesFiles:ProcessMetrics.ThisProcess:QdiscParse.PollsTheHost; \
 	  skip=$$skip:ExecMappings.ReadsAgainWhenAFileIsMapped; \
+	  skip=$$skip:ExecMappings.WithAChangeFeedOnlyReportedProcessesAreLookedAt; \
 	  b=BreakerSdkClient; \
 	  grep -qsx enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 || { \
 	    skip=$$skip:$$b.ReadsStatesFromARealBreakerSocket:$$b.IsSafeFromManyThreads; \
