@@ -56,6 +56,11 @@ double realtime_minus_monotonic() {
 
 bool process_alive(uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
 
+// Whether the kernel's BTF (null: none) has the tracepoint `name` (its btf_trace_ typedef).
+bool has_tracepoint(const ::btf* btf, const std::string& name) {
+  return btf && btf__find_by_name_kind(btf, ("btf_trace_" + name).c_str(), BTF_KIND_TYPEDEF) >= 0;
+}
+
 // Stops the probe when start() leaves by an exception: a failed start leaves nothing loaded.
 struct StopOnFailure {
   AttribProbe& probe;
@@ -197,13 +202,11 @@ std::array<AttribProbe::ReclaimPair, 2> AttribProbe::reclaim_pairs() const {
 // left out of the load (memory-cgroup reclaim's exist only with CONFIG_MEMCG).
 void AttribProbe::set_reclaim_autoload(const Features& features) {
   const auto btf = start_btf(features);
-  const auto has = [&](const std::string& type) {
-    return btf && btf__find_by_name_kind(btf.get(), type.c_str(), BTF_KIND_TYPEDEF) >= 0;
-  };
   bool any = false;
   for (const auto& pair : reclaim_pairs()) {
-    const std::string stem = fmt::format("btf_trace_mm_vmscan_{}_reclaim_", pair.kind);
-    const bool both = has(stem + "begin") && has(stem + "end");
+    const std::string stem = fmt::format("mm_vmscan_{}_reclaim_", pair.kind);
+    const bool both =
+        has_tracepoint(btf.get(), stem + "begin") && has_tracepoint(btf.get(), stem + "end");
     bpf_program__set_autoload(pair.begin, both);
     bpf_program__set_autoload(pair.end, both);
     any = any || both;
@@ -268,10 +271,9 @@ uint64_t AttribProbe::recipe_calls(size_t index) const {
 // tracepoint (older ones lack it): without them every process's /proc/PID/stat is read each
 // second.
 void AttribProbe::set_remap_autoload(const Features& features) {
-  const auto btf = start_btf(features);
-  const bool has =
-      btf && btf__find_by_name_kind(btf.get(), "btf_trace_vm_unmapped_area", BTF_KIND_TYPEDEF) >= 0;
-  bpf_program__set_autoload(skel_->progs.attrib_remap_btf, has && skel_->rodata->report_exec);
+  bpf_program__set_autoload(
+      skel_->progs.attrib_remap_btf,
+      skel_->rodata->report_exec && has_tracepoint(start_btf(features).get(), "vm_unmapped_area"));
 }
 
 void AttribProbe::attach_remap_feed() {
