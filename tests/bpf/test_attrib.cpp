@@ -423,6 +423,7 @@ TEST_F(AttribTest, DiscoversRunningAndNewProcessesAndReleasesExitedOnes) {
 TEST_F(AttribTest, ALibraryLoadedLaterIsFoundThroughTheKernelsReport) {
   config.attrib.binary.clear();
   const std::string lib = std::string(TAILCAUSE_BUILD_DIR) + "/sdk/libtailcause_sdk.so";
+  const std::string mapped = std::filesystem::canonical(lib).string();  // the path maps show
   // Loads the library once told to on stdin, then waits (20 s at most) for a tracer to enable
   // its probes, and says whether one did.
   const std::string script =
@@ -449,7 +450,7 @@ TEST_F(AttribTest, ALibraryLoadedLaterIsFoundThroughTheKernelsReport) {
   std::this_thread::sleep_for(300ms);  // running, its maps without the library
   probe->start(ctx);
   ASSERT_TRUE(probe->mappings().change_feed()) << "the kernel has vm_unmapped_area: expected on";
-  EXPECT_FALSE(probe->attached_to(lib));
+  EXPECT_FALSE(probe->attached_to(mapped));
   // Three scans with nothing new: only reported processes are looked at.
   const uint64_t processes = probes::all_pids().size(), looks = probe->mappings().looks();
   for (int i = 0; i < 3; ++i) {
@@ -474,7 +475,7 @@ TEST_F(AttribTest, ALibraryLoadedLaterIsFoundThroughTheKernelsReport) {
   close(out[0]);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(printed, "enabled\n");
-  EXPECT_TRUE(probe->attached_to(std::filesystem::canonical(lib).string()));  // as mapped
+  EXPECT_TRUE(probe->attached_to(mapped));
 }
 
 // --binary attaches to one file from the start; --pid to one process, whose exit releases it.
