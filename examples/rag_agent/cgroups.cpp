@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -51,25 +53,61 @@ bool has_word(const std::string& text, const std::string& word) {
   return false;
 }
 
-// Finds the hierarchy with the cpu controller: v2 (if its root offers cpu), else v1 "cpu".
-std::pair<CgroupMode, std::string> detect_root() {
+// The mounted cgroup hierarchies: v2 ones, and v1 ones with their controllers (mount options).
+struct CgroupMount {
+  std::string path;
+  bool v2 = false;
+  std::string options;
+};
+
+std::vector<CgroupMount> cgroup_mounts() {
+  std::vector<CgroupMount> out;
   std::ifstream mounts("/proc/self/mounts");
   std::string dev, path, type, opts, line;
-  std::string v1_cpu;
   while (std::getline(mounts, line)) {
     std::istringstream in(line);
     in >> dev >> path >> type >> opts;
-    if (type == "cgroup2" && has_word(read_text(path + "/cgroup.controllers"), "cpu"))
-      return {CgroupMode::V2, path};
-    if (type == "cgroup" && v1_cpu.empty()) {
-      std::istringstream o(opts);
-      std::string opt;
-      while (std::getline(o, opt, ','))
-        if (opt == "cpu") v1_cpu = path;
-    }
+    if (type == "cgroup2" || type == "cgroup") out.push_back({path, type == "cgroup2", opts});
   }
-  if (!v1_cpu.empty()) return {CgroupMode::V1, v1_cpu};
+  return out;
+}
+
+// The v1 hierarchy that carries `controller`; "" if none is mounted.
+std::string v1_root(const std::vector<CgroupMount>& mounts, const std::string& controller) {
+  for (const auto& m : mounts) {
+    std::istringstream o(m.options);
+    std::string opt;
+    while (!m.v2 && std::getline(o, opt, ','))
+      if (opt == controller) return m.path;
+  }
+  return "";
+}
+
+// Finds the hierarchy with the cpu controller: v2 (if its root offers cpu), else v1 "cpu".
+std::pair<CgroupMode, std::string> detect_root() {
+  const auto mounts = cgroup_mounts();
+  for (const auto& m : mounts)
+    if (m.v2 && has_word(read_text(m.path + "/cgroup.controllers"), "cpu"))
+      return {CgroupMode::V2, m.path};
+  if (auto v1 = v1_root(mounts, "cpu"); !v1.empty()) return {CgroupMode::V1, v1};
   return {CgroupMode::None, ""};
+}
+
+// "MAJ:MIN" of the disk that holds `file`, as the I/O controllers want it: a partition's
+// parent disk.
+std::string disk_of(const std::string& file) {
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0)
+    throw std::runtime_error(fmt::format("stat {}: {}", file, std::strerror(errno)));
+  const std::string sys = fmt::format("/sys/dev/block/{}:{}", major(st.st_dev), minor(st.st_dev));
+  if (!exists(sys))
+    throw std::runtime_error(fmt::format("{} is on no block device (device {}:{})", file,
+                                         major(st.st_dev), minor(st.st_dev)));
+  if (!exists(sys + "/partition")) return fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  std::istringstream parent(read_text(sys + "/../dev"));  // the link's target's parent
+  std::string dev;
+  parent >> dev;
+  return dev;
 }
 
 // Directories left by agents that were killed with SIGKILL: remove the empty ones.
@@ -186,6 +224,48 @@ void CgroupTree::set_cpu_weight(const std::string& leaf, long v1_shares, long v2
   }
 }
 
+std::string CgroupTree::add_io_leaf(const std::string& name) {
+  try {
+    if (mode_ == CgroupMode::V2) {
+      if (!has_word(read_text(root_ + "/cgroup.controllers"), "io"))
+        throw std::runtime_error(fmt::format("{} does not offer the io controller", root_));
+      for (const auto& d : {root_, dir_})
+        if (!has_word(read_text(d + "/cgroup.subtree_control"), "io"))
+          write_text(d + "/cgroup.subtree_control", "+io");
+      const std::string leaf = dir_ + "/" + name;
+      return std::find(leaves_.begin(), leaves_.end(), leaf) != leaves_.end() ? leaf
+                                                                              : add_leaf(name);
+    }
+    if (mode_ == CgroupMode::None) throw std::runtime_error(reason_);
+    const std::string blkio = v1_root(cgroup_mounts(), "blkio");
+    if (blkio.empty()) throw std::runtime_error("no v1 blkio hierarchy is mounted");
+    if (io_dir_.empty()) {
+      remove_stale_dirs(blkio);
+      const std::string dir = fmt::format("{}/tailcause-agent-{}", blkio, ::getpid());
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+        throw std::runtime_error(fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
+      io_dir_ = dir;
+    }
+    const std::string leaf = io_dir_ + "/" + name;
+    if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST)
+      throw std::runtime_error(fmt::format("mkdir {}: {}", leaf, std::strerror(errno)));
+    leaves_.push_back(leaf);
+    return leaf;
+  } catch (const std::exception& e) {
+    io_reason_ = e.what();
+    return "";
+  }
+}
+
+void CgroupTree::set_read_iops(const std::string& io_leaf, const std::string& file,
+                               long iops) const {
+  const std::string disk = disk_of(file);
+  if (mode_ == CgroupMode::V2)
+    write_text(io_leaf + "/io.max", fmt::format("{} riops={}", disk, iops));
+  else
+    write_text(io_leaf + "/blkio.throttle.read_iops_device", fmt::format("{} {}", disk, iops));
+}
+
 CpuThrottle CgroupTree::read_throttle(const std::string& leaf) const {
   CpuThrottle t;
   if (leaf.empty()) return t;
@@ -208,8 +288,10 @@ CpuThrottle CgroupTree::read_throttle(const std::string& leaf) const {
 void CgroupTree::remove() {
   for (auto it = leaves_.rbegin(); it != leaves_.rend(); ++it) kill_and_rmdir(*it);
   leaves_.clear();
-  if (!dir_.empty()) kill_and_rmdir(dir_);
-  dir_.clear();
+  for (auto* dir : {&dir_, &io_dir_}) {
+    if (!dir->empty()) kill_and_rmdir(*dir);
+    dir->clear();
+  }
 }
 
 void CgroupTree::join(const std::string& leaf) {

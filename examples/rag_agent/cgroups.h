@@ -39,6 +39,15 @@ class CgroupTree {
   // CPU weight relative to siblings: v1 cpu.shares (default 1024), v2 cpu.weight (default
   // 100). Throws on failure.
   void set_cpu_weight(const std::string& leaf, long v1_shares, long v2_weight) const;
+  // The leaf `name` in the hierarchy with the block I/O controller: the cpu leaf itself on v2
+  // (with +io enabled on the way), <blkio root>/tailcause-agent-<pid>/<name> on v1. "" when
+  // neither offers one (reason in io_reason()); a process joins it as it joins its cpu leaf.
+  std::string add_io_leaf(const std::string& name);
+  const std::string& io_reason() const { return io_reason_; }
+  // At most `iops` reads a second from the disk that holds `file`, for the tasks in io_leaf
+  // (v1 blkio.throttle.read_iops_device, v2 io.max riops). Throws on failure (a file on no
+  // block device: tmpfs, overlay...).
+  void set_read_iops(const std::string& io_leaf, const std::string& file, long iops) const;
   CpuThrottle read_throttle(const std::string& leaf) const;
   // Removes every leaf and the agent directory (killing strays first). Idempotent.
   void remove();
@@ -51,6 +60,7 @@ class CgroupTree {
   CgroupMode mode_ = CgroupMode::None;
   std::string root_, dir_, reason_;
   std::vector<std::string> leaves_;
+  std::string io_dir_, io_reason_;  // v1 only: the agent's directory under the blkio root
 };
 
 const char* cgroup_mode_name(CgroupMode mode);

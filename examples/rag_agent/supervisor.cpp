@@ -113,6 +113,31 @@ void start_hogs(ChildSet& children, const std::string& leaf, int cpu) {
     });
 }
 
+// The cold-cache fault's disk: each miss of a dropped page cache costs a read from the disk, and
+// this VM's disk answers from its host's cache in ~50 us, as fast as the run-queue wait after the
+// read's wake-up on 2 busy CPUs. Limiting the tenant's reads to kColdReadIops makes a miss cost
+// what a network block device's does (~0.25 ms), so the disk is what slows the retrieval.
+// Returns the tenant's I/O leaf; "" (the fault then drops the cache alone) without a controller.
+constexpr long kColdReadIops = 4000;
+
+std::string slow_disk_for(CgroupTree& cgroups, const std::string& tenant,
+                          const std::string& index_path) {
+  std::string leaf = cgroups.add_io_leaf(tenant);
+  try {
+    if (leaf.empty()) throw std::runtime_error(cgroups.io_reason());
+    cgroups.set_read_iops(leaf, index_path, kColdReadIops);
+    spdlog::info("fault cold-cache: tenant {}'s reads limited to {} a second ({})", tenant,
+                 kColdReadIops, leaf);
+    return leaf;
+  } catch (const std::exception& e) {
+    spdlog::warn(
+        "fault cold-cache: tenant {}'s reads are not limited ({}): its misses cost what "
+        "this machine's disk gives",
+        tenant, e.what());
+    return leaf;
+  }
+}
+
 struct WorkerSlot {
   std::string tenant;
   std::string cgroup;
@@ -231,9 +256,13 @@ int run_agent(const Options& o) {
       start_hogs(children, hog_leaf, victim_cpu);
       spdlog::info("fault hog: CPU hogs compete with tenant {} on CPU {}", t, victim_cpu);
     }
+    const std::string index_path = fmt::format("{}/index-{}.f32", data_dir, t);
+    std::string io_leaf;
+    if (o.has_fault(FaultKind::ColdCache, t)) io_leaf = slow_disk_for(cgroups, t, index_path);
     TenantSpec spec{t,
-                    fmt::format("{}/index-{}.f32", data_dir, t),
+                    index_path,
                     slot.cgroup,
+                    io_leaf,
                     slot.pinned_cpu,
                     o.rate,
                     o.concurrency,

@@ -236,6 +236,7 @@ void run_tenant_worker(const TenantSpec& spec, int result_fd) {
     // Into the tenant's cgroup and onto its CPU before any thread exists, so all of them
     // inherit both.
     CgroupTree::join(spec.cgroup_leaf);
+    CgroupTree::join(spec.io_leaf);  // v1: another hierarchy; v2: the same leaf again
     if (spec.pin_cpu) {
       cpu_set_t set;
       CPU_ZERO(&set);

@@ -13,6 +13,7 @@ struct TenantSpec {
   std::string name;
   std::string index_path;
   std::string cgroup_leaf;     // "" when tenants share the agent's cgroup
+  std::string io_leaf;         // the block I/O controller's leaf (cold-cache fault), or ""
   std::optional<int> pin_cpu;  // the hog fault pins the tenant and its hogs to one CPU
   double rate = 5;
   int concurrency = 2;

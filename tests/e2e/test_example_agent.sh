@@ -132,7 +132,17 @@ dir=$(agent_cgroup_dir faults)
 sleep 0.5
 hogs=$(wc -l <"$dir/_hog-b/cgroup.procs")
 [ "$hogs" -eq "$(nproc)" ] || fail "expected $(nproc) hogs in $dir/_hog-b, found $hogs"
+# cold-cache:a limits a's reads (4,000 a second) in the hierarchy with the block I/O controller:
+# v1 blkio beside the cpu one, or v2's own leaf; a's worker is in it.
+case "$dir" in
+  */cpu*/*) iodir="$(findmnt -n -o TARGET -t cgroup -O blkio | head -1)/${dir##*/}"
+            limit=$(cat "$iodir/a/blkio.throttle.read_iops_device" 2>/dev/null) ;;
+  *) iodir=$dir limit=$(cat "$dir/a/io.max" 2>/dev/null) ;;
+esac
+echo "$limit" | grep -qE '^[0-9]+:[0-9]+ (riops=)?4000( |$)' || fail "no read limit on $iodir/a: '$limit'"
+grep -q . "$iodir/a/cgroup.procs" || fail "a's worker is not in $iodir/a"
 wait_agent faults
+[ ! -e "$iodir/a" ] || fail "I/O cgroup $iodir/a left behind"
 check_report "$WORK/faults.json" '
 a, b = r["tenants"]["a"], r["tenants"]["b"]
 for t in (a, b):
@@ -144,7 +154,7 @@ assert a["cache"]["miss"] > 0 and a["index_bytes_read"] > 0
 # cache-bust: no lookup of b matches, exactly or semantically
 assert b["cache"]["hit"] == 0 and b["cache"]["miss"] == b["requests"]["completed"], b["cache"]
 '
-pass "hog, slow-peer, cold-cache, lock and cache-bust faults run; slow-peer delays only b's tool calls; b's cache never hits"
+pass "hog, slow-peer, cold-cache, lock and cache-bust faults run; slow-peer delays only b's tool calls; a's reads limited ($limit); b's cache never hits"
 
 # ---- SIGTERM: stops early, still reports, removes its cgroups, leaves no process --------------
 start_agent term --duration 120 --rate 4

@@ -9,13 +9,13 @@
 # 250 ms (generation P99 40-60 ms) and its retrievals under 25 ms (P99 3-13 ms); quota pushes ta's
 # generation to 400-1000 ms, the lock (25 ms after every 4 tokens) to >= 600 ms, the hog (hogs at
 # 10x ta's CPU weight) to ~550 ms, the slow peer ta's tool calls to 300+ ms, and the dropped page
-# cache (readahead off) ta's retrievals to ~50 ms of disk reads. Other processes' CPU load (this
+# cache (readahead off, ta's reads limited to 4,000 a second as a network disk would serve them:
+# 90-95% of the stage in block I/O) ta's retrievals to ~280 ms. Other processes' CPU load (this
 # machine is shared: load 14 on 2 CPUs during `make test` next to builds) slows every stage too,
 # clean retrievals to 30-75 ms, so no verdict here rests on wall time against an SLO alone:
 # a clean run may glitch, but only for CPU contention (runqueue, on_cpu; lock where a retrieval
 # joins its helper thread), never for throttling, disk, network or a lock in generation, which
-# only a fault brings; a dropped page cache is judged by block_io glitches in ta's retrievals and
-# none in tb's (outnumbered, under load, by runqueue ones). A 10 s run is too short for a
+# only a fault brings. A 10 s run is too short for a
 # trustworthy P99, and the agent's small retrieval cache misses most lookups by design, so cache
 # breakdowns are left out. The whole matrix takes ~90 s.
 source "$(dirname "$0")/lib.sh"
@@ -43,7 +43,7 @@ run() {
 }
 
 # verdict FAULT COMPONENT: ta glitched, mostly for COMPONENT, and the slowest such glitch says so;
-# for block_io: ta's retrievals glitched for it and tb's never did.
+# for block_io, none of tb's glitches is block_io either.
 verdict() {
   /usr/bin/python3 - "$WORK/$1.json" "$2" <<'PY'
 import json, sys
@@ -52,16 +52,8 @@ want = sys.argv[2]
 p99 = ", ".join(f"{s['tenant']}/{s['stage']} {s['p99_seconds']*1000:.0f}" for s in d["stages"]
                 if s["stage"] in ("retrieval", "generation", "tool"))
 if want == "block_io":
-    io = {t: sum(c["count"] for c in d["glitch_causes"] if c["tenant"] == t and c["cause"] == want)
-          for t in ("ta", "tb")}
-    io_ret = sum(c["count"] for c in d["glitch_causes"]
-                 if c["tenant"] == "ta" and c["cause"] == want and c["stage"] == "retrieval")
-    assert io_ret > 0 and io["tb"] == 0, f"block_io glitches {io}: {d['glitch_causes']}"
-    ex = [g for g in d["top_glitches"] if g["tenant"] == "ta" and g["cause"] == want]
-    assert all(want in g["evidence"] and g["culprits"][0]["component"] == want for g in ex), ex
-    print(f"{io_ret} of ta's retrieval glitches for {want}, none of tb's"
-          + (f": {ex[0]['evidence']}" if ex else "") + f" (p99 ms: {p99})")
-    sys.exit(0)
+    tb_io = [c for c in d["glitch_causes"] if c["tenant"] == "tb" and c["cause"] == want]
+    assert not tb_io, f"tb glitched for {want}: {tb_io}"
 ta = next(t for t in d["tenants"] if t["tenant"] == "ta")
 v = ta["verdict"]
 causes = [(c["stage"], c["cause"], c["count"]) for c in d["glitch_causes"] if c["tenant"] == "ta"]
@@ -71,6 +63,7 @@ assert v["cause"] == want, f"ta's glitches: {causes}"
 ex = v["example"]
 assert ex and ex["cause"] == want and want in ex["evidence"], ex
 assert ex["culprits"][0]["component"] == want, ex["culprits"]
+assert want != "block_io" or "page-cache misses" in ex["evidence"], ex["evidence"]
 print(f"{v['count']} of ta's {v['glitches']} glitches in {v['stage']} for {want}: {ex['evidence']} (p99 ms: {p99})")
 PY
 }
