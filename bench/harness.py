@@ -141,7 +141,8 @@ class Tracer:
                                                delete=False)
         stray_logs.add(self.log.name)
         self.started, self.started_wall = time.monotonic(), time.time()
-        self.proc = spawn(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = spawn(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                          env=getattr(self, "env", None))
 
     def output(self):
         with open(self.log.name, errors="replace") as f:
@@ -191,6 +192,41 @@ class Daemon(Tracer):
                 pass
             time.sleep(poll)
         self.fail(f"did not serve /metrics within {timeout:.0f} s")
+
+
+# Keeps one stage span open in its own process (closed and reopened every 0.5 s) once the
+# daemon has attached to its SDK library.
+SPAN_HOLDER = """
+import time, tailcause
+while not tailcause.enabled():
+    time.sleep(0.05)
+print("attached", flush=True)
+while True:
+    with tailcause.Request("bench-span-holder", "bench") as request:
+        with tailcause.Stage(request, tailcause.Stage.GENERATION):
+            time.sleep(0.5)
+"""
+
+
+class SpanHolder(Tracer):
+    """A Python process with an open span: while it runs, the attrib family's scheduler
+    programs take their path for threads outside spans on every other thread of the node,
+    where with no span open anywhere they return after one load."""
+    name = "span-holder"
+
+    def __init__(self, build_dir):
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.env = dict(os.environ, PYTHONPATH=os.path.join(repo, "sdk", "python"),
+                        TAILCAUSE_SDK_LIB=os.path.join(build_dir, "sdk", "libtailcause_sdk.so"))
+        super().__init__(["/usr/bin/python3", "-c", SPAN_HOLDER])
+
+    def wait_attached(self, timeout=30.0):
+        while time.monotonic() - self.started < timeout:
+            self.check_alive("before the daemon attached to it")
+            if "attached" in self.output():
+                return
+            time.sleep(0.05)
+        self.fail(f"was not attached within {timeout:.0f} s")
 
 
 class Bpftrace(Tracer):

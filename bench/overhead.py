@@ -26,7 +26,7 @@ import tempfile
 import time
 
 import harness
-from harness import (FAMILIES, Bpftrace, Daemon, bpf_map_bytes, children, cleanup,
+from harness import (FAMILIES, Bpftrace, Daemon, SpanHolder, bpf_map_bytes, children, cleanup,
                      count_series, die, enable_bpf_stats, ensure_tracefs, log, on_signal,
                      only_families_config, proc_ctxt, proc_status, prog_stats, program_name,
                      pipe_command, restore_bpf_stats, run_pipe, scrape, spawn,
@@ -216,6 +216,9 @@ def attach_steps(text, started_wall):
     return steps
 
 
+OPEN_SPAN = "tailcause, a span open elsewhere"
+
+
 def program_time_phase(args, workdir):
     """The kernel's own count of each tracer's BPF program time (kernel.bpf_stats_enabled) over
     one load run, per context switch of the node. It names the program that costs; it leaves
@@ -225,21 +228,29 @@ def program_time_phase(args, workdir):
     enable_bpf_stats()
     totals = {}
     tracers = [("tailcause", lambda: Daemon(args.binary)),
+               (OPEN_SPAN, lambda: Daemon(args.binary)),
                ("tailcause[sched]",
                 lambda: Daemon(args.binary, only_families_config(["sched"], workdir))),
                ("bpftrace", Bpftrace)]
     if args.sched_only:
-        tracers = tracers[1:]
+        tracers = tracers[2:]
     if args.sched_baseline:
         tracers.append(("baseline[sched]", lambda: Daemon(
             args.sched_baseline, only_families_config(["sched"], workdir))))
     for label, tracer in tracers:
         t = tracer()
         t.wait_ready()
+        holder = SpanHolder(args.build_dir) if label == OPEN_SPAN else None
+        if holder:
+            holder.wait_attached()
         time.sleep(args.settle)
         before, ctxt0 = prog_stats(t.proc.pid), proc_ctxt()
         run_pipe(args.loops)
         after, switches = prog_stats(t.proc.pid), proc_ctxt() - ctxt0
+        if holder:
+            holder.stop()
+            if b'tenant="bench-span-holder"' not in scrape(t.port)[1]:
+                log("WARNING: the daemon saw no span of the span holder")
         rows = []
         for prog, (ns, runs) in after.items():
             ns, runs = ns - before.get(prog, (0, 0))[0], runs - before.get(prog, (0, 0))[1]
@@ -248,9 +259,13 @@ def program_time_phase(args, workdir):
         names = {prog: program_name(prog) for prog in after}
         t.stop()
         totals[label] = sum(r[0] for r in rows)
-        if label == "tailcause":
-            # The critical path's wake-up tracking (issue 10): its own program, on every wake-up.
-            totals["critpath"] = sum(r[0] for r in rows if names[r[3]].startswith("attrib_waking"))
+        if label in ("tailcause", OPEN_SPAN):
+            # The critical path's wake-up tracking (issue 10): its own program, on every wake-up;
+            # and all of the family's scheduler programs, for threads outside spans.
+            key = "critpath" if label == "tailcause" else "critpath_open"
+            totals[key] = sum(r[0] for r in rows if names[r[3]].startswith("attrib_waking"))
+            totals[key + "_sched"] = sum(r[0] for r in rows if names[r[3]].startswith(
+                ("attrib_waking", "attrib_switch", "attrib_migrate")))
         log(f"{label}: {totals[label]:.0f} ns of BPF program time per context switch "
             f"({switches} switches on the node)")
         for per_switch, runs, per_run, prog in sorted(rows, reverse=True):
@@ -279,6 +294,13 @@ def summary(conds, figures, per_op_switches, mem, startups, scrape_times, size, 
         log(f"critical-path wake-up tracking (attrib_waking, bpf_stats): {prog['critpath']:.0f} ns "
             f"per switch, +{100 * prog['critpath'] / per_switch:.1f}% of the untraced "
             f"{per_switch:.0f} ns per switch (target <= +5%; its tp_btf plumbing not included)")
+        if "critpath_open" in prog:
+            log(f"  with a span open in another process (the load's threads outside spans): "
+                f"attrib_waking {prog['critpath_open']:.0f} ns per switch "
+                f"(+{100 * prog['critpath_open'] / per_switch:.1f}%); the family's scheduler "
+                f"programs {prog['critpath_open_sched']:.0f} ns "
+                f"(+{100 * prog['critpath_open_sched'] / per_switch:.1f}%), against "
+                f"{prog['critpath_sched']:.0f} ns with none open")
     if "tailcause" not in figures:
         return
     it = figures["tailcause"]
