@@ -135,14 +135,13 @@ class Tracer:
     """A traced condition's process, with its output in a log file shown if it fails."""
     name, stop_signal = "tracer", signal.SIGTERM
 
-    def __init__(self, argv):
+    def __init__(self, argv, env=None):
         # In /tmp, not the run's scratch directory, so that a failed tracer's log outlives us.
         self.log = tempfile.NamedTemporaryFile(prefix=f"{self.name}-", suffix=".log",
                                                delete=False)
         stray_logs.add(self.log.name)
         self.started, self.started_wall = time.monotonic(), time.time()
-        self.proc = spawn(argv, stdout=self.log, stderr=subprocess.STDOUT,
-                          env=getattr(self, "env", None))
+        self.proc = spawn(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
     def output(self):
         with open(self.log.name, errors="replace") as f:
@@ -216,9 +215,9 @@ class SpanHolder(Tracer):
 
     def __init__(self, build_dir):
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        self.env = dict(os.environ, PYTHONPATH=os.path.join(repo, "sdk", "python"),
-                        TAILCAUSE_SDK_LIB=os.path.join(build_dir, "sdk", "libtailcause_sdk.so"))
-        super().__init__(["/usr/bin/python3", "-c", SPAN_HOLDER])
+        env = dict(os.environ, PYTHONPATH=os.path.join(repo, "sdk", "python"),
+                   TAILCAUSE_SDK_LIB=os.path.join(build_dir, "sdk", "libtailcause_sdk.so"))
+        super().__init__(["/usr/bin/python3", "-c", SPAN_HOLDER], env)
 
     def wait_attached(self, timeout=30.0):
         while time.monotonic() - self.started < timeout:

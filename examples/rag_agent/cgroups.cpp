@@ -45,6 +45,12 @@ void write_text(const std::string& path, const std::string& text) {
     throw std::runtime_error(fmt::format("write '{}' to {}: {}", text, path, std::strerror(err)));
 }
 
+// mkdir that accepts a directory already there (a leaf added twice, a pid's stale directory).
+void make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+    throw std::runtime_error(fmt::format("mkdir {}: {}", path, std::strerror(errno)));
+}
+
 bool has_word(const std::string& text, const std::string& word) {
   std::istringstream in(text);
   std::string w;
@@ -99,15 +105,15 @@ std::string disk_of(const std::string& file) {
   struct stat st;
   if (::stat(file.c_str(), &st) != 0)
     throw std::runtime_error(fmt::format("stat {}: {}", file, std::strerror(errno)));
-  const std::string sys = fmt::format("/sys/dev/block/{}:{}", major(st.st_dev), minor(st.st_dev));
+  const std::string dev = fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+  const std::string sys = "/sys/dev/block/" + dev;
   if (!exists(sys))
-    throw std::runtime_error(fmt::format("{} is on no block device (device {}:{})", file,
-                                         major(st.st_dev), minor(st.st_dev)));
-  if (!exists(sys + "/partition")) return fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+    throw std::runtime_error(fmt::format("{} is on no block device (device {})", file, dev));
+  if (!exists(sys + "/partition")) return dev;
   std::istringstream parent(read_text(sys + "/../dev"));  // the link's target's parent
-  std::string dev;
-  parent >> dev;
-  return dev;
+  std::string disk;
+  parent >> disk;
+  return disk;
 }
 
 // Directories left by agents that were killed with SIGKILL: remove the empty ones.
@@ -181,8 +187,7 @@ CgroupTree::CgroupTree(const std::string& root_override) {
     if (mode_ == CgroupMode::V2 && !has_word(read_text(root_ + "/cgroup.subtree_control"), "cpu"))
       write_text(root_ + "/cgroup.subtree_control", "+cpu");
     dir_ = fmt::format("{}/tailcause-agent-{}", root_, ::getpid());
-    if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST)
-      throw std::runtime_error(fmt::format("mkdir {}: {}", dir_, std::strerror(errno)));
+    make_dir(dir_);
     if (mode_ == CgroupMode::V2) write_text(dir_ + "/cgroup.subtree_control", "+cpu");
   } catch (const std::exception& e) {
     reason_ = e.what();
@@ -197,8 +202,7 @@ CgroupTree::~CgroupTree() { remove(); }
 std::string CgroupTree::add_leaf(const std::string& name) {
   if (mode_ == CgroupMode::None) return "";
   std::string leaf = dir_ + "/" + name;
-  if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST)
-    throw std::runtime_error(fmt::format("mkdir {}: {}", leaf, std::strerror(errno)));
+  make_dir(leaf);
   leaves_.push_back(leaf);
   return leaf;
 }
@@ -242,13 +246,11 @@ std::string CgroupTree::add_io_leaf(const std::string& name) {
     if (io_dir_.empty()) {
       remove_stale_dirs(blkio);
       const std::string dir = fmt::format("{}/tailcause-agent-{}", blkio, ::getpid());
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-        throw std::runtime_error(fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
+      make_dir(dir);
       io_dir_ = dir;
     }
     const std::string leaf = io_dir_ + "/" + name;
-    if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST)
-      throw std::runtime_error(fmt::format("mkdir {}: {}", leaf, std::strerror(errno)));
+    make_dir(leaf);
     leaves_.push_back(leaf);
     return leaf;
   } catch (const std::exception& e) {

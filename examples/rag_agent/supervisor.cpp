@@ -122,20 +122,23 @@ constexpr long kColdReadIops = 4000;
 
 std::string slow_disk_for(CgroupTree& cgroups, const std::string& tenant,
                           const std::string& index_path) {
-  std::string leaf = cgroups.add_io_leaf(tenant);
-  try {
-    if (leaf.empty()) throw std::runtime_error(cgroups.io_reason());
-    cgroups.set_read_iops(leaf, index_path, kColdReadIops);
-    spdlog::info("fault cold-cache: tenant {}'s reads limited to {} a second ({})", tenant,
-                 kColdReadIops, leaf);
-    return leaf;
-  } catch (const std::exception& e) {
-    spdlog::warn(
-        "fault cold-cache: tenant {}'s reads are not limited ({}): its misses cost what "
-        "this machine's disk gives",
-        tenant, e.what());
-    return leaf;
+  const std::string leaf = cgroups.add_io_leaf(tenant);
+  std::string why = cgroups.io_reason();
+  if (!leaf.empty()) {
+    try {
+      cgroups.set_read_iops(leaf, index_path, kColdReadIops);
+      spdlog::info("fault cold-cache: tenant {}'s reads limited to {} a second ({})", tenant,
+                   kColdReadIops, leaf);
+      return leaf;
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
   }
+  spdlog::warn(
+      "fault cold-cache: tenant {}'s reads are not limited ({}): its misses cost what this "
+      "machine's disk gives",
+      tenant, why);
+  return leaf;
 }
 
 struct WorkerSlot {

@@ -15,9 +15,9 @@
 # clean retrievals to 30-75 ms, so no verdict here rests on wall time against an SLO alone:
 # a clean run may glitch, but only for CPU contention (runqueue, on_cpu; lock where a retrieval
 # joins its helper thread), never for throttling, disk, network or a lock in generation, which
-# only a fault brings. A 10 s run is too short for a
-# trustworthy P99, and the agent's small retrieval cache misses most lookups by design, so cache
-# breakdowns are left out. The whole matrix takes ~90 s.
+# only a fault brings. A 10 s run is too short for a trustworthy P99, and the agent's small
+# retrieval cache misses most lookups by design, so cache breakdowns are left out. The whole
+# matrix takes ~90 s.
 source "$(dirname "$0")/lib.sh"
 require_root
 AGENT="$BUILD_DIR/examples/rag-agent"
