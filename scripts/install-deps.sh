@@ -15,6 +15,7 @@ run_pkgs=(
   libmicrohttpd-dev libyaml-dev libhnswlib-dev libpng-dev libmnl-dev
   libabsl-dev  # the vector cache's open-addressing maps (absl::flat_hash_map)
   libfreetype-dev libfontconfig-dev fonts-dejavu-core  # `heatmap --out FILE.png`'s labels
+  python3-dev  # the Python SDK's C hot paths (sdk/python/tailcause/_speedups.c), for `instrument`
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -42,6 +42,8 @@ def main():
     parser.add_argument("--base-id", type=lambda s: int(s, 0), default=0x9E7000000000)
     args = parser.parse_args()
     print("library", tailcause.library_path, flush=True)
+    # How the probes are called: Probes (tailcause._speedups) or _CtypesProbes.
+    print("probes", type(tailcause._native.probes).__name__, flush=True)
     i = 0
     while args.iterations == 0 or i < args.iterations:
         one_request(i, args.base_id + i)

@@ -119,9 +119,10 @@ DECODER = RECORDERS + textwrap.dedent('''
 ''')
 
 
-def run_instrumented(test, source, options, files=None):
+def run_instrumented(test, source, options, files=None, env=None):
     """Runs `source` as a script under `python3 -m tailcause.instrument OPTIONS`, beside
-    `files` (name -> text); returns the JSON its last line prints and the script's path."""
+    `files` (name -> text), with `env` added to the environment; returns the JSON its last line
+    prints and the script's path."""
     with tempfile.TemporaryDirectory() as d:
         for name, text in (files or {}).items():
             os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
@@ -132,7 +133,7 @@ def run_instrumented(test, source, options, files=None):
             f.write(source)
         out = subprocess.run(
             [sys.executable, "-m", "tailcause.instrument", *options, script, "--flag", "v"],
-            capture_output=True, text=True, timeout=60, env=os.environ)
+            capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})})
         test.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout.strip().splitlines()[-1]), script
 
@@ -157,9 +158,16 @@ class Wrapping(unittest.TestCase):
         self.assertEqual(sum(1 for e in log if e[0] == "request"), 5, log)
 
     def test_a_functions_consecutive_module_calls_are_one_stage(self):
+        # Both forms of the module hook: the C one (tailcause._speedups, where built) and the
+        # Python one.
+        for env in ({}, {"TAILCAUSE_SDK_PURE_PYTHON": "1"}):
+            with self.subTest(env=env):
+                self.check_decoder_stages(env)
+
+    def check_decoder_stages(self, env):
         result, _ = run_instrumented(self, DECODER, ["--entry", "handle", "--tenant-arg", "tenant",
                                                      "--agent", "ag"],
-                                     {"torch/__init__.py": FAKE_TORCH})
+                                     {"torch/__init__.py": FAKE_TORCH}, env)
         embedding, generation = 1, 3
         self.assertEqual(result["log"], [
             ["request", "t-one", "ag"],

@@ -118,13 +118,17 @@ kill "$USER_PID"
 "$PYTHON3" "$HERE/check_events.py" "$WORK/cpp.out" --base-id 0x5d5000000000 --agent agent-cpp \
 	--min-requests 20 || fail "C++ probe arguments (bpftrace output above)"
 
-echo "== B: Python package -> libtailcause_sdk.so, bpftrace -p"
+# B calls the probes through the C extension (tailcause._speedups) where the build made one,
+# C through ctypes: bpftrace checks the arguments of both.
+if [ "${TAILCAUSE_SPEEDUPS_BUILT:-0}" = 1 ]; then B_PROBES=Probes; else B_PROBES=_CtypesProbes; fi
+echo "== B: Python package -> libtailcause_sdk.so ($B_PROBES), bpftrace -p"
 export PYTHONPATH=$SRC_DIR/sdk/python TAILCAUSE_SDK_LIB=$LIB
 "$PYTHON3" "$HERE/py_user.py" --interval-ms 20 >"$WORK/pyuser.out" 2>&1 &
 PY_PID=$!
 CHILDREN+=("$PY_PID")
 wait_for "$WORK/pyuser.out" '^iteration 5 '
 grep -qx "library $LIB" "$WORK/pyuser.out" || fail "py_user loaded $(grep ^library "$WORK/pyuser.out")"
+grep -qx "probes $B_PROBES" "$WORK/pyuser.out" || fail "py_user calls its probes through $(grep ^probes "$WORK/pyuser.out")"
 grep -qx 'iteration 5 enabled=0x0' "$WORK/pyuser.out" || fail "tailcause.enabled() before tracing"
 expect_semaphores "$PY_PID" "$LIB" zero
 start_tracer py "$LIB" "$PY_PID"
@@ -145,13 +149,14 @@ kill "$PY_PID"
 "$PYTHON3" "$HERE/check_events.py" "$WORK/py.out" --base-id 0x9e7000000000 --agent agent-py \
 	--min-requests 20 || fail "Python probe arguments"
 
-echo "== C: Python process started after bpftrace attached to the library by path"
+echo "== C: Python process (ctypes) started after bpftrace attached to the library by path"
 start_tracer lib "$LIB"
-"$PYTHON3" "$HERE/py_user.py" --interval-ms 10 --iterations 60 --base-id 0xc0c000000000 \
-	>"$WORK/pyuser2.out" 2>&1 &
+TAILCAUSE_SDK_PURE_PYTHON=1 "$PYTHON3" "$HERE/py_user.py" --interval-ms 10 --iterations 60 \
+	--base-id 0xc0c000000000 >"$WORK/pyuser2.out" 2>&1 &
 PY2_PID=$!
 CHILDREN+=("$PY2_PID")
 wait_for "$WORK/pyuser2.out" '^iteration 3 enabled=0x7ff$'
+grep -qx "probes _CtypesProbes" "$WORK/pyuser2.out" || fail "py_user calls its probes through $(grep ^probes "$WORK/pyuser2.out")"
 expect_semaphores "$PY2_PID" "$LIB" nonzero
 wait "$PY2_PID" || fail "py_user failed: $(tail -5 "$WORK/pyuser2.out")"
 stop_tracer lib

@@ -36,6 +36,7 @@ from ._breaker import (BreakerProtocolError, BreakerUnavailable, CacheState, bre
                        cache_state)
 from ._native import PROBES, library_path
 from ._native import lib as _lib
+from ._native import probes as _probes
 from ._native import semaphores as _semaphores
 
 # A semaphore per probe; each wrapper checks its inputs, then calls the library only while a
@@ -150,7 +151,7 @@ class Request:
         self.trace_id = context[3:35] if context is not None and len(context) == 55 else context
         self._active = True
         if _S_REQUEST_BEGIN.value:
-            _lib.tailcause_sdk_request_begin(rid, tenant_c, agent_c,
+            _probes.request_begin(rid, tenant_c, agent_c,
                                               None if context is None else context.encode("ascii"))
 
     @property
@@ -163,7 +164,7 @@ class Request:
         if self._active:
             self._active = False
             if _S_REQUEST_END.value:
-                _lib.tailcause_sdk_request_end(self.id, status)
+                _probes.request_end(self.id, status)
 
     def __enter__(self):
         return self
@@ -216,7 +217,7 @@ class Stage:
         self.name = name
         self._active = True
         if _S_STAGE_BEGIN.value:
-            _lib.tailcause_sdk_stage_begin(rid, kind, name_c)
+            _probes.stage_begin(rid, kind, name_c)
 
     @property
     def active(self):
@@ -226,7 +227,7 @@ class Stage:
         if self._active:
             self._active = False
             if _S_STAGE_END.value:
-                _lib.tailcause_sdk_stage_end(self.request_id, self.kind)
+                _probes.stage_end(self.request_id, self.kind)
 
     def __enter__(self):
         return self
@@ -246,12 +247,12 @@ def context_scope(request):
     """The current thread works for `request` (a Request or id) inside the block."""
     rid = _request_id(request)
     if _S_CONTEXT_ATTACH.value:
-        _lib.tailcause_sdk_context_attach(rid)
+        _probes.context_attach(rid)
     try:
         yield rid
     finally:
         if _S_CONTEXT_DETACH.value:
-            _lib.tailcause_sdk_context_detach(rid)
+            _probes.context_detach(rid)
 
 
 @contextlib.contextmanager
@@ -260,12 +261,12 @@ def layer(layer_index, batch_size):
     index = _check.u64(layer_index, "layer")
     batch = _check.u64(batch_size, "batch_size")
     if _S_LAYER_BEGIN.value:
-        _lib.tailcause_sdk_layer_begin(index, batch)
+        _probes.layer_begin(index, batch)
     try:
         yield
     finally:
         if _S_LAYER_END.value:
-            _lib.tailcause_sdk_layer_end(index, batch)
+            _probes.layer_end(index, batch)
 
 
 def cache_lookup(request, cache, result, age_ns=0, key_hash=0):
@@ -283,7 +284,7 @@ def cache_lookup(request, cache, result, age_ns=0, key_hash=0):
     age_ns = _check.u64(age_ns, "age_ns")
     key_hash = _check.u64(key_hash, "key_hash")
     if _S_CACHE_LOOKUP.value:
-        _lib.tailcause_sdk_cache_lookup(rid, cache_c, result, age_ns, key_hash)
+        _probes.cache_lookup(rid, cache_c, result, age_ns, key_hash)
 
 
 def token(request, index):
@@ -291,7 +292,7 @@ def token(request, index):
     rid = _request_id(request)
     index = _check.u64(index, "token index")
     if _S_TOKEN.value:
-        _lib.tailcause_sdk_token(rid, index)
+        _probes.token(rid, index)
 
 
 def output_quality(request, entropy):
@@ -299,4 +300,4 @@ def output_quality(request, entropy):
     rid = _request_id(request)
     micro = _check.entropy_micro(entropy)
     if _S_OUTPUT_QUALITY.value:
-        _lib.tailcause_sdk_output_quality(rid, micro)
+        _probes.output_quality(rid, micro)

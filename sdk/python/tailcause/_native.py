@@ -6,11 +6,18 @@ package directory (an installed copy), the source tree's build/sdk/, then the sy
 A TAILCAUSE_SDK_LIB that cannot be loaded is an ImportError (the user asked for that file); a
 library found nowhere makes every probe a no-op, with one RuntimeWarning at import, so an agent
 runs unchanged (untraced) on a machine without the SDK.
+
+`probes` calls the library's probe functions: through tailcause._speedups (a C extension built
+with the library, _speedups.c) where one for this interpreter is in the package directory or
+beside the library, else through ctypes. TAILCAUSE_SDK_PURE_PYTHON=1 forces ctypes.
 """
 
 import ctypes
 import ctypes.util
+import importlib.machinery
+import importlib.util
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -128,3 +135,37 @@ def _semaphore(index):
 # Views of the probes' semaphores in the library: non-zero while a tracer is attached. Reading
 # one is an attribute access, so an untraced probe call skips the ctypes call altogether.
 semaphores = {name: _semaphore(index) for index, name in enumerate(PROBES)}
+
+
+def _load_speedups():
+    """tailcause._speedups for this interpreter (its ABI tag in the file name), from the package
+    directory or the loaded library's; None when there is none or TAILCAUSE_SDK_PURE_PYTHON=1."""
+    if library_path is None or os.environ.get("TAILCAUSE_SDK_PURE_PYTHON") == "1":
+        return None
+    name = __name__.rpartition(".")[0] + "._speedups"
+    for folder in (Path(__file__).resolve().parent, Path(library_path).resolve().parent):
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = folder / ("_speedups" + suffix)
+            if path.is_file():
+                spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                sys.modules[name] = module
+                return module
+    return None
+
+
+class _CtypesProbes:
+    """The probes through ctypes, with the names and arguments of _speedups.Probes."""
+
+    def __init__(self):
+        for probe in PROBES:
+            setattr(self, probe, getattr(lib, "tailcause_sdk_" + probe))
+
+
+speedups = _load_speedups()
+if speedups is not None:
+    probes = speedups.Probes({p: ctypes.cast(getattr(lib, "tailcause_sdk_" + p), ctypes.c_void_p).value
+                              for p in PROBES})
+else:
+    probes = _CtypesProbes()

@@ -50,6 +50,7 @@ import sys
 import threading
 
 import tailcause
+from tailcause import _native
 
 
 class _ThreadState(threading.local):
@@ -277,7 +278,10 @@ def _instrument_torch(torch):
         finally:
             state.depth = 0
     module_call.__tailcause_wrapped__ = True
-    module.__call__ = module_call
+    # With the C extension, submodule calls skip the Python frame above (module_call then runs
+    # only for a thread's outermost module call); without it they take its fast path.
+    speedups = _native.speedups
+    module.__call__ = speedups.ModuleCall(call, module_call) if speedups else module_call
 
 
 def _instrument_faiss(faiss):

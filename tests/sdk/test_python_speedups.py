@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tailcause._speedups (sdk/python/tailcause/_speedups.c), without root: that the package finds
+it beside the library and falls back to ctypes when told to, that its probe calls refuse bad
+arguments as clearly as ctypes does, and that ModuleCall sends a thread's outermost call to the
+hook and the calls inside it straight to the original. That the probes it calls fire with the
+right arguments is shown by bpftrace in tests/sdk/test_usdt.sh (sections B and C, one per path).
+
+Run by ctest with TAILCAUSE_SDK_LIB, PYTHONPATH and TAILCAUSE_SPEEDUPS_BUILT set
+(sdk/CMakeLists.txt); TAILCAUSE_SPEEDUPS_BUILT=1 means the build made the extension, so it must
+be found."""
+
+import ctypes
+import os
+import subprocess
+import sys
+import threading
+import unittest
+from pathlib import Path
+
+import tailcause
+from tailcause import _native
+
+BUILT = os.environ.get("TAILCAUSE_SPEEDUPS_BUILT") == "1"
+
+
+def probes_kind(extra_env):
+    """The class name of tailcause._native.probes in a fresh interpreter with `extra_env`."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import tailcause._native as n; print(type(n.probes).__name__)"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **extra_env})
+    if out.returncode:
+        raise AssertionError(out.stderr)
+    return out.stdout.strip()
+
+
+class Loading(unittest.TestCase):
+    def test_the_built_extension_is_found_beside_the_library(self):
+        if not BUILT:
+            self.skipTest("the build has no _speedups (python3-dev missing)")
+        self.assertIsNotNone(_native.speedups)
+        self.assertEqual(Path(_native.speedups.__file__).parent,
+                         Path(_native.library_path).resolve().parent)
+        self.assertEqual(type(_native.probes).__name__, "Probes")
+
+    def test_pure_python_forces_ctypes(self):
+        self.assertEqual(probes_kind({"TAILCAUSE_SDK_PURE_PYTHON": "1"}), "_CtypesProbes")
+
+    def test_a_library_without_an_extension_beside_it_uses_ctypes(self):
+        # The library copied alone to a fresh directory: nothing to find beside it.
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            lib = shutil.copy(_native.library_path, d)
+            self.assertEqual(probes_kind({"TAILCAUSE_SDK_LIB": lib}), "_CtypesProbes")
+
+
+@unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
+class ProbeArguments(unittest.TestCase):
+    """Inputs are checked in Python first (test_python_sdk.py); these are the C side's own
+    refusals, for a caller that skips those checks."""
+
+    def setUp(self):
+        self.p = _native.probes
+
+    def test_valid_calls_return_none(self):
+        # Untraced: the library's semaphores are zero, so each call returns at once.
+        self.assertIsNone(self.p.request_begin(1, b"t", b"a", None))
+        self.assertIsNone(self.p.request_begin(1, b"t", b"a", b"0" * 31 + b"1"))
+        self.assertIsNone(self.p.stage_begin(1, 2, b"retrieval"))
+        self.assertIsNone(self.p.stage_end(1, 2))
+        self.assertIsNone(self.p.cache_lookup(1, b"c", 0, 5, (1 << 64) - 1))
+        self.assertIsNone(self.p.request_end(1, -(1 << 63)))
+        for name in ("context_attach", "context_detach"):
+            self.assertIsNone(getattr(self.p, name)(7))
+        for name in ("token", "layer_begin", "layer_end", "output_quality"):
+            self.assertIsNone(getattr(self.p, name)(7, 8))
+
+    def test_wrong_argument_counts(self):
+        with self.assertRaisesRegex(TypeError, "stage_end takes 2 arguments, got 1"):
+            self.p.stage_end(1)
+        with self.assertRaisesRegex(TypeError, "request_begin takes 4 arguments, got 3"):
+            self.p.request_begin(1, b"t", b"a")
+        with self.assertRaises(TypeError):
+            self.p.token(1, 2, kw=3)
+
+    def test_strings_must_be_bytes(self):
+        with self.assertRaisesRegex(TypeError, "expected bytes, not str"):
+            self.p.stage_begin(1, 2, "retrieval")
+        with self.assertRaisesRegex(TypeError, "expected bytes, not NoneType"):
+            self.p.request_begin(1, None, b"a", None)  # only the trace id may be None
+        with self.assertRaisesRegex(ValueError, "contains a NUL byte"):
+            self.p.cache_lookup(1, b"vec\0tors", 0, 0, 0)
+
+    def test_integers_out_of_range(self):
+        with self.assertRaises(OverflowError):
+            self.p.stage_end(-1, 0)
+        with self.assertRaises(OverflowError):
+            self.p.stage_end(1 << 64, 0)
+        with self.assertRaises(OverflowError):
+            self.p.request_end(1, 1 << 63)
+        with self.assertRaises(TypeError):
+            self.p.token(1.5, 0)
+
+    def test_bad_addresses(self):
+        with self.assertRaisesRegex(KeyError, "no address for probe request_begin"):
+            _native.speedups.Probes({})
+        addresses = {p: ctypes.cast(getattr(_native.lib, "tailcause_sdk_" + p),
+                                    ctypes.c_void_p).value for p in tailcause.PROBES}
+        with self.assertRaisesRegex(ValueError, "null address for probe token"):
+            _native.speedups.Probes({**addresses, "token": 0})
+        with self.assertRaises(TypeError):
+            _native.speedups.Probes([])
+        with self.assertRaises(TypeError):
+            _native.speedups.Probes(addresses=addresses)
+        with self.assertRaises(TypeError):
+            _native.speedups.Probes.__new__(_native.speedups.Probes)  # never without addresses
+
+
+@unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
+class ModuleCallRouting(unittest.TestCase):
+    """ModuleCall as a class's __call__, as the torch hook installs it on nn.Module."""
+
+    def setUp(self):
+        self.log = []
+        log = self.log
+
+        def original(module, *args, **kwargs):
+            log.append(("original", module.name, args, kwargs))
+            return module.forward(*args, **kwargs)
+
+        def outer(module, *args, **kwargs):
+            log.append(("outer", module.name))
+            return original(module, *args, **kwargs)
+
+        class Module:
+            __call__ = _native.speedups.ModuleCall(original, outer)
+
+            def __init__(self, name, inner=None, fail=False):
+                self.name, self.inner, self.fail = name, inner, fail
+
+            def forward(self, x, scale=1):
+                if self.fail:
+                    raise RuntimeError("forward failed")
+                return self.inner(x, scale=scale) + 1 if self.inner else x * scale
+
+        self.Module = Module
+
+    def test_the_outermost_call_goes_to_the_hook_the_inner_ones_straight_through(self):
+        model = self.Module("outer", self.Module("middle", self.Module("leaf")))
+        self.assertEqual(model(3, scale=2), 8)
+        self.assertEqual(self.log, [
+            ("outer", "outer"), ("original", "outer", (3,), {"scale": 2}),
+            ("original", "middle", (3,), {"scale": 2}), ("original", "leaf", (3,), {"scale": 2})])
+        self.log.clear()
+        model(1)  # the next outermost call reaches the hook again
+        self.assertEqual(self.log[0], ("outer", "outer"))
+
+    def test_an_exception_leaves_the_next_call_outermost(self):
+        broken = self.Module("outer", self.Module("leaf", fail=True))
+        with self.assertRaisesRegex(RuntimeError, "forward failed"):
+            broken(1)
+        self.log.clear()
+        self.Module("again")(1)
+        self.assertEqual(self.log[0], ("outer", "again"))
+
+    def test_each_thread_has_its_own_outermost_call(self):
+        inside, release = threading.Event(), threading.Event()
+
+        class Blocking(self.Module):
+            def forward(self, x, scale=1):
+                inside.set()
+                release.wait(30)
+                return x
+
+        t = threading.Thread(target=lambda: Blocking("a")(1))
+        t.start()
+        self.assertTrue(inside.wait(30))
+        self.Module("b")(1)  # while thread a is inside its outermost call
+        release.set()
+        t.join(30)
+        self.assertIn(("outer", "a"), self.log)
+        self.assertIn(("outer", "b"), self.log)
+
+    def test_it_binds_and_introspects_like_the_function_it_wraps(self):
+        wrapper = self.Module.__dict__["__call__"]
+        m = self.Module("m")
+        self.assertIs(m.__call__.__self__, m)
+        self.assertEqual(m.__call__(2), 2)
+        self.assertIs(self.Module.__call__, wrapper)
+        self.assertTrue(wrapper.__tailcause_wrapped__)
+        self.assertEqual(wrapper.__wrapped__.__name__, "original")
+        self.assertEqual(wrapper.__name__, "original")
+        self.assertIn("original", wrapper.__qualname__)
+        import inspect
+        self.assertEqual(str(inspect.signature(wrapper)), "(module, *args, **kwargs)")
+
+    def test_construction_needs_two_callables(self):
+        with self.assertRaisesRegex(TypeError, "takes callables"):
+            _native.speedups.ModuleCall(1, print)
+        with self.assertRaises(TypeError):
+            _native.speedups.ModuleCall(print)
+
+
+if __name__ == "__main__":
+    unittest.main()
