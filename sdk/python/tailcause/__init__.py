@@ -20,8 +20,9 @@ to warm up or resize quotas:
 
     verdict = tailcause.cache_state("tenant-a", "vectors")   # .state "healthy" | "breakdown"
 
-Standard library only (ctypes). While no tracer is attached a call checks its inputs and reads
-the probe's semaphore (mapped from the library), and skips the ctypes call. Inputs are checked here
+Standard library only (ctypes; the optional C extension tailcause._speedups, where built, makes
+the calls cheaper). While no tracer is attached a call checks its inputs and reads the probe's
+semaphore (mapped from the library), and skips the call into the library. Inputs are checked here
 (TypeError / ValueError) whether or not a tracer is attached, so tracing never changes what
 the program does.
 """
@@ -152,7 +153,7 @@ class Request:
         self._active = True
         if _S_REQUEST_BEGIN.value:
             _probes.request_begin(rid, tenant_c, agent_c,
-                                              None if context is None else context.encode("ascii"))
+                                  None if context is None else context.encode("ascii"))
 
     @property
     def active(self):
