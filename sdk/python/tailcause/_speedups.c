@@ -14,8 +14,9 @@
  *    wrapper as a C callable: it runs `outer` (the Python hook) for a thread's outermost module
  *    call and, inside it, calls `original` directly, so a submodule costs one C branch.
  *
- * Written by hand: no Debian library generates CPython bindings for a handful of C calls
- * without a code generator's run-time support (cffi's would cost as much as ctypes here). */
+ * Written by hand on the CPython C API: cffi (python3-cffi) could make the probe calls, but not
+ * the module hook, which must be a callable that binds like a method and is called without a
+ * Python frame; one small module does both. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
