@@ -9,10 +9,12 @@ Run by ctest with TAILCAUSE_SDK_LIB, PYTHONPATH and TAILCAUSE_SPEEDUPS_BUILT set
 (sdk/CMakeLists.txt); TAILCAUSE_SPEEDUPS_BUILT=1 means the build made the extension, so it must
 be found."""
 
-import ctypes
+import importlib.machinery
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 from pathlib import Path
@@ -47,11 +49,24 @@ class Loading(unittest.TestCase):
 
     def test_a_library_without_an_extension_beside_it_uses_ctypes(self):
         # The library copied alone to a fresh directory: nothing to find beside it.
-        import shutil
-        import tempfile
         with tempfile.TemporaryDirectory() as d:
             lib = shutil.copy(_native.library_path, d)
             self.assertEqual(probes_kind({"TAILCAUSE_SDK_LIB": lib}), "_CtypesProbes")
+
+    def test_an_extension_that_cannot_be_loaded_warns_and_uses_ctypes(self):
+        with tempfile.TemporaryDirectory() as d:
+            lib = shutil.copy(_native.library_path, d)
+            broken = Path(d) / ("_speedups" + importlib.machinery.EXTENSION_SUFFIXES[0])
+            broken.write_bytes(b"not an ELF file")
+            out = subprocess.run(
+                [sys.executable, "-W", "always", "-c",
+                 "import tailcause._native as n; print(type(n.probes).__name__)"],
+                capture_output=True, text=True, timeout=60,
+                env={**os.environ, "TAILCAUSE_SDK_LIB": lib})
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout.strip(), "_CtypesProbes")
+            self.assertIn(f"{broken} cannot be loaded", out.stderr)
+            self.assertIn("probes are called through ctypes", out.stderr)
 
 
 @unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
@@ -61,6 +76,10 @@ class ProbeArguments(unittest.TestCase):
 
     def setUp(self):
         self.p = _native.probes
+
+    def test_every_probe_of_the_package_is_there(self):
+        for name in tailcause.PROBES:
+            self.assertTrue(callable(getattr(self.p, name)), name)
 
     def test_valid_calls_return_none(self):
         # Untraced: the library's semaphores are zero, so each call returns at once.
@@ -104,8 +123,7 @@ class ProbeArguments(unittest.TestCase):
     def test_bad_addresses(self):
         with self.assertRaisesRegex(KeyError, "no address for probe request_begin"):
             _native.speedups.Probes({})
-        addresses = {p: ctypes.cast(getattr(_native.lib, "tailcause_sdk_" + p),
-                                    ctypes.c_void_p).value for p in tailcause.PROBES}
+        addresses = _native.probe_addresses()
         with self.assertRaisesRegex(ValueError, "null address for probe token"):
             _native.speedups.Probes({**addresses, "token": 0})
         with self.assertRaises(TypeError):

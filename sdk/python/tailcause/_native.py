@@ -139,20 +139,33 @@ semaphores = {name: _semaphore(index) for index, name in enumerate(PROBES)}
 
 def _load_speedups():
     """tailcause._speedups for this interpreter (its ABI tag in the file name), from the package
-    directory or the loaded library's; None when there is none or TAILCAUSE_SDK_PURE_PYTHON=1."""
+    directory or the loaded library's; None when there is none or TAILCAUSE_SDK_PURE_PYTHON=1.
+    One that cannot be loaded warns and leaves ctypes in use: the agent runs as it would without."""
     if library_path is None or os.environ.get("TAILCAUSE_SDK_PURE_PYTHON") == "1":
         return None
     name = __name__.rpartition(".")[0] + "._speedups"
     for folder in (Path(__file__).resolve().parent, Path(library_path).resolve().parent):
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = folder / ("_speedups" + suffix)
-            if path.is_file():
+            if not path.is_file():
+                continue
+            try:
                 spec = importlib.util.spec_from_file_location(name, path)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
-                sys.modules[name] = module
-                return module
+            except (ImportError, OSError) as err:
+                warnings.warn(f"tailcause: {path} cannot be loaded ({err}); probes are called "
+                              "through ctypes", RuntimeWarning, stacklevel=2)
+                return None
+            sys.modules[name] = module
+            return module
     return None
+
+
+def probe_addresses():
+    """Each probe's name -> the address of its function in the loaded library."""
+    return {p: ctypes.cast(getattr(lib, "tailcause_sdk_" + p), ctypes.c_void_p).value
+            for p in PROBES}
 
 
 class _CtypesProbes:
@@ -164,8 +177,4 @@ class _CtypesProbes:
 
 
 speedups = _load_speedups()
-if speedups is not None:
-    probes = speedups.Probes({p: ctypes.cast(getattr(lib, "tailcause_sdk_" + p), ctypes.c_void_p).value
-                              for p in PROBES})
-else:
-    probes = _CtypesProbes()
+probes = speedups.Probes(probe_addresses()) if speedups is not None else _CtypesProbes()
