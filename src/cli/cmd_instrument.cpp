@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tailcause instrument [OPTIONS] -- python3 agent.py ARGS...`: runs a Python agent, unchanged,
 // with the SDK's auto-instrumentation (sdk/python/tailcause/instrument.py): the interpreter is
-// exec'd as `python3 -m tailcause.instrument ARGS...` with the SDK's package on PYTHONPATH and
-// the options in the environment. The daemon (`tailcause run`) attributes what it marks.
+// exec'd as `python3 [ITS OPTIONS] -m tailcause.instrument ARGS...` (core/python_command.h)
+// with the SDK's package on PYTHONPATH and the options in the environment. The daemon
+// (`tailcause run`) attributes what it marks.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/python_command.h"
 
 namespace fs = std::filesystem;
 
@@ -70,6 +72,11 @@ int run_instrument(const InstrumentOptions& o) {
                o.command.front());
     return 2;
   }
+  core::PythonCommand args = core::python_instrument_command(o.command);
+  if (!args.error.empty()) {
+    fmt::print(stderr, "tailcause instrument: {} {}\n", o.command.front(), args.error);
+    return 2;
+  }
   std::vector<std::string> looked;
   const auto sdk = find_sdk_python(o.sdk_python, looked);
   if (!sdk) {
@@ -97,10 +104,8 @@ int run_instrument(const InstrumentOptions& o) {
   for (const auto& [name, value] : settings) {
     if (!value->empty()) setenv(name, value->c_str(), 1);
   }
-  std::vector<std::string> args{o.command.front(), "-m", "tailcause.instrument"};
-  args.insert(args.end(), o.command.begin() + 1, o.command.end());
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : args.argv) argv.push_back(a.data());
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
   fmt::print(stderr, "tailcause instrument: cannot run {}: {}\n", o.command.front(),

@@ -14,7 +14,13 @@ require_zerocode_agent  # sets PY and AGENT
 # Bad commands: exit 2 with a clear line.
 expect_exit 2 "not a Python interpreter" "$TAILCAUSE" instrument -- /bin/true
 expect_exit 2 "give the command|required" "$TAILCAUSE" instrument
-pass "instrument refuses what is not a Python interpreter"
+expect_exit 2 "ignore PYTHONPATH" "$TAILCAUSE" instrument -- "$PY" -E "$AGENT"
+expect_exit 2 "not a command string" "$TAILCAUSE" instrument -- "$PY" -c "print(1)"
+# The interpreter's own options go in front of -m tailcause.instrument, the program's behind it.
+out=$("$TAILCAUSE" instrument -- "$PY" -W error -X dev "$SRC_DIR/tests/zerocode/print_flags.py" -W x 2>&1) ||
+  fail "instrument with interpreter options: $out"
+[ "$out" = "['default', 'error'] True ['-W', 'x']" ] || fail "instrument with interpreter options: $out"
+pass "instrument refuses what is not a Python interpreter or cannot carry its package; passes the interpreter's options"
 
 "$PY" "$SRC_DIR/tests/zerocode/tool_server.py" "$WORK/tool.port" 0.3 &
 TOOL_PID=$!
