@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # `cmake --install` (and `make install`, DESTDIR honoured) in three components, one per Debian
 # package (cmake/TailcausePackaging.cmake):
-#   daemon   bin/tailcause, <etc>/tailcause/tailcause.yaml, share/tailcause/recipes/, the unit
+#   daemon   bin/tailcause, <etc>/tailcause/tailcause.yaml, share/tailcause/recipes/, the unit,
+#            lib/tailcause/python/ (the Python package `tailcause instrument` runs)
 #   sdk      lib/<multiarch>/libtailcause_sdk.so.0 (what agents load at run time, Python's too)
 #   sdk-dev  the headers, the libtailcause_sdk.so link, tailcause-sdk.pc, the CMake package
 # Relocatable: the prefix is the one given at install time (cmake --install --prefix, or CPack's
@@ -20,6 +21,18 @@ install(DIRECTORY deploy/recipes/ DESTINATION ${CMAKE_INSTALL_DATADIR}/tailcause
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT daemon RENAME copyright)
 install(FILES bpf/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT daemon
         RENAME LICENSE.bpf)
+# The Python package `tailcause instrument` puts on PYTHONPATH, where it looks for it
+# (src/cli/cmd_instrument.cpp: <bin>/../lib/tailcause/python), with its C extension when the build
+# made one: private to the daemon and arch-dependent, so under lib/, not share/ or the system's
+# dist-packages. The extension's name carries its interpreter's ABI tag; another interpreter
+# ignores it and calls the library through ctypes.
+set(TAILCAUSE_PYTHON_DIR lib/tailcause/python/tailcause)
+install(DIRECTORY sdk/python/tailcause/ DESTINATION ${TAILCAUSE_PYTHON_DIR} COMPONENT daemon
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+if(TARGET tailcause_python_speedups)
+  install(TARGETS tailcause_python_speedups LIBRARY DESTINATION ${TAILCAUSE_PYTHON_DIR}
+          COMPONENT daemon)
+endif()
 # The configuration goes to /etc for the prefix /usr (as GNUInstallDirs has it), else
 # <prefix>/etc; the unit to <prefix>/lib/systemd/system, naming both paths.
 install(CODE "

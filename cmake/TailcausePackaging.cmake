@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Debian packages (`make deb`, i.e. cpack -G DEB), one per install component:
-#   tailcause             the daemon, its configuration (a conffile), recipes and systemd unit
+#   tailcause             the daemon, its configuration (a conffile), recipes, systemd unit and
+#                         the Python package `tailcause instrument` runs
 #   libtailcause-sdk0     libtailcause_sdk.so.0, what instrumented agents (and Python) load
 #   libtailcause-sdk-dev  headers, the .so link, pkg-config and CMake files, to build agents
 # Split the Debian way so an agent's image carries neither the daemon nor its libraries, and a
@@ -33,7 +34,11 @@ set(CPACK_COMPONENT_DAEMON_DESCRIPTION
     "kernel causes (run-queue wait, CPU throttling, block I/O, page-cache misses, network,\n"
     "locks, GPU sync) per tenant, and exposes them to Prometheus, OTLP and a glitch journal.")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA
-    ${CMAKE_SOURCE_DIR}/cmake/deb/conffiles ${CMAKE_SOURCE_DIR}/cmake/deb/postrm)
+    ${CMAKE_SOURCE_DIR}/cmake/deb/conffiles ${CMAKE_SOURCE_DIR}/cmake/deb/prerm
+    ${CMAKE_SOURCE_DIR}/cmake/deb/postrm)
+# `tailcause instrument`'s Python package marks the agent through the SDK library's probes:
+# without it every probe is a no-op. Added to what dpkg-shlibdeps finds.
+set(CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS "libtailcause-sdk0 (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # `tailcause heatmap --out FILE.png` draws its labels in fontconfig's sans-serif; without a
 # font it asks for one (or --font, or .svg), so the font is recommended, not required.

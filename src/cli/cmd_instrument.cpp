@@ -23,7 +23,8 @@ namespace tailcause::cli {
 namespace {
 
 // The directory holding the `tailcause` Python package: the flag, else next to this executable
-// (the build tree's ../sdk/python, an install's ../share/tailcause/python).
+// (the build tree's ../sdk/python, an install's ../lib/tailcause/python, where
+// cmake/TailcauseInstall.cmake puts it).
 std::optional<fs::path> find_sdk_python(const std::string& flag, std::vector<std::string>& looked) {
   std::vector<fs::path> candidates;
   if (!flag.empty()) {
@@ -33,9 +34,9 @@ std::optional<fs::path> find_sdk_python(const std::string& flag, std::vector<std
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
       candidates.push_back(self.parent_path().parent_path() / "sdk" / "python");
-      candidates.push_back(self.parent_path().parent_path() / "share" / "tailcause" / "python");
+      candidates.push_back(self.parent_path().parent_path() / "lib" / "tailcause" / "python");
     }
-    candidates.emplace_back("/usr/share/tailcause/python");
+    candidates.emplace_back("/usr/lib/tailcause/python");
   }
   for (const auto& c : candidates) {
     looked.push_back(c.string());

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # The Debian packages, the way a user meets them: cpack builds them from this build, apt
 # installs them (offline: their dependencies are already here), the installed `tailcause
-# probes` attaches every family, a small agent builds against the installed SDK with
-# pkg-config and with find_package(tailcause), the Python SDK installs offline into a venv and
-# finds the installed library, and a purge leaves none of the packages' files behind.
+# probes` attaches every family, the installed `tailcause instrument` runs a Python program with
+# its package, a small agent builds against the installed SDK with pkg-config and with
+# find_package(tailcause), the Python SDK installs offline into a venv and finds the installed
+# library, both through the C extension where the build made one, and a purge leaves none of the
+# packages' files behind.
 source "$(dirname "$0")/lib.sh"
 require_root
 PKGS=(tailcause libtailcause-sdk0 libtailcause-sdk-dev)
@@ -27,6 +29,7 @@ for lib in libc6 libbpf1 libelf1 libsqlite3-0 libmicrohttpd12 libmnl0; do
   [[ $depends == *"$lib"* ]] || fail "tailcause Depends lacks $lib: $depends"
 done
 [[ $(dpkg-deb -f "$(deb_of libtailcause-sdk-dev)" Depends) == *"libtailcause-sdk0 (= "* ]] || fail "sdk-dev Depends"
+[[ $depends == *"libtailcause-sdk0 (= "* ]] || fail "tailcause Depends lacks libtailcause-sdk0 (instrument's probes)"
 [[ $(dpkg-deb -f "$(deb_of tailcause)" Recommends) == *fonts-dejavu-core* ]] ||
   fail "tailcause Recommends lacks fonts-dejavu-core (heatmap PNG labels)"
 dpkg-deb -I "$(deb_of libtailcause-sdk0)" shlibs | grep -q "^libtailcause_sdk 0 libtailcause-sdk0" || fail "no shlibs"
@@ -35,7 +38,8 @@ pass "three packages, Depends from dpkg-shlibdeps: $depends"
 chmod 755 "$WORK" "$WORK/pkg"
 apt-get install -y -q --no-install-recommends "${debs[@]}" >"$WORK/apt.log" 2>&1 || fail "apt-get install: $(tail -20 "$WORK/apt.log")"
 for f in /usr/bin/tailcause /etc/tailcause/tailcause.yaml /usr/share/tailcause/recipes/cuda.yaml \
-  /usr/lib/systemd/system/tailcause.service /usr/include/tailcause/sdk.hpp; do
+  /usr/lib/systemd/system/tailcause.service /usr/include/tailcause/sdk.hpp \
+  /usr/lib/tailcause/python/tailcause/instrument.py; do
   [ -e "$f" ] || fail "$f not installed"
 done
 dpkg-query -W -f='${Conffiles}' tailcause | grep -q /etc/tailcause/tailcause.yaml || fail "config is not a conffile"
@@ -49,6 +53,18 @@ fams = {f["name"]: f["attached"] for f in json.load(open(sys.argv[1]))["families
 assert len(fams) == 6 and all(fams.values()), fams
 PY
 pass "the installed tailcause probes attaches all six families"
+
+# The Python package comes with the daemon; the probes are called through the C extension
+# where this build made one (python3-dev), else through ctypes.
+if compgen -G "$BUILD_DIR/sdk/_speedups*.so" >/dev/null; then want_probes=Probes; else want_probes=_CtypesProbes; fi
+cat >"$WORK/which_probes.py" <<'PY'
+import tailcause, tailcause._native as n
+print(type(n.probes).__name__, tailcause.library_path, tailcause.version())
+PY
+out=$(cd / && env -u TAILCAUSE_SDK_LIB /usr/bin/tailcause instrument -- /usr/bin/python3 -W error "$WORK/which_probes.py" 2>&1) ||
+  fail "installed tailcause instrument: $out"
+[[ $out == "$want_probes libtailcause_sdk.so"*" 0.1.0" ]] || fail "installed tailcause instrument: $out (want $want_probes)"
+pass "the installed tailcause instrument runs Python with its package: $out"
 
 # ---- an agent against the installed SDK --------------------------------------------------
 mkdir -p "$WORK/agent"
@@ -88,7 +104,10 @@ rm -rf "$WORK/pysdk/build" "$WORK"/pysdk/*.egg-info
 "$WORK/venv/bin/pip" install -q --no-index --no-build-isolation "$WORK/pysdk" >"$WORK/pip.log" 2>&1 || fail "pip install: $(tail -20 "$WORK/pip.log")"
 out=$(cd / && "$WORK/venv/bin/python" -W error -c 'import tailcause; print(tailcause.library_path, tailcause.version())') || fail "python: $out"
 [[ $out == *libtailcause_sdk.so*" 0.1.0" ]] || fail "python SDK did not find the installed library: $out"
-pass "pip install --no-index into a venv; the package loads the installed library ($out)"
+# pip builds the extension against the installed <tailcause/sdk_lib.h> (setup.py).
+kind=$(cd / && "$WORK/venv/bin/python" -W error -c 'import tailcause._native as n; print(type(n.probes).__name__)') || fail "python: $kind"
+[ "$kind" = "$want_probes" ] || fail "pip-installed package calls its probes through $kind, want $want_probes"
+pass "pip install --no-index into a venv; the package loads the installed library ($out, $kind)"
 
 # ---- purge ---------------------------------------------------------------------------------
 files=$(dpkg -L "${PKGS[@]}" | sort -u)
@@ -103,4 +122,6 @@ while IFS= read -r f; do
 done <<<"$files"
 [ ${#left[@]} -eq 0 ] || fail "left after purge: ${left[*]}"
 [ ! -e /etc/tailcause ] && [ ! -e /var/lib/tailcause ] || fail "purge left /etc/tailcause or /var/lib/tailcause"
+# instrument ran the package as root above, so Python wrote its byte-code cache there.
+[ ! -e /usr/lib/tailcause ] || fail "purge left /usr/lib/tailcause: $(find /usr/lib/tailcause | head)"
 pass "purge removed every file"

@@ -69,6 +69,27 @@ class Loading(unittest.TestCase):
             self.assertIn("probes are called through ctypes", out.stderr)
 
 
+    def test_a_library_found_by_the_system_loader_is_not_looked_beside_in_the_working_dir(self):
+        # The package alone (no library in or above it), the library only on LD_LIBRARY_PATH and
+        # no gcc/ld on PATH for ctypes.util.find_library: it is loaded by its bare name. A file
+        # named like the extension in the working directory must not be taken for it.
+        with tempfile.TemporaryDirectory() as d:
+            pkg, libdir, cwd = Path(d) / "pkg", Path(d) / "lib", Path(d) / "cwd"
+            shutil.copytree(Path(tailcause.__file__).parent, pkg / "tailcause",
+                            ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+            libdir.mkdir()
+            shutil.copy(_native.library_path, libdir / _native.LIBRARY_NAME)
+            cwd.mkdir()
+            (cwd / ("_speedups" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(b"junk")
+            env = {k: v for k, v in os.environ.items() if k != "TAILCAUSE_SDK_LIB"}
+            env.update(PYTHONPATH=str(pkg), LD_LIBRARY_PATH=str(libdir), PATH="")
+            out = subprocess.run(
+                [sys.executable, "-W", "error", "-c",
+                 "import tailcause._native as n; print(n.library_path, type(n.probes).__name__)"],
+                capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout.split(), [_native.LIBRARY_NAME, "_CtypesProbes"])
+
 @unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
 class ProbeArguments(unittest.TestCase):
     """Inputs are checked in Python first (test_python_sdk.py); these are the C side's own

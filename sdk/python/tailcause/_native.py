@@ -144,7 +144,12 @@ def _load_speedups():
     if library_path is None or os.environ.get("TAILCAUSE_SDK_PURE_PYTHON") == "1":
         return None
     name = __name__.rpartition(".")[0] + "._speedups"
-    for folder in (Path(__file__).resolve().parent, Path(library_path).resolve().parent):
+    folders = [Path(__file__).resolve().parent]
+    # Beside the library only when it was found by path: the system loader's bare name
+    # (libtailcause_sdk.so.0) says nothing of where it lives, and the working directory is not it.
+    if os.path.isabs(library_path):
+        folders.append(Path(library_path).resolve().parent)
+    for folder in folders:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = folder / ("_speedups" + suffix)
             if not path.is_file():
