@@ -68,7 +68,6 @@ class Loading(unittest.TestCase):
             self.assertIn(f"{broken} cannot be loaded", out.stderr)
             self.assertIn("probes are called through ctypes", out.stderr)
 
-
     def test_a_library_found_by_the_system_loader_is_not_looked_beside_in_the_working_dir(self):
         # The package alone (no library in or above it), the library only on LD_LIBRARY_PATH and
         # no gcc/ld on PATH for ctypes.util.find_library: it is loaded by its bare name. A file
@@ -89,6 +88,7 @@ class Loading(unittest.TestCase):
                 capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertEqual(out.stdout.split(), [_native.LIBRARY_NAME, "_CtypesProbes"])
+
 
 @unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
 class ProbeArguments(unittest.TestCase):
