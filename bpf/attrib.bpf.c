@@ -440,6 +440,8 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 		c->clock_offset = rq_clock_offset(prev, now);
 		add(c, ATTRIB_ON_CPU, c->last_in, now);
 		c->last_in = 0;
+		if (c->reclaiming)
+			reclaim_on_this_cpu(false, now, BPF_CORE_READ(prev, tgid));
 		if (preempt || prev_state == TASK_RUNNING) {
 			start_wait(c, prev, now);
 		} else {
@@ -455,6 +457,8 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 			now = bpf_ktime_get_ns();
 		end_off_cpu(c, next, now);
 		mark_state(c, now);
+		if (c->reclaiming)
+			reclaim_on_this_cpu(true, now, BPF_CORE_READ(next, tgid));
 	}
 	return 0;
 }
@@ -506,9 +510,12 @@ int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 		return 0;
 	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
 	if (c && c->active) {
-		if (c->wait_ts && (to = cfs_rq_on(p, dest_cpu)))
-			move_throttle_clock(&c->wait_cfs_rq, &c->throttle_snap, &c->throttled_at_wait,
-					    &c->throttle_carried, to);
+		if (c->wait_ts && (to = cfs_rq_on(p, dest_cpu))) {
+			move_reclaim_clock(c, p, (struct cfs_rq *)c->wait_cfs_rq, dest_cpu,
+					   bpf_ktime_get_ns());
+			move_throttle_clock(&c->wait_cfs_rq, &c->throttle_snap,
+					    &c->throttled_at_wait, &c->throttle_carried, to);
+		}
 		return 0;
 	}
 	s = bpf_task_storage_get(&attrib_served, p, 0, 0);
@@ -521,9 +528,10 @@ int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 /* ---- memory reclaim ------------------------------------------------------------------- */
 
 /* A span thread reclaiming memory in its own context (direct reclaim, or its memory cgroup's
- * limit reclaim, which does not nest in it): its CPU time meanwhile is block_io (add()). Waits
- * inside reclaim are classified as they always are. Optional: the loader leaves these out where
- * the kernel lacks the tracepoints. */
+ * limit reclaim, which does not nest in it): its CPU time meanwhile is block_io (add()), and so
+ * is the wait of its process's span threads queued behind it (reclaim_part()). Waits inside
+ * reclaim are classified as they always are. Optional: the loader leaves these out where the
+ * kernel lacks the tracepoints. */
 static __always_inline int reclaim_edge(bool begin)
 {
 	struct attrib_task *c;
@@ -535,6 +543,7 @@ static __always_inline int reclaim_edge(bool begin)
 		return 0;
 	split_on_cpu(c);
 	c->reclaiming = begin;
+	reclaim_on_this_cpu(begin, bpf_ktime_get_ns(), bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
 

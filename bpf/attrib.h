@@ -21,6 +21,7 @@
 #define ATTRIB_RINGBUF_WAKEUP_DIVISOR 8
 #define ATTRIB_MAX_RECIPES	      256  /* uprobe recipes (library + symbol -> stage) */
 #define ATTRIB_MAX_ANOMALY_PROCESSES  8192 /* processes whose last kernel anomaly is kept (LRU) */
+#define ATTRIB_MAX_RECLAIM_CLOCKS     4096 /* (CPU, process) reclaim clocks (LRU) */
 #define ATTRIB_MAX_REMAPPED	      4096 /* processes that mapped something since the last scan */
 
 /* String limits of the SDK contract (sdk.h: TAILCAUSE_MAX_TENANT, TAILCAUSE_MAX_NAME), in

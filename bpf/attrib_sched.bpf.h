@@ -52,7 +52,109 @@ static __always_inline void throttle_snapshot(struct cfs_rq *cfs, __u64 *clock, 
 	throttle_clock(cfs, clock);
 }
 
-/* The task becomes runnable but is not running: remember where its throttle clock stood. */
+/* ---- memory reclaim ahead in the run queue ------------------------------------------- */
+
+/* Per CPU and process: how long the process's span threads have run there inside memory
+ * reclaim, summed, and since when one of them on it now has (0: none is). A span thread queued
+ * behind a thread of its own process that reclaims (a helper making room for the pages it reads
+ * under a memory cgroup's limit) waits on the page cache's cost, not on CPU contention: that
+ * part of its run-queue wait is block_io, as the reclaimer's own CPU time is (add()). Behind
+ * another process's reclaim it stays run queue: a neighbour, which the run queue's evidence
+ * names. Written on its own CPU only, from sched_switch and the reclaim tracepoints (preemption
+ * off), read from any CPU. Until a span thread first reclaims, waits read no clock. */
+struct attrib_reclaim_key {
+	__u32 cpu;
+	__u32 tgid;
+};
+
+struct attrib_reclaim_clock {
+	__u64 total;
+	__u64 since;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, ATTRIB_MAX_RECLAIM_CLOCKS);
+	__type(key, struct attrib_reclaim_key);
+	__type(value, struct attrib_reclaim_clock);
+} attrib_reclaim_clocks SEC(".maps");
+
+static volatile __u32 attrib_reclaim_seen;
+
+#define ATTRIB_RECLAIM_UNSAMPLED (~0ULL) /* a wait that began before any reclaim was seen */
+
+/* The CPU whose run queue `cfs` is (-1: unknown). */
+static __always_inline int cfs_rq_cpu(struct cfs_rq *cfs)
+{
+	if (!cfs || !bpf_core_field_exists(cfs->rq->cpu))
+		return -1;
+	return BPF_CORE_READ(cfs, rq, cpu);
+}
+
+/* Process `tgid`'s reclaim clock on CPU `cpu` at `now` (0: none kept). */
+static __always_inline __u64 reclaim_clock(int cpu, __u32 tgid, __u64 now)
+{
+	struct attrib_reclaim_key key = {.cpu = cpu, .tgid = tgid};
+	struct attrib_reclaim_clock *r;
+	__u64 since;
+
+	if (cpu < 0)
+		return 0;
+	r = bpf_map_lookup_elem(&attrib_reclaim_clocks, &key);
+	if (!r)
+		return 0;
+	since = r->since;
+	return r->total + (since && now > since ? now - since : 0);
+}
+
+/* From `now` the current CPU runs a span thread of process `tgid` inside reclaim (`running`),
+ * or stops doing so. */
+static __always_inline void reclaim_on_this_cpu(bool running, __u64 now, __u32 tgid)
+{
+	struct attrib_reclaim_key key = {.cpu = bpf_get_smp_processor_id(), .tgid = tgid};
+	struct attrib_reclaim_clock fresh = {}, *r;
+
+	r = bpf_map_lookup_elem(&attrib_reclaim_clocks, &key);
+	if (!r) {
+		if (!running)
+			return;
+		attrib_reclaim_seen = 1;
+		bpf_map_update_elem(&attrib_reclaim_clocks, &key, &fresh, BPF_NOEXIST);
+		r = bpf_map_lookup_elem(&attrib_reclaim_clocks, &key);
+		if (!r)
+			return;
+	}
+	if (r->since && now > r->since)
+		r->total += now - r->since;
+	r->since = running ? now : 0;
+}
+
+/* Where the reclaim clock of `t`'s process on run queue `cfs` stands `now`, for a wait. */
+static __always_inline __u64 reclaim_snapshot(struct task_struct *t, struct cfs_rq *cfs, __u64 now)
+{
+	if (!attrib_reclaim_seen)
+		return ATTRIB_RECLAIM_UNSAMPLED;
+	return reclaim_clock(cfs_rq_cpu(cfs), BPF_CORE_READ(t, tgid), now);
+}
+
+/* How much of a run-queue `wait` of `t` that ends now on the current CPU (`cfs`: its run
+ * queue now) threads of its process spent reclaiming ahead of it, at most `most`. */
+static __always_inline __u64 reclaim_part(struct attrib_task *c, struct task_struct *t,
+					  struct cfs_rq *cfs, __u64 now, __u64 most)
+{
+	__u64 part = c->reclaim_carried, clock;
+
+	/* Moved unseen, the snapshot is another CPU's: only what was carried counts. */
+	if (c->reclaim_snap != ATTRIB_RECLAIM_UNSAMPLED && cfs && (__u64)cfs == c->wait_cfs_rq) {
+		clock = reclaim_clock(bpf_get_smp_processor_id(), BPF_CORE_READ(t, tgid), now);
+		if (clock > c->reclaim_snap)
+			part += clock - c->reclaim_snap;
+	}
+	return part < most ? part : most;
+}
+
+/* The task becomes runnable but is not running: remember where its throttle clock and its
+ * process's reclaim clock on its CPU stood. */
 static __always_inline void start_wait(struct attrib_task *c, struct task_struct *t, __u64 now)
 {
 	struct cfs_rq *cfs = task_cfs_rq(t);
@@ -61,6 +163,26 @@ static __always_inline void start_wait(struct attrib_task *c, struct task_struct
 	c->wait_cfs_rq = (__u64)cfs;
 	c->throttle_carried = 0;
 	throttle_snapshot(cfs, &c->throttle_snap, &c->throttled_at_wait);
+	c->reclaim_snap = reclaim_snapshot(t, cfs, now);
+	c->reclaim_carried = 0;
+}
+
+/* Waiting span thread `t` moves from the run queue `from` to CPU `to`'s at `now`: the reclaim
+ * run ahead of it so far goes along, and the new CPU's clock is read from here. */
+static __always_inline void move_reclaim_clock(struct attrib_task *c, struct task_struct *t,
+					       struct cfs_rq *from, int to, __u64 now)
+{
+	__u32 tgid = BPF_CORE_READ(t, tgid);
+	__u64 clock;
+
+	if (!attrib_reclaim_seen)
+		return;
+	if (c->reclaim_snap != ATTRIB_RECLAIM_UNSAMPLED) {
+		clock = reclaim_clock(cfs_rq_cpu(from), tgid, now);
+		if (clock > c->reclaim_snap)
+			c->reclaim_carried += clock - c->reclaim_snap;
+	}
+	c->reclaim_snap = reclaim_clock(to, tgid, now);
 }
 
 /* A waiting task's run queue changes from the one in `*rq` to `to` (the load balancer moved
@@ -329,16 +451,23 @@ static __always_inline void end_off_cpu(struct attrib_task *c, struct task_struc
 	} else if (c->wait_ts && now > c->wait_ts) {
 		__u64 wait = now - c->wait_ts;
 		__u64 throttled = throttled_part(c, t, wait);
+		/* Throttled, it could not have run anyway: reclaim ahead counts beside that. */
+		__u64 reclaim = reclaim_part(c, t, task_cfs_rq(t), now, wait - throttled);
+		__u64 queued = wait - throttled - reclaim;
+		__u32 kind = ATTRIB_RUNQUEUE;
 
 		c->span.component_ns[ATTRIB_CPU_THROTTLED] += throttled;
-		c->span.component_ns[ATTRIB_RUNQUEUE] += wait - throttled;
+		c->span.component_ns[ATTRIB_BLOCK_IO] += reclaim;
+		c->span.component_ns[ATTRIB_RUNQUEUE] += queued;
 		if (throttled)
 			c->span.throttled_waits++;
 		/* One stall, named by what most of it was. */
+		if (throttled > queued && throttled >= reclaim)
+			kind = ATTRIB_CPU_THROTTLED;
+		else if (reclaim > queued)
+			kind = ATTRIB_BLOCK_IO;
 		if (wait >= anomaly_min_ns)
-			note_anomaly(c,
-				     throttled * 2 > wait ? ATTRIB_CPU_THROTTLED : ATTRIB_RUNQUEUE,
-				     now, wait);
+			note_anomaly(c, kind, now, wait);
 	}
 	c->off_ts = 0;
 	c->wait_ts = 0;

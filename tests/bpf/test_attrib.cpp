@@ -164,6 +164,77 @@ TEST_F(AttribTest, ReclaimUnderAMemoryLimitIsBlockIo) {
   EXPECT_GT(static_cast<double>(part(free, Component::on_cpu)), 0.8 * free_cpu) << describe(free);
 }
 
+// (2c) A stage queued on its CPU behind a thread of its own process that reclaims memory waits
+// on the page cache's cost, not on CPU contention. A spinning generation stage shares CPU 0
+// with the cold read of (2b), so it waits to run whenever the reader runs: under the 4 MiB
+// limit, the part of its wait the reader spent reclaiming is block_io, and matches the reader's
+// reclaim (its thread CPU time, the kernel's own count, less what the family counted as its own
+// work). Beside the same read without a limit, its wait stays run queue; so does the wait of a
+// stage in another process behind the same reclaim (a neighbour's, named as such).
+TEST_F(AttribTest, AWaitBehindReclaimIsBlockIo) {
+  const auto layout = probes::memory_cgroup_layout(host_layout());
+  if (!layout) GTEST_SKIP() << "no memory controller on this host";
+  const std::string file = disk_scratch_dir() + "/attrib-queued.bin";
+  write_random_file(file, 64 << 20, 12);
+  MemoryCgroup limited(*layout, "tailcause-attrib-queued");
+  ASSERT_TRUE(limited.limit(4 << 20)) << limited.dir();
+  const std::string procs = limited.dir() + "/cgroup.procs";
+  probe->start(ctx);
+  const std::string out = run_target({"queued", "0x210", "attrib-queued", file, "spinner", procs});
+  run_target({"queued", "0x212", "attrib-queued-free", file, "spinner"});
+  // Another process's stage burning CPU on CPU 0 while the limited read runs there alone.
+  const pid_t neighbour = spawn_target({"cpu", "0x215", "attrib-queued-apart", "400"});
+  cpu_set_t cpu0;
+  CPU_ZERO(&cpu0);
+  CPU_SET(0, &cpu0);
+  ASSERT_EQ(sched_setaffinity(neighbour, sizeof cpu0, &cpu0), 0);
+  std::this_thread::sleep_for(100ms);  // in its stage
+  const std::string apart_out =
+      run_target({"queued", "0x214", "attrib-queued-apart", file, "alone", procs});
+  int status = 0;
+  for (int i = 0; i < 1000 && waitpid(neighbour, &status, WNOHANG) == 0; ++i) {
+    probe->tick(ctx);
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  probe->consume();
+  unlink(file.c_str());
+
+  const auto reclaim_of = [](const std::string& o, const StageRecord& r) {
+    const auto at = o.find("cpu_ms=");
+    const double cpu = at == std::string::npos ? 0.0 : std::stod(o.substr(at + 7)) * 1e6;
+    return cpu - static_cast<double>(part(r, Component::on_cpu));
+  };
+  const auto waited = [](const StageRecord& r) {
+    return static_cast<double>(part(r, Component::runqueue) + part(r, Component::block_io));
+  };
+  const auto block_io = [](const StageRecord& r) {
+    return static_cast<double>(part(r, Component::block_io));
+  };
+  const StageRecord reader = only_stage(0x210), spinner = only_stage(0x211);
+  const StageRecord free_spinner = only_stage(0x213);
+  const StageRecord apart_reader = only_stage(0x214), apart = only_stage(0x215);
+  const double reclaim = reclaim_of(out, reader),
+               apart_reclaim = reclaim_of(apart_out, apart_reader);
+  std::cout << "[ figures  ] reader: " << describe(reader) << "; its reclaim " << reclaim / 1e6
+            << " ms\n[ figures  ] spinner: " << describe(spinner) << "; "
+            << 100 * block_io(spinner) / std::max(waited(spinner), 1.0)
+            << "% of its wait block_io\n[ figures  ] free: " << describe(free_spinner)
+            << "\n[ figures  ] another process beside a reclaim of " << apart_reclaim / 1e6
+            << " ms: " << describe(apart) << "\n";
+  ASSERT_GT(reclaim, 0.2 * static_cast<double>(part(reader, Component::on_cpu)))
+      << "the reader hardly reclaimed: " << describe(reader);
+  // The spinner is always runnable, so it waited out all of the reader's reclaim: 81-93% of it
+  // counted in eight runs. Without the reclaim clock, 0%.
+  EXPECT_GT(block_io(spinner), 0.5 * reclaim) << describe(spinner);
+  EXPECT_LT(block_io(spinner), 1.5 * reclaim) << describe(spinner);
+  EXPECT_LT(block_io(free_spinner), 0.05 * waited(free_spinner)) << describe(free_spinner);
+  ASSERT_GT(apart_reclaim, 0.2 * static_cast<double>(part(apart_reader, Component::on_cpu)))
+      << "the reader hardly reclaimed: " << describe(apart_reader);
+  EXPECT_GT(waited(apart), 0.5 * apart_reclaim) << "it did not wait behind the reader";
+  EXPECT_LT(block_io(apart), 0.05 * waited(apart)) << describe(apart);
+}
+
 // (3) A tool stage waiting 300 ms for a loopback peer is network time.
 TEST_F(AttribTest, SlowPeerIsNetworkTime) {
   probe->start(ctx);

@@ -8,6 +8,11 @@
 //                                               retrieval stage reading FILE (DROP 1: uncached),
 //                                               in the cgroup of PROCS (a cgroup.procs file) if
 //                                               given; prints the stage thread's cpu_ms=
+//   attrib_target queued ID TENANT FILE HOW [PROCS]
+//                                               the same uncached read pinned to CPU 0; HOW
+//                                               spinner: request ID+1's generation stage
+//                                               spins there in another thread meanwhile
+//                                               (HOW alone: no spinner)
 //   attrib_target slow-peer ID TENANT DELAY_MS [v6|poll]
 //                                               tool stage waiting for a loopback peer
 //                                               (127.0.0.1, ::1 with v6) in recv() (in poll()
@@ -142,6 +147,14 @@ void burn_cpu(double ms) {
   }
 }
 
+// Allows thread `tid` (0: the caller) only `cpu`.
+void pin(pid_t tid, int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  sched_setaffinity(tid, sizeof one, &one);
+}
+
 void cpu_mode(uint64_t id, const char* tenant, double ms) {
   tailcause_request_begin(id, tenant, "attrib-test", "4bf92f3577b34da6a3ce929d0e0e4736");
   tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION, "generation");
@@ -150,15 +163,17 @@ void cpu_mode(uint64_t id, const char* tenant, double ms) {
   tailcause_request_end(id, 0);
 }
 
-void read_mode(uint64_t id, const char* tenant, const char* path, bool drop, const char* procs) {
+// FILE opened for a read stage (its pages dropped first when `drop`), and the process moved
+// into the cgroup of `procs` (a cgroup.procs file) if given, once `buf` is touched: a memory
+// cgroup charges only what comes after. Exits 2 on failure.
+int open_for_read(const char* path, bool drop, const char* procs, std::vector<char>& buf) {
   const int fd = open(path, O_RDONLY);
   if (fd < 0) {
     perror(path);
     exit(2);
   }
   if (drop) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  std::vector<char> buf(128 << 10);
-  if (procs) {  // after the buffer is touched: a memory cgroup charges only what comes after
+  if (procs) {
     std::fill(buf.begin(), buf.end(), 0);
     FILE* f = fopen(procs, "w");
     if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) != 0) {
@@ -166,16 +181,62 @@ void read_mode(uint64_t id, const char* tenant, const char* path, bool drop, con
       _exit(2);
     }
   }
+  return fd;
+}
+
+// A retrieval stage of request `id` reading `fd` to its end; prints bytes= and the stage
+// thread's cpu_ms=.
+void read_stage(uint64_t id, int fd, std::vector<char>& buf) {
   uint64_t total = 0;
-  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
   const double cpu_before = thread_cpu_ms();
   tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL, "retrieval");
   for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) total += n;
   tailcause_stage_end(id, TAILCAUSE_STAGE_RETRIEVAL);
-  const double cpu_ms = thread_cpu_ms() - cpu_before;
+  printf("bytes=%llu\ncpu_ms=%.3f\n", static_cast<unsigned long long>(total),
+         thread_cpu_ms() - cpu_before);
+}
+
+void read_mode(uint64_t id, const char* tenant, const char* path, bool drop, const char* procs) {
+  std::vector<char> buf(128 << 10);
+  const int fd = open_for_read(path, drop, procs, buf);
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  read_stage(id, fd, buf);
   tailcause_request_end(id, 0);
   close(fd);
-  printf("bytes=%llu\ncpu_ms=%.3f\n", static_cast<unsigned long long>(total), cpu_ms);
+}
+
+// The read stage of read_mode (uncached) on CPU 0, in the cgroup of PROCS if given (a limited
+// memory cgroup's cgroup.procs: the reader then reclaims memory for its pages). With `spinner`,
+// a generation stage of request ID+1 spins on CPU 0 in another thread until the read is done:
+// it waits to run whenever the reader runs, reclaiming or not. Prints the reader's bytes= and
+// cpu_ms=.
+void queued_mode(uint64_t id, const char* tenant, const char* path, bool spinner,
+                 const char* procs) {
+  std::vector<char> buf(128 << 10);
+  const int fd = open_for_read(path, true, procs, buf);
+  pin(0, 0);  // the spinner inherits it
+  std::atomic<bool> spinning{!spinner}, done{false};
+  std::thread spin;
+  if (spinner) {
+    spin = std::thread([&] {
+      tailcause_request_begin(id + 1, tenant, "attrib-test", nullptr);
+      tailcause_stage_begin(id + 1, TAILCAUSE_STAGE_GENERATION, "generation");
+      spinning = true;
+      volatile uint64_t x = 0;
+      while (!done) {
+        for (int i = 0; i < 10000; ++i) x = x * 31 + i;
+      }
+      tailcause_stage_end(id + 1, TAILCAUSE_STAGE_GENERATION);
+      tailcause_request_end(id + 1, 0);
+    });
+  }
+  while (!spinning) sched_yield();
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  read_stage(id, fd, buf);
+  tailcause_request_end(id, 0);
+  done = true;
+  if (spin.joinable()) spin.join();
+  close(fd);
 }
 
 // A loopback peer (127.0.0.1, or ::1 when `v6`) that answers `requests` requests of one
@@ -308,14 +369,6 @@ void wait_until_asleep(pid_t pid) {
     usleep(1000);
   }
   fprintf(stderr, "busy-peer: the server's threads never all slept\n");
-}
-
-// Allows thread `tid` (0: the caller) only `cpu`.
-void pin(pid_t tid, int cpu) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  sched_setaffinity(tid, sizeof one, &one);
 }
 
 // Writes `id` into a cgroup's `file` (cgroup.procs, or a v1 tasks file for one thread) and pins
@@ -1032,6 +1085,10 @@ int main(int argc, char** argv) {
   } else if (mode == "read" && (argc == 6 || argc == 7)) {
     read_mode(arg_u64(argv, 2), argv[3], argv[4], std::atoi(argv[5]) != 0,
               argc == 7 ? argv[6] : nullptr);
+  } else if (mode == "queued" && (argc == 6 || argc == 7) &&
+             (std::string(argv[5]) == "spinner" || std::string(argv[5]) == "alone")) {
+    queued_mode(arg_u64(argv, 2), argv[3], argv[4], std::string(argv[5]) == "spinner",
+                argc == 7 ? argv[6] : nullptr);
   } else if (mode == "slow-peer" && (argc == 5 || argc == 6)) {
     slow_peer_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), argc == 6 ? argv[5] : "");
   } else if (mode == "peers" && argc == 4) {
