@@ -134,6 +134,18 @@ class AttribTest : public ::testing::Test {
     return pid;
   }
 
+  // Waits up to 10 s for a target that spawn_target started to exit, ticking the family
+  // meanwhile, then drains what is left; returns its wait status.
+  int reap_target(pid_t pid) {
+    int status = 0;
+    for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
+      probe->tick(ctx);
+      std::this_thread::sleep_for(10ms);
+    }
+    probe->consume();
+    return status;
+  }
+
   // Runs attrib_target (inside `cgroup` if given) to completion while the family consumes;
   // returns what it printed.
   std::string run_target(const std::vector<std::string>& args, TestCgroup* cgroup = nullptr,

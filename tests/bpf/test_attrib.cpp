@@ -191,13 +191,8 @@ TEST_F(AttribTest, AWaitBehindReclaimIsBlockIo) {
   std::this_thread::sleep_for(100ms);  // in its stage
   const std::string apart_out =
       run_target({"queued", "0x214", "attrib-queued-apart", file, "alone", procs});
-  int status = 0;
-  for (int i = 0; i < 1000 && waitpid(neighbour, &status, WNOHANG) == 0; ++i) {
-    probe->tick(ctx);
-    std::this_thread::sleep_for(10ms);
-  }
+  const int status = reap_target(neighbour);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  probe->consume();
   unlink(file.c_str());
 
   const auto reclaim_of = [](const std::string& o, const StageRecord& r) {
@@ -468,13 +463,8 @@ TEST_F(AttribTest, DiscoversRunningAndNewProcessesAndReleasesExitedOnes) {
   std::this_thread::sleep_for(300ms);  // exec'd and waiting for a tracer
   probe->start(ctx);
   EXPECT_TRUE(probe->attached_to(kTarget));
-  int status = 0;
-  for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
-    probe->tick(ctx);
-    std::this_thread::sleep_for(10ms);
-  }
+  const int status = reap_target(pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  probe->consume();
   only_stage(0x801);
   probe->rescan();
   EXPECT_TRUE(probe->attached_to(kTarget)) << "released within the grace period (30 s)";
@@ -564,13 +554,8 @@ TEST_F(AttribTest, NarrowedToOneBinaryOrOneProcess) {
   config.attrib.pid = static_cast<uint32_t>(pid);
   probe->start(ctx);
   EXPECT_TRUE(probe->attached_to(kTarget));
-  int status = 0;
-  for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
-    probe->tick(ctx);
-    std::this_thread::sleep_for(10ms);
-  }
+  const int status = reap_target(pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  probe->consume();
   only_stage(0x902);
   probe->rescan();
   EXPECT_EQ(probe->attached_binaries(), 0u);
