@@ -41,7 +41,7 @@ struct attrib_task {
 	__u64 wait_cfs_rq;	   /* the CFS run queue whose throttle clock was sampled */
 	__u64 throttle_snap;	   /* that run queue's cumulative throttled time at wait_ts */
 	__u64 throttle_carried;	   /* throttled time on run queues it left during the wait */
-	__u64 reclaim_snap;	   /* its CPU's reclaim clock at wait_ts (attrib_sched.bpf.h) */
+	__u64 reclaim_snap;	   /* its process's reclaim clock on its CPU at wait_ts */
 	__u64 reclaim_carried;	   /* reclaim run on the CPUs it left during the wait */
 	__u32 throttled_at_wait;   /* fallback: its hierarchy was throttled at wait_ts */
 	__u32 gpu_wait;		   /* set by GPU-sync uprobe recipes: sleeps count as gpu */

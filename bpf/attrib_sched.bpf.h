@@ -172,11 +172,12 @@ static __always_inline void start_wait(struct attrib_task *c, struct task_struct
 static __always_inline void move_reclaim_clock(struct attrib_task *c, struct task_struct *t,
 					       struct cfs_rq *from, int to, __u64 now)
 {
-	__u32 tgid = BPF_CORE_READ(t, tgid);
 	__u64 clock;
+	__u32 tgid;
 
 	if (!attrib_reclaim_seen)
 		return;
+	tgid = BPF_CORE_READ(t, tgid);
 	if (c->reclaim_snap != ATTRIB_RECLAIM_UNSAMPLED) {
 		clock = reclaim_clock(cfs_rq_cpu(from), tgid, now);
 		if (clock > c->reclaim_snap)
