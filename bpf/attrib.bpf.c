@@ -433,7 +433,7 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 
 	if (!attrib_active_spans)
 		return 0;
-	c = bpf_task_storage_get(&attrib_tasks, prev, 0, 0);
+	c = spans_in_process(prev->tgid) ? bpf_task_storage_get(&attrib_tasks, prev, 0, 0) : NULL;
 	if (c && c->active) {
 		now = bpf_ktime_get_ns();
 		repair_missed_switch_in(c, prev, now);
@@ -451,7 +451,7 @@ int BPF_PROG(attrib_switch_btf, bool preempt, struct task_struct *prev, struct t
 		}
 		mark_state(c, now);
 	}
-	c = bpf_task_storage_get(&attrib_tasks, next, 0, 0);
+	c = spans_in_process(next->tgid) ? bpf_task_storage_get(&attrib_tasks, next, 0, 0) : NULL;
 	if (c && c->active) {
 		if (!now)
 			now = bpf_ktime_get_ns();
@@ -479,7 +479,7 @@ int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 
 	if (!attrib_active_spans)
 		return 0;
-	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
+	c = spans_in_process(p->tgid) ? bpf_task_storage_get(&attrib_tasks, p, 0, 0) : NULL;
 	if (!c || !c->active) {
 		note_served(p);
 		return 0;
@@ -497,8 +497,7 @@ int BPF_PROG(attrib_waking_btf, struct task_struct *p)
 /* The load balancer moves a runnable thread to another CPU's run queue, or a wake-up places
  * it on another CPU's (after sched_waking, above): a span thread waiting to run, or a server
  * or helper with clocks kept, takes its throttled time so far along and reads the new run
- * queue's throttle clock from here. Threads outside both pay two storage lookups per
- * migration. */
+ * queue's throttle clock from here. Threads of processes with neither pay two loads. */
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 {
@@ -508,7 +507,7 @@ int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 
 	if (!attrib_active_spans)
 		return 0;
-	c = bpf_task_storage_get(&attrib_tasks, p, 0, 0);
+	c = spans_in_process(p->tgid) ? bpf_task_storage_get(&attrib_tasks, p, 0, 0) : NULL;
 	if (c && c->active) {
 		if (c->wait_ts && (to = cfs_rq_on(p, dest_cpu))) {
 			move_reclaim_clock(c, p, (struct cfs_rq *)c->wait_cfs_rq, dest_cpu,
@@ -518,7 +517,7 @@ int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 		}
 		return 0;
 	}
-	s = bpf_task_storage_get(&attrib_served, p, 0, 0);
+	s = served_in_process(p->tgid) ? bpf_task_storage_get(&attrib_served, p, 0, 0) : NULL;
 	if (s && s->snap_ts && (to = cfs_rq_on(p, dest_cpu)))
 		move_throttle_clock(&s->cfs_rq, &s->throttle_snap, &s->throttled, &s->moved_throttled,
 				    to);
@@ -536,14 +535,14 @@ static __always_inline int reclaim_edge(bool begin)
 {
 	struct attrib_task *c;
 
-	if (!attrib_active_spans)
+	if (!attrib_active_spans || !spans_in_process(current_tgid()))
 		return 0;
 	c = bpf_task_storage_get(&attrib_tasks, bpf_get_current_task_btf(), 0, 0);
 	if (!c || c->reclaiming == begin || (begin && !c->active))
 		return 0;
 	split_on_cpu(c);
 	c->reclaiming = begin;
-	reclaim_on_this_cpu(begin, bpf_ktime_get_ns(), bpf_get_current_pid_tgid() >> 32);
+	reclaim_on_this_cpu(begin, bpf_ktime_get_ns(), current_tgid());
 	return 0;
 }
 
@@ -640,7 +639,7 @@ int BPF_PROG(attrib_page_cache_add_btf, struct folio *folio)
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct attrib_task *c;
 
-	if (!attrib_active_spans)
+	if (!attrib_active_spans || !spans_in_process(current_tgid()))
 		return 0;
 	c = bpf_task_storage_get(&attrib_tasks, t, 0, 0);
 	if (c && c->active && !added_by_write(t))
@@ -654,7 +653,7 @@ int attrib_major_fault(struct bpf_perf_event_data *ctx)
 {
 	struct attrib_task *c;
 
-	if (!attrib_active_spans)
+	if (!attrib_active_spans || !spans_in_process(current_tgid()))
 		return 0;
 	c = current_context(false);
 	if (c && c->active) {

@@ -23,6 +23,7 @@
 #define ATTRIB_MAX_ANOMALY_PROCESSES  8192 /* processes whose last kernel anomaly is kept (LRU) */
 #define ATTRIB_MAX_RECLAIM_CLOCKS     4096 /* (CPU, process) reclaim clocks (LRU) */
 #define ATTRIB_MAX_REMAPPED	      4096 /* processes that mapped something since the last scan */
+#define ATTRIB_PROCESS_SLOTS	      1024 /* gates per process, by tgid (power of two) */
 
 /* String limits of the SDK contract (sdk.h: TAILCAUSE_MAX_TENANT, TAILCAUSE_MAX_NAME), in
  * bytes without the NUL; the fields hold one more byte and are padded to 8. */

@@ -21,6 +21,57 @@ const volatile bool report_exec = true;
  * memory handlers return after this one load. Changed with atomics on the USDT path only. */
 __s64 attrib_active_spans = 0;
 
+/* The same per process, in slots by tgid (processes whose tgids differ by a multiple of the
+ * slot count share one). The scheduler handlers look up a task's context only when its
+ * process's slot holds a span: threads of processes without spans pay one load, no storage
+ * lookup (the sched family gives every task a storage, so the lookup itself would walk it). */
+__s32 attrib_spans_by_process[ATTRIB_PROCESS_SLOTS];
+
+/* Processes with a thread that a span's request reached (attrib_served), in the same slots.
+ * Set at the first such thread and never cleared: a served thread keeps its clocks for the
+ * next request, and a slot that stays set only costs its processes their lookups. */
+__u8 attrib_served_processes[ATTRIB_PROCESS_SLOTS];
+
+static __always_inline __u32 process_slot(__u32 tgid)
+{
+	return tgid & (ATTRIB_PROCESS_SLOTS - 1);
+}
+
+/* A thread of this process may be in a span (exact when false). */
+static __always_inline bool spans_in_process(__u32 tgid)
+{
+	return attrib_spans_by_process[process_slot(tgid)] != 0;
+}
+
+/* A thread of this process may keep served clocks (exact when false). */
+static __always_inline bool served_in_process(__u32 tgid)
+{
+	return attrib_served_processes[process_slot(tgid)] != 0;
+}
+
+/* Before a thread of this process gets served clocks. Written once: the slot's cache line is
+ * read on every wake-up of the node. */
+static __always_inline void mark_served(__u32 tgid)
+{
+	__u32 slot = process_slot(tgid);
+
+	if (!attrib_served_processes[slot])
+		attrib_served_processes[slot] = 1;
+}
+
+static __always_inline __u32 current_tgid(void)
+{
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* A span of the current thread starts (1) or ends (-1): counted on the node and on its
+ * process before it is published, retired after it ends, so no gate ever hides a live span. */
+static __always_inline void count_span(int delta)
+{
+	__sync_fetch_and_add(&attrib_active_spans, delta);
+	__sync_fetch_and_add(&attrib_spans_by_process[process_slot(current_tgid())], delta);
+}
+
 /* A span thread's cumulative components at one of its state changes (critical path). */
 struct attrib_mark {
 	__u64 ts; /* 0: empty slot */

@@ -242,14 +242,17 @@ static __always_inline void note_served(struct task_struct *p)
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct attrib_served *from = NULL, *s;
 	__u64 queued = 0, throttled = 0, now;
-	struct attrib_task *w;
-	__u32 client;
+	struct attrib_task *w = NULL;
+	__u32 client, tgid;
 
 	if (cur == p)
 		return;
-	w = bpf_task_storage_get(&attrib_tasks, cur, 0, 0);
+	tgid = current_tgid();
+	if (spans_in_process(tgid))
+		w = bpf_task_storage_get(&attrib_tasks, cur, 0, 0);
 	if (!w || !w->active) {
-		from = bpf_task_storage_get(&attrib_served, cur, 0, 0);
+		if (served_in_process(tgid))
+			from = bpf_task_storage_get(&attrib_served, cur, 0, 0);
 		if (!from || !from->client_tid)
 			return;
 	}
@@ -262,6 +265,7 @@ static __always_inline void note_served(struct task_struct *p)
 	} else {
 		client = BPF_CORE_READ(cur, pid);
 	}
+	mark_served(p->tgid);
 	s = bpf_task_storage_get(&attrib_served, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!s)
 		return;
@@ -356,6 +360,8 @@ static __always_inline bool resolve_peer_wait(struct attrib_task *c, struct task
 	if (!in_own_syscall(cur))
 		return false; /* an interrupt's wake-up (a remote peer, a qdisc timer) */
 	local = loopback_peer(&c->off_peer);
+	if (local)
+		mark_served(current_tgid());
 	s = bpf_task_storage_get(&attrib_served, cur, 0, local ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!s || (s->client_tid != client && !local))
 		return false;

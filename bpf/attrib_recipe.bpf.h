@@ -55,7 +55,7 @@ static __always_inline void drop_recipe_span(struct attrib_task *c)
 	if (!c->active || !(c->span.flags & ATTRIB_SPAN_RECIPE))
 		return;
 	c->active = 0;
-	__sync_fetch_and_add(&attrib_active_spans, -1);
+	count_span(-1);
 	compiler_barrier();
 	count_error(ATTRIB_ERR_RECIPE_RETURN_MISSED);
 	fold_span(c, bpf_ktime_get_ns());

@@ -74,8 +74,8 @@ static __always_inline void span_begin(struct attrib_task *c, __u64 now)
 	c->wait_ts = 0;
 	c->reclaiming = 0; /* a span starts in user space, never inside reclaim */
 	mark_state(c, now);
-	/* Counted before it is published, so the handlers' early exit never skips a live span. */
-	__sync_fetch_and_add(&attrib_active_spans, 1);
+	/* Counted before it is published (count_span()). */
+	count_span(1);
 	compiler_barrier();
 	c->active = 1;
 }
@@ -102,7 +102,7 @@ static __always_inline __u64 span_end(struct attrib_task *c, __u32 flags, __u32 
 	__u64 now;
 
 	c->active = 0;
-	__sync_fetch_and_add(&attrib_active_spans, -1);
+	count_span(-1);
 	compiler_barrier();
 	/* Read after retiring: switches before this point were accounted, later ones are not. */
 	now = bpf_ktime_get_ns();

@@ -120,6 +120,7 @@ inline constexpr const char kCacheQuotaBytes[] = "tailcause_cache_quota_bytes";
 inline constexpr const char kLayerDurationSeconds[] = "tailcause_layer_duration_seconds";
 inline constexpr const char kSdkErrors[] = "tailcause_sdk_errors";
 inline constexpr const char kAttribMissedSwitches[] = "tailcause_attrib_missed_switches";
+inline constexpr const char kAttribSpansInProgress[] = "tailcause_attrib_spans_in_progress";
 inline constexpr const char kRecipeCalls[] = "tailcause_recipe_calls";
 inline constexpr const char kRecipeSpans[] = "tailcause_recipe_spans";
 inline constexpr const char kRecipeStatus[] = "tailcause_recipe_status";
@@ -218,6 +219,7 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kLayerDurationSeconds, MetricType::Histogram, "attrib"},
     {metric::kSdkErrors, MetricType::Counter, "attrib"},
     {metric::kAttribMissedSwitches, MetricType::Counter, "attrib"},
+    {metric::kAttribSpansInProgress, MetricType::Gauge, "attrib"},
     {metric::kRecipeCalls, MetricType::Counter, "attrib"},
     {metric::kRecipeSpans, MetricType::Counter, "attrib"},
     {metric::kRecipeStatus, MetricType::Gauge, "attrib"},

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <random>
@@ -564,6 +565,19 @@ uint64_t AttribProbe::lost(uint32_t kind) const {
 uint64_t AttribProbe::events_lost() const { return lost(ATTRIB_LOST_DROPPED); }
 uint64_t AttribProbe::missed_switches() const { return lost(ATTRIB_LOST_SWITCHES); }
 
+int64_t AttribProbe::spans_in_progress() const {
+  return skel_ ? __atomic_load_n(&skel_->bss->attrib_active_spans, __ATOMIC_RELAXED) : 0;
+}
+
+int64_t AttribProbe::spans_in_process_gates() const {
+  int64_t n = 0;
+  if (!skel_) return n;
+  for (const auto& gate : skel_->bss->attrib_spans_by_process) {
+    n += std::abs(static_cast<int64_t>(__atomic_load_n(&gate, __ATOMIC_RELAXED)));
+  }
+  return n;
+}
+
 void AttribProbe::collect(core::MetricSet& out) {
   if (!skel_) return;
   drain();  // what finished before the scrape is in it; attaching waits for the next tick
@@ -594,6 +608,10 @@ void AttribProbe::collect(core::MetricSet& out) {
           "Context switches of stage threads the kernel did not report to the attribution "
           "probes (recovered from the scheduler's own records)",
           {}, static_cast<double>(missed_switches()));
+  out.add(core::metric::kAttribSpansInProgress, core::MetricType::Gauge,
+          "Stage and recipe spans open on the node now (the attribution's scheduler programs "
+          "work only while one is open in the task's process)",
+          {}, static_cast<double>(spans_in_progress()));
   for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
     const core::Recipe& r = recipes_.recipes()[i];
     const core::Labels labels{{"library", r.library}, {"symbol", r.symbol}};

@@ -90,6 +90,10 @@ class AttribProbe final : public ProbeFamily {
   uint64_t recipe_spans(size_t index) const;
   uint64_t events_lost() const;      // dropped: ring buffer or a map full
   uint64_t missed_switches() const;  // switch-ins the kernel did not report, recovered
+  int64_t spans_in_progress() const;  // stage and recipe spans open on the node now
+  // The same as counted by the per-process gates of the scheduler programs, each gate's count
+  // as an absolute value: equal to spans_in_progress() while the gates are balanced.
+  int64_t spans_in_process_gates() const;
 
  private:
   struct Attachment {

@@ -440,6 +440,31 @@ TEST_F(AttribTest, BadInputIsCountedAndNothingLeaks) {
   for (const auto& s : stages_of(0x701)) aborted += s.aborted();
   EXPECT_EQ(aborted, 2);
   EXPECT_EQ(value(m, "tailcause_events_lost", {{"source", "attrib"}}), 0);
+  // The aborted spans were retired from the gates too: nothing stays open.
+  EXPECT_EQ(value(m, "tailcause_attrib_spans_in_progress", {}), 0);
+  EXPECT_EQ(probe->spans_in_process_gates(), 0);
+}
+
+// The scheduler programs look at a task only while its process has a span open: an open span
+// is counted on the node and in its process's gate, and both go back to zero when it ends.
+TEST_F(AttribTest, OpenSpansAreCountedOnTheNodeAndInTheirProcess) {
+  probe->start(ctx);
+  EXPECT_EQ(probe->spans_in_progress(), 0);
+  const pid_t pid = spawn_target({"cpu", "0x7a1", "attrib-gates", "1500"});
+  int64_t node = 0, gates = 0;
+  for (int i = 0; i < 1000 && node == 0; ++i) {
+    std::this_thread::sleep_for(5ms);
+    node = probe->spans_in_progress();
+    gates = probe->spans_in_process_gates();
+  }
+  EXPECT_EQ(node, 1);
+  EXPECT_EQ(gates, 1);
+  EXPECT_EQ(value(scrape(), "tailcause_attrib_spans_in_progress", {}), 1);
+  EXPECT_TRUE(WIFEXITED(reap_target(pid)));
+  EXPECT_EQ(probe->spans_in_progress(), 0);
+  EXPECT_EQ(probe->spans_in_process_gates(), 0);
+  EXPECT_EQ(value(scrape(), "tailcause_attrib_spans_in_progress", {}), 0);
+  EXPECT_EQ(only_stage(0x7a1).stage, "generation");
 }
 
 // (8) A tenant on a page the process has not touched yet, which a BPF program cannot fault in:
