@@ -117,15 +117,16 @@ void AttribProbe::start(const ProbeContext& ctx) {
   fill_syscall_classes(skel_->rodata->syscall_class);
   // uprobe_multi links take programs loaded for them (and then only them). With --pid, only
   // where their pid filter passes every thread of the process (Linux 6.10 on).
-  multi_ = ctx.features.uprobe_multi && (only_pid_ == 0 || ctx.features.uprobe_multi_pid_filter);
-  if (ctx.features.uprobe_multi && !multi_) {
+  const bool multi =
+      ctx.features.uprobe_multi && (only_pid_ == 0 || ctx.features.uprobe_multi_pid_filter);
+  if (ctx.features.uprobe_multi && !multi) {
     spdlog::info("attrib: this kernel's uprobe_multi pid filter matches one thread, so process "
                  "{}'s probes attach as perf-event uprobes",
                  only_pid_);
   }
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel_->obj) {
-    if (multi_ && std::strcmp(bpf_program__section_name(prog), "usdt") == 0) {
+    if (multi && std::strcmp(bpf_program__section_name(prog), "usdt") == 0) {
       bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kAttachUprobeMulti));
     }
   }
@@ -134,7 +135,9 @@ void AttribProbe::start(const ProbeContext& ctx) {
   if (!specs || bpf_map__value_size(specs) != sizeof(UsdtSpec)) {
     throw ProbeError("attrib: libbpf's USDT argument spec map is not the layout this build knows");
   }
-  spec_ids_ = std::make_unique<UsdtSpecIds>(bpf_map__fd(specs), bpf_map__max_entries(specs));
+  usdt_ = std::make_unique<UsdtBinaries>([this](const MappedBinary& b) { return usdt_programs(b); },
+                                         bpf_map__fd(specs), bpf_map__max_entries(specs), multi,
+                                         release_grace_);
   cgroups_ = &ctx.cgroups;
   attach_core_programs(ctx);
   load_recipes(cfg);
@@ -152,15 +155,16 @@ void AttribProbe::start(const ProbeContext& ctx) {
     if (b.probes.empty()) {
       throw ProbeError("attrib: " + only_binary_ + " carries no tailcause USDT probes");
     }
-    attach_all_probes(b, only_pid_ ? only_pid_ : -1);
-    if (attached_.empty()) throw ProbeError("attrib: cannot attach to " + only_binary_);
+    if (!usdt_->attach(b, only_pid_ ? only_pid_ : -1)) {
+      throw ProbeError("attrib: cannot attach to " + only_binary_);
+    }
   } else {
     rescan();
   }
   rescan_recipes();
   last_gc_ = Clock::now();
-  spdlog::info("attrib: attached ({} binar{} with tailcause probes{})", attached_.size(),
-               attached_.size() == 1 ? "y" : "ies",
+  spdlog::info("attrib: attached ({} binar{} with tailcause probes{})", usdt_->size(),
+               usdt_->size() == 1 ? "y" : "ies",
                only_pid_ ? fmt::format(", process {} only", only_pid_) : std::string());
 }
 
@@ -334,11 +338,9 @@ void AttribProbe::stop() {
   // Links before the object that holds their programs, the ring before its map. The USDT
   // links close in parallel: their waits for grace periods overlap.
   recipes_.detach_all();
-  for (auto& [id, a] : attached_) reap(std::move(a.links));
-  attached_.clear();
+  if (usdt_) usdt_->release_all();
   links_.clear();
-  reaper_.drain();
-  spec_ids_.reset();
+  usdt_.reset();  // waits until its links are closed
   ring_.reset();
   skel_.reset();
   maps_.use_change_feed(false);
@@ -396,12 +398,7 @@ void AttribProbe::handle_pending() {
   if (!pending_execs_.empty() && only_pid_ == 0 && only_binary_.empty()) {
     for (uint32_t pid : pending_execs_) {
       for (const auto& b : discovery_.scan_process(static_cast<pid_t>(pid), true)) {
-        auto it = attached_.find(b.id);
-        if (it == attached_.end()) {
-          attach_all_probes(b, -1);
-        } else {
-          it->second.unmapped_since.reset();  // mapped again within the grace period
-        }
+        usdt_->mapped(b);
       }
     }
   }
@@ -439,37 +436,19 @@ void AttribProbe::rescan() {
   if (only_pid_) {
     std::map<BinaryId, MappedBinary> found;
     for (auto& b : discovery_.scan_process(only_pid_, false)) found.emplace(b.id, std::move(b));
-    sync_attachments(found, only_pid_);
+    usdt_->sync(found, only_pid_);
   } else {
     take_remap_reports();
-    sync_attachments(discovery_.scan_all(), -1);
+    usdt_->sync(discovery_.scan_all(), -1);
   }
 }
 
-void AttribProbe::sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid) {
-  for (const auto& [id, b] : found) {
-    if (!attached_.count(id)) attach_all_probes(b, pid);
-  }
-  // A binary no process maps is released after the grace period (at once when narrowed to one
-  // process: that one is gone for good).
-  const auto now = Clock::now();
-  std::vector<BinaryId> gone;
-  for (auto& [id, a] : attached_) {
-    if (found.count(id)) {
-      a.unmapped_since.reset();
-      continue;
-    }
-    if (!a.unmapped_since) a.unmapped_since = now;
-    if (pid > 0 || now - *a.unmapped_since >= release_grace_) gone.push_back(id);
-  }
-  for (const auto& id : gone) release(id);
+void AttribProbe::set_release_grace(std::chrono::milliseconds grace) {
+  release_grace_ = grace;
+  if (usdt_) usdt_->set_release_grace(grace);
 }
 
-// Attaches every tailcause probe the binary carries. pid -1: all processes that map it
-// (the kernel keeps each process's semaphore up to date, also in processes started later).
-// One syscall per probe with uprobe_multi: short, though the caller holds the probe set's lock.
-void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
-  if (!binary.sites) return;
+std::vector<UsdtProgram> AttribProbe::usdt_programs(const MappedBinary& binary) const {
   std::vector<UsdtProgram> programs;
   for (const auto& probe : binary.probes) {
     bpf_program* prog = bpf_object__find_program_by_name(skel_->obj, probe.c_str());
@@ -477,43 +456,7 @@ void AttribProbe::attach_all_probes(const MappedBinary& binary, pid_t pid) {
     if (!layers_ && (probe == "layer_begin" || probe == "layer_end")) continue;  // opt-in
     programs.push_back({probe, prog});
   }
-  std::vector<std::string> problems;
-  UsdtLinks links =
-      attach_usdt(binary.path, *binary.sites, programs, pid, multi_, *spec_ids_, problems);
-  for (const auto& p : problems) spdlog::warn("attrib: cannot attach {}: {}", binary.path, p);
-  if (links.count() == 0) return;
-  spdlog::info("attrib: attached {} probe(s) in {} ({} sites, {} {})", programs.size(), binary.path,
-               links.sites, links.count(), multi_ ? "uprobe_multi links" : "perf-event uprobes");
-  attached_[binary.id] = Attachment{binary.path, std::move(links), std::nullopt};
-  ++attaches_;
-}
-
-void AttribProbe::release(const BinaryId& id) {
-  auto it = attached_.find(id);
-  if (it == attached_.end()) return;
-  spdlog::info("attrib: released {} (no process maps it)", it->second.path);
-  reap(std::move(it->second.links));
-  attached_.erase(it);
-  ++releases_;
-}
-
-void AttribProbe::reap(UsdtLinks links) {
-  reaper_.reap(
-      std::move(links.multi), std::move(links.perf),
-      [ids = spec_ids_.get(), spec_ids = std::move(links.spec_ids)] { ids->release(spec_ids); });
-}
-
-size_t AttribProbe::usdt_links() const {
-  size_t n = 0;
-  for (const auto& [id, a] : attached_) n += a.links.count();
-  return n;
-}
-
-bool AttribProbe::attached_to(const std::string& path) const {
-  for (const auto& [id, a] : attached_) {
-    if (a.path == path) return true;
-  }
-  return false;
+  return programs;
 }
 
 void AttribProbe::free_requests(const std::set<uint32_t>& dead, bool all_dead) {
@@ -634,9 +577,9 @@ void AttribProbe::collect(core::MetricSet& out) {
   }
   out.add(core::metric::kUsdtAttachedBinaries, core::MetricType::Gauge,
           "Executables and libraries whose tailcause USDT probes are attached", {},
-          static_cast<double>(attached_.size()));
+          static_cast<double>(usdt_->size()));
   for (const auto& [change, n] :
-       {std::pair{"attach", attaches_}, std::pair{"release", releases_}}) {
+       {std::pair{"attach", usdt_->attaches()}, std::pair{"release", usdt_->releases()}}) {
     out.add(core::metric::kUsdtBinaryChanges, core::MetricType::Counter,
             "Binaries whose tailcause USDT probes were attached or released (process churn)",
             {{"change", change}}, static_cast<double>(n));

@@ -24,9 +24,8 @@
 #include "probes/probe_family.h"
 #include "probes/recipe_attach.h"
 #include "probes/recipe_identity.h"
-#include "probes/usdt_attach.h"
+#include "probes/usdt_binaries.h"
 #include "probes/usdt_discovery.h"
-#include "probes/usdt_reaper.h"
 
 struct attrib_bpf;
 
@@ -61,21 +60,20 @@ class AttribProbe final : public ProbeFamily {
   // The processes' /proc files the scans read (each second without the kernel's reports of
   // new mappings, only the reported processes' with them), and whether those reports are on.
   const ExecMappings& mappings() const { return maps_; }
-  size_t attached_binaries() const { return attached_.size(); }
-  // How long a binary's probes stay attached after the last process mapping it is gone, so that
-  // short-lived processes started meanwhile run traced instead of flapping attach/release.
-  void set_release_grace(std::chrono::milliseconds grace) { release_grace_ = grace; }
-  uint64_t binary_attaches() const { return attaches_; }
-  uint64_t binary_releases() const { return releases_; }
-  bool attached_to(const std::string& path) const;
+  size_t attached_binaries() const { return usdt_ ? usdt_->size() : 0; }
+  // How long a binary's probes stay attached after the last process mapping it is gone (30 s).
+  void set_release_grace(std::chrono::milliseconds grace);
+  bool attached_to(const std::string& path) const { return usdt_ && usdt_->attached_to(path); }
   // USDT links held now (one per program and binary with uprobe_multi, else one per site), and
   // whether they are uprobe_multi links.
-  size_t usdt_links() const;
-  bool uprobe_multi() const { return multi_; }
+  size_t usdt_links() const { return usdt_ ? usdt_->links() : 0; }
+  bool uprobe_multi() const { return usdt_ && usdt_->multi(); }
   // Argument specs in use (shared by sites with the same argument string).
-  size_t usdt_spec_ids() const { return spec_ids_ ? spec_ids_->in_use() : 0; }
+  size_t usdt_spec_ids() const { return usdt_ ? usdt_->spec_ids_in_use() : 0; }
   // Waits until the links of released binaries are closed (they close on other threads).
-  void wait_for_releases() { reaper_.drain(); }
+  void wait_for_releases() {
+    if (usdt_) usdt_->wait_for_releases();
+  }
   // Entries in the kernel's requests and processes maps, of one process or (0) of all; they
   // must drain when processes exit.
   size_t live_requests(uint32_t pid = 0) const;
@@ -96,19 +94,10 @@ class AttribProbe final : public ProbeFamily {
   int64_t spans_in_process_gates() const;
 
  private:
-  struct Attachment {
-    std::string path;
-    UsdtLinks links;
-    std::optional<std::chrono::steady_clock::time_point> unmapped_since;  // no process maps it
-  };
-
   void on_record(std::span<const std::byte> bytes);
   void drain();
-  void attach_all_probes(const MappedBinary& binary, pid_t pid);
-  void release(const BinaryId& id);
-  // Closes the links on the reaper's threads, then frees their argument specs.
-  void reap(UsdtLinks links);
-  void sync_attachments(const std::map<BinaryId, MappedBinary>& found, pid_t pid);
+  // The programs for the tailcause probes a binary carries (layer probes only when asked).
+  std::vector<UsdtProgram> usdt_programs(const MappedBinary& binary) const;
   void attach_core_programs(const ProbeContext& ctx);
   void attach_major_faults();
   void attach_remap_feed();
@@ -130,12 +119,9 @@ class AttribProbe final : public ProbeFamily {
 
   Handle<attrib_bpf> skel_;
   RingHandle ring_;
-  std::vector<LinkHandle> links_;  // tracepoints and perf events (each owns its perf fd)
-  std::map<BinaryId, Attachment> attached_;
-  bool multi_ = false;  // USDT probes attach with uprobe_multi links
-  LinkReaper reaper_;
-  std::unique_ptr<UsdtSpecIds> spec_ids_;  // of __bpf_usdt_specs; outlived by the reaper's work
-  ExecMappings maps_;                      // before the two that read it
+  std::vector<LinkHandle> links_;       // tracepoints and perf events (each owns its perf fd)
+  std::unique_ptr<UsdtBinaries> usdt_;  // while started: the binaries whose probes are attached
+  ExecMappings maps_;                   // before the two that read it
   UsdtDiscovery discovery_{maps_};
   RecipeAttacher recipes_{maps_};
   std::vector<std::string> recipe_file_errors_;
@@ -150,7 +136,6 @@ class AttribProbe final : public ProbeFamily {
   uint64_t records_ = 0;
   uint64_t trace_salt_ = 0;  // per start: derived trace ids differ between daemon runs
   uint64_t malformed_ = 0;
-  uint64_t attaches_ = 0, releases_ = 0;  // binaries attached and released (churn)
   std::chrono::milliseconds release_grace_ = std::chrono::seconds(30);
   std::chrono::steady_clock::time_point last_scan_{}, last_gc_{}, last_recipe_scan_{};
 };
