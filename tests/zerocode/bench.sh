@@ -96,7 +96,7 @@ export TAILCAUSE_SDK_LIB="$BUILD/sdk/libtailcause_sdk.so"
 start_daemon
 "$PY" "$SRC/tests/zerocode/bench_inprocess.py" "$URL" --wait-for-tracer
 stop_daemon
-# The goal's comparison in one process: instrumented beside the daemon against neither (the
-# daemon started before each instrumented block and stopped before each plain one).
+# The goal's comparison in one process: instrumented beside the daemon against neither, with
+# the daemon's presence alone (plain blocks beside it) in between.
 "$PY" "$SRC/tests/zerocode/bench_inprocess.py" "$URL" --blocks 20 --requests 60 \
   --daemon "$(printf '%q ' "$BUILD/tailcause" run --config "$WORK/d.yaml" --listen "127.0.0.1:$PORT")"

@@ -11,11 +11,16 @@ Printed, never asserted (DESIGN.md section 6).
 --wait-for-tracer: first wait until a tracer (the daemon) has enabled the SDK's probes, so the
 instrumented blocks pay the probes' traps and BPF programs too; without it they pay the
 wrappers alone. Either way the daemon, when there is one, runs under both kinds of block.
---daemon CMD: the issue's comparison, instrumented with the daemon against neither: CMD (the
-daemon's command line) is started before each instrumented block, once it has enabled the
-probes and settled, and stopped before each plain one; its own CPU over the instrumented
-blocks is counted too. Prints the agent's CPU per request both ways and the median of the
-per-pair ratios.
+--daemon CMD: the issue's comparison, instrumented with the daemon against neither, and the
+daemon's presence alone in between: three kinds of block per round, in an order that rotates
+per round: plain with no daemon; plain beside the daemon (its node-wide probes and its own
+CPU, nothing of this process traced); instrumented with the daemon tracing it. CMD (the
+daemon's command line) is started before a block that needs it, once it has enabled the probes,
+and stopped before one that does not; either way the block waits SETTLE_S after the change, so
+the start's and the stop's own kernel work (attaching, detaching, freeing maps) lands on no
+block. Prints, against the plain blocks: the agent's CPU per request, the per-pair ratios of CPU
+and of wall time (throughput), and the daemon's own CPU per request; then the goal's figure,
+the instrumented agent's CPU plus the daemon's against the plain agent's.
 """
 import argparse
 import http.client
@@ -68,46 +73,60 @@ def main():
     if a.wait_for_tracer:
         wait_for_probes(True)
     daemon = Daemon(a.daemon) if a.daemon else None
+    # (name, instrumented, daemon running); the first is the plain one the others are read against
+    arms = ([("plain", False, False), ("beside", False, True), ("instrumented", True, True)]
+            if daemon else [("plain", False, False), ("instrumented", True, False)])
+    daemon_cpu = {name: [0, 0] for name, _, _ in arms}  # the daemon's CPU (ns), requests
 
-    def block(on):
+    def block(name, on, with_daemon):
         if daemon:
-            daemon.start() if on else daemon.stop()
-        for (owner, name), fn in zip(PATCHED, hooked if on else plain):
-            setattr(owner, name, fn)
+            daemon.start() if with_daemon else daemon.stop()
+        for (owner, attr), fn in zip(PATCHED, hooked if on else plain):
+            setattr(owner, attr, fn)
         handle = entries[on]
-        start = time.process_time()
-        daemon_start = daemon.cpu_ns() if daemon and on else 0
+        daemon_start = daemon.cpu_ns() if with_daemon else 0
+        wall, cpu = time.perf_counter(), time.process_time()
         for i in range(a.requests):
             handle(agent, "bench", f"question {i}")
-        if daemon and on:
-            daemon_cpu[0] += daemon.cpu_ns() - daemon_start
-            daemon_cpu[1] += a.requests
-        return (time.process_time() - start) * 1000 / a.requests
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        if with_daemon:
+            daemon_cpu[name][0] += daemon.cpu_ns() - daemon_start
+            daemon_cpu[name][1] += a.requests
+        return cpu * 1000 / a.requests, wall * 1000 / a.requests
 
-    daemon_cpu = [0, 0]  # the daemon's CPU (ns) over the instrumented blocks, their requests
     try:
-        block(True), block(False)  # warm both paths
-        daemon_cpu[:] = [0, 0]
-        cpu = {False: [], True: []}
+        for arm in arms:  # warm every path
+            block(*arm)
+        for name in daemon_cpu:
+            daemon_cpu[name] = [0, 0]
+        cpu = {name: [] for name, _, _ in arms}
+        wall = {name: [] for name, _, _ in arms}
         for n in range(a.blocks):
-            for on in ((False, True) if n % 2 else (True, False)):
-                cpu[on].append(block(on))
+            for arm in arms[n % len(arms):] + arms[:n % len(arms)]:
+                c, w = block(*arm)
+                cpu[arm[0]].append(c)
+                wall[arm[0]].append(w)
     finally:
         if daemon:
             daemon.stop()
     m = statistics.median
-    ratios = [on / off for off, on in zip(cpu[False], cpu[True])]
-    q1, _, q3 = statistics.quantiles(ratios, n=4)
-    how = (" (the daemon started for the instrumented blocks, stopped for the plain ones)" if daemon
-           else " (probes traced)" if a.wait_for_tracer else " (no tracer)")
-    print(f"in one process, {a.blocks} pairs of {a.requests}-request blocks{how}: agent CPU per "
-          f"request {m(cpu[False]):.3f} ms plain, {m(cpu[True]):.3f} ms instrumented; per-pair "
-          f"ratio median {m(ratios):.4f} ({(m(ratios) - 1) * 100:+.1f}%), quartiles "
-          f"{q1:.4f}..{q3:.4f}")
+    how = (" (the daemon started for the blocks beside it and instrumented, stopped for the plain"
+           " ones)" if daemon else " (probes traced)" if a.wait_for_tracer else " (no tracer)")
+    print(f"in one process, {a.blocks} rounds of {a.requests}-request blocks{how}: agent CPU per "
+          f"request {m(cpu['plain']):.3f} ms plain")
+    for name, _, with_daemon in arms[1:]:
+        ratios = [x / y for x, y in zip(cpu[name], cpu["plain"])]
+        q1, _, q3 = statistics.quantiles(ratios, n=4)
+        slower = m([x / y for x, y in zip(wall[name], wall["plain"])])
+        own = (f"; the daemon's own CPU {daemon_cpu[name][0] / 1e6 / daemon_cpu[name][1]:.3f} ms"
+               " per request" if with_daemon else "")
+        print(f"  {name}: {m(cpu[name]):.3f} ms; per-pair CPU ratio median {m(ratios):.4f} "
+              f"({(m(ratios) - 1) * 100:+.1f}%), quartiles {q1:.4f}..{q3:.4f}; throughput "
+              f"{(1 / slower - 1) * 100:+.1f}% (per-pair wall-time ratio {slower:.4f}){own}")
     if daemon:
-        d = daemon_cpu[0] / 1e6 / daemon_cpu[1]
-        print(f"  the daemon's own CPU over the instrumented blocks: {d:.3f} ms per request; agent "
-              f"and daemon against the plain agent alone: {(m(cpu[True]) + d) / m(cpu[False]):.4f}")
+        d = daemon_cpu["instrumented"][0] / 1e6 / daemon_cpu["instrumented"][1]
+        print(f"  instrumented agent and daemon against the plain agent alone: "
+              f"{(m(cpu['instrumented']) + d) / m(cpu['plain']):.4f}")
     return 0
 
 
@@ -124,7 +143,7 @@ def wait_for_probes(enabled, timeout_s=60):
 class Daemon:
     """The daemon, started and stopped between blocks (--daemon)."""
 
-    SETTLE_S = 1.0  # after the probes are enabled: its start-up scans are done
+    SETTLE_S = 2.0  # after a start (the probes enabled) or a stop: its own kernel work is done
 
     def __init__(self, command):
         self.command = shlex.split(command)
@@ -147,6 +166,7 @@ class Daemon:
         self.proc.wait(timeout=30)
         self.proc = None
         wait_for_probes(False)
+        time.sleep(self.SETTLE_S)
 
     def cpu_ns(self):
         """The daemon's threads' time on CPU so far, in ns."""
