@@ -33,7 +33,9 @@
  *
  * Layout: attrib_context.bpf.h (context, maps, counters), attrib_sched.bpf.h (off-CPU
  * classification), attrib_span.bpf.h (spans and records), page_cache.bpf.h (page-cache
- * helpers shared with the memory family); the programs are here. */
+ * helpers shared with the memory family); the SDK and scheduler programs are here, the
+ * recipe, memory and process-lifetime programs in attrib_recipe.bpf.h, attrib_memory.bpf.h
+ * and attrib_lifetime.bpf.h. */
 #include "common.bpf.h"
 
 #define BPF_USDT_MAX_SPEC_CNT 1024 /* USDT call sites attached at once, over all binaries */
@@ -44,6 +46,8 @@
 #include "attrib_span.bpf.h"
 #include "attrib_critpath.bpf.h"
 #include "attrib_recipe.bpf.h"
+#include "attrib_memory.bpf.h"
+#include "attrib_lifetime.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -521,144 +525,5 @@ int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 	if (s && s->snap_ts && (to = cfs_rq_on(p, dest_cpu)))
 		move_throttle_clock(&s->cfs_rq, &s->throttle_snap, &s->throttled, &s->moved_throttled,
 				    to);
-	return 0;
-}
-
-/* ---- memory reclaim ------------------------------------------------------------------- */
-
-/* A span thread reclaiming memory in its own context (direct reclaim, or its memory cgroup's
- * limit reclaim, which does not nest in it): its CPU time meanwhile is block_io (add()), and so
- * is the wait of its process's span threads queued behind it (reclaim_part()). Waits inside
- * reclaim are classified as they always are. Optional: the loader leaves these out where the
- * kernel lacks the tracepoints. */
-static __always_inline int reclaim_edge(bool begin)
-{
-	struct attrib_task *c;
-
-	if (!attrib_active_spans || !spans_in_process(current_tgid()))
-		return 0;
-	c = bpf_task_storage_get(&attrib_tasks, bpf_get_current_task_btf(), 0, 0);
-	if (!c || c->reclaiming == begin || (begin && !c->active))
-		return 0;
-	split_on_cpu(c);
-	c->reclaiming = begin;
-	reclaim_on_this_cpu(begin, bpf_ktime_get_ns(), current_tgid());
-	return 0;
-}
-
-SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
-int BPF_PROG(attrib_direct_reclaim_begin_btf)
-{
-	return reclaim_edge(true);
-}
-
-SEC("tp_btf/mm_vmscan_direct_reclaim_end")
-int BPF_PROG(attrib_direct_reclaim_end_btf)
-{
-	return reclaim_edge(false);
-}
-
-SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
-int BPF_PROG(attrib_memcg_reclaim_begin_btf)
-{
-	return reclaim_edge(true);
-}
-
-SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
-int BPF_PROG(attrib_memcg_reclaim_end_btf)
-{
-	return reclaim_edge(false);
-}
-
-/* Processes that asked for a new mapping, or exited, since user space last looked (key: tgid),
- * so the discovery looks again only at them (a dlopen of a library with probes or recipe
- * symbols, a binary no process maps any more) instead of reading every process's
- * /proc/PID/stat each second. Full: the overflow flag tells user space to look at every
- * process once. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ATTRIB_MAX_REMAPPED);
-	__type(key, __u32);
-	__type(value, __u8);
-} attrib_remapped SEC(".maps");
-
-__u32 attrib_remapped_overflow = 0;
-
-static __always_inline void note_remapped(__u32 tgid)
-{
-	__u8 one = 1;
-
-	if (report_exec && bpf_map_update_elem(&attrib_remapped, &tgid, &one, BPF_NOEXIST) == -E2BIG)
-		attrib_remapped_overflow = 1;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(attrib_exit_btf, struct task_struct *p)
-{
-	__u32 tgid;
-
-	abort_span(p);
-	/* The last thread of the process: its requests can be cleaned up. */
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
-		return 0;
-	tgid = BPF_CORE_READ(p, tgid);
-	note_remapped(tgid);
-	if (bpf_map_lookup_elem(&attrib_processes, &tgid)) {
-		bpf_map_delete_elem(&attrib_processes, &tgid);
-		emit_process(ATTRIB_REC_PROCESS_EXIT, tgid,
-			     submit_flags(sizeof(struct attrib_process_record)));
-	}
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(attrib_exec_btf, struct task_struct *p)
-{
-	abort_span(p);
-	if (report_exec) /* wake the reader now: attaching early catches the first requests */
-		emit_process(ATTRIB_REC_EXEC, BPF_CORE_READ(p, tgid), BPF_RB_FORCE_WAKEUP);
-	return 0;
-}
-
-/* Every mmap without a fixed address picks its place here, a dlopen's first among them; so do
- * anonymous mappings (malloc's large blocks, thread stacks), which only cost a marked process a
- * look at its /proc/PID/stat. Optional: the loader leaves it out where the kernel lacks it, and
- * user space then checks every process each second. */
-SEC("tp_btf/vm_unmapped_area")
-int BPF_PROG(attrib_remap_btf)
-{
-	note_remapped(bpf_get_current_pid_tgid() >> 32);
-	return 0;
-}
-
-/* ---- memory ------------------------------------------------------------------------- */
-
-SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(attrib_page_cache_add_btf, struct folio *folio)
-{
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct attrib_task *c;
-
-	if (!attrib_active_spans || !spans_in_process(current_tgid()))
-		return 0;
-	c = bpf_task_storage_get(&attrib_tasks, t, 0, 0);
-	if (c && c->active && !added_by_write(t))
-		c->span.page_cache_misses += folio_pages(folio);
-	return 0;
-}
-
-/* Attached to a per-CPU PERF_COUNT_SW_PAGE_FAULTS_MAJ event with sample_period 1. */
-SEC("perf_event")
-int attrib_major_fault(struct bpf_perf_event_data *ctx)
-{
-	struct attrib_task *c;
-
-	if (!attrib_active_spans || !spans_in_process(current_tgid()))
-		return 0;
-	c = current_context(false);
-	if (c && c->active) {
-		c->span.major_faults += 1;
-		note_anomaly(c, ATTRIB_ANOMALY_MAJOR_FAULT, bpf_ktime_get_ns(), 0);
-	}
 	return 0;
 }

@@ -219,59 +219,6 @@ void AttribProbe::set_reclaim_autoload(const Features& features) {
   if (!any) spdlog::warn("attrib: no reclaim tracepoints: reclaim time in stages counts as on_cpu");
 }
 
-// Reads the recipes (inline and files), fills attrib_recipes (index = BPF cookie) and hands
-// them to the attacher. Bad files are reported and skipped.
-void AttribProbe::load_recipes(const core::AttribConfig& config) {
-  recipe_file_errors_.clear();
-  auto recipes = core::load_recipes(config, recipe_file_errors_);
-  if (recipes.size() > ATTRIB_MAX_RECIPES) {
-    recipe_file_errors_.push_back(
-        fmt::format("{} recipes, at most {} are used", recipes.size(), ATTRIB_MAX_RECIPES));
-    recipes.resize(ATTRIB_MAX_RECIPES);
-  }
-  for (const auto& e : recipe_file_errors_) spdlog::error("attrib: {}", e);
-  const int fd = bpf_map__fd(skel_->maps.attrib_recipes);
-  for (uint32_t i = 0; i < recipes.size(); ++i) {
-    const core::Recipe& r = recipes[i];
-    attrib_recipe value{};
-    value.mode = r.kind == "gpu_sync" ? ATTRIB_RECIPE_GPU_SYNC
-                 : r.kind == "count"  ? ATTRIB_RECIPE_COUNT
-                                      : ATTRIB_RECIPE_SPAN;
-    value.stage_kind = ATTRIB_STAGE_OTHER;
-    for (uint32_t k = 0; k < ATTRIB_STAGE_OTHER; ++k) {
-      if (r.stage == core::stage_label(k, "", false, nullptr)) value.stage_kind = k;
-    }
-    std::strncpy(value.stage_name, r.stage.c_str(), ATTRIB_MAX_NAME);
-    check(bpf_map_update_elem(fd, &i, &value, BPF_ANY) ? -errno : 0, kFamily, "fill recipes");
-  }
-  recipes_.configure(skel_->progs.attrib_recipe_entry, skel_->progs.attrib_recipe_return,
-                     std::move(recipes));
-}
-
-void AttribProbe::rescan_recipes() {
-  if (!skel_) return;
-  last_recipe_scan_ = Clock::now();
-  recipes_.sync(only_pid_);
-}
-
-std::vector<std::string> AttribProbe::recipe_problems() const {
-  auto out = recipe_file_errors_;
-  out.insert(out.end(), recipes_.problems().begin(), recipes_.problems().end());
-  return out;
-}
-
-uint64_t AttribProbe::recipe_spans(size_t index) const {
-  return skel_ ? percpu_sum(bpf_map__fd(skel_->maps.attrib_recipe_spans),
-                            static_cast<uint32_t>(index))
-               : 0;
-}
-
-uint64_t AttribProbe::recipe_calls(size_t index) const {
-  return skel_ ? percpu_sum(bpf_map__fd(skel_->maps.attrib_recipe_calls),
-                            static_cast<uint32_t>(index))
-               : 0;
-}
-
 // The reports of new mappings serve the whole-node discovery, where the kernel has the
 // tracepoint (older ones lack it): without them every process's /proc/PID/stat is read each
 // second.
