@@ -7,6 +7,7 @@ Printed, never asserted (DESIGN.md section 6).
 
   /usr/bin/python3 tests/zerocode/bench_inprocess.py TOOL_URL [--blocks N] [--requests K]
                                                      [--wait-for-tracer | --daemon CMD]
+                                                     [--pairs FILE]
 
 --wait-for-tracer: first wait until a tracer (the daemon) has enabled the SDK's probes, so the
 instrumented blocks pay the probes' traps and BPF programs too; without it they pay the
@@ -21,9 +22,12 @@ the start's and the stop's own kernel work (attaching, detaching, freeing maps) 
 block. Prints, against the plain blocks: the agent's CPU per request, the per-pair ratios of CPU
 and of wall time (throughput), and the daemon's own CPU per request; then the goal's figure,
 the instrumented agent's CPU plus the daemon's against the plain agent's.
+--pairs FILE: each round's CPU and wall time per request (ms) of every kind of block, a JSON
+line a round, appended, so that the rounds of several runs can be pooled.
 """
 import argparse
 import http.client
+import json
 import os
 import shlex
 import signal
@@ -59,6 +63,8 @@ def main():
     p.add_argument("--requests", type=int, default=20, help="requests per block")
     p.add_argument("--wait-for-tracer", action="store_true")
     p.add_argument("--daemon", help="command line of the daemon to start and stop per block")
+    p.add_argument("--pairs", help="append each round's per-request figures to this file (JSON "
+                   "lines), so that several runs can be pooled")
     a = p.parse_args()
     if a.daemon and a.wait_for_tracer:
         p.error("--daemon starts its own tracer: no --wait-for-tracer")
@@ -106,6 +112,10 @@ def main():
                 c, w = block(*arm)
                 cpu[arm[0]].append(c)
                 wall[arm[0]].append(w)
+            if a.pairs:
+                with open(a.pairs, "a") as f:
+                    f.write(json.dumps({name: [cpu[name][-1], wall[name][-1]] for name in cpu})
+                            + "\n")
     finally:
         if daemon:
             daemon.stop()
