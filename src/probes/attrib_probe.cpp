@@ -35,7 +35,6 @@ namespace tailcause::probes {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kFamily = "attrib";
 constexpr auto kRescanInterval = std::chrono::seconds(1);
 constexpr auto kGcInterval = std::chrono::seconds(10);
 // Wake the reader early once this much is waiting; otherwise it drains every tick (100 ms).

@@ -38,7 +38,7 @@ class AttribProbe final : public ProbeFamily {
   AttribProbe();
   ~AttribProbe() override;
 
-  const char* name() const override { return "attrib"; }
+  const char* name() const override { return kFamily; }
   void start(const ProbeContext& ctx) override;
   void stop() override;
   int event_fd() const override;
@@ -94,6 +94,7 @@ class AttribProbe final : public ProbeFamily {
   int64_t spans_in_process_gates() const;
 
  private:
+  static constexpr const char* kFamily = "attrib";  // names the family in errors and metrics
   void on_record(std::span<const std::byte> bytes);
   void drain();
   // The programs for the tailcause probes a binary carries (layer probes only when asked).

@@ -20,9 +20,6 @@
 #include "attrib.skel.h"
 
 namespace tailcause::probes {
-namespace {
-constexpr const char* kFamily = "attrib";
-}  // namespace
 
 // Reads the recipes (inline and files), fills attrib_recipes (index = BPF cookie) and hands
 // them to the attacher. Bad files are reported and skipped.
