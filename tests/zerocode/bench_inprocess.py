@@ -19,11 +19,11 @@ CPU, nothing of this process traced); instrumented with the daemon tracing it. C
 daemon's command line) is started before a block that needs it, once it has enabled the probes,
 and stopped before one that does not; either way the block waits SETTLE_S after the change, so
 the start's and the stop's own kernel work (attaching, detaching, freeing maps) lands on no
-block. Prints, against the plain blocks: the agent's CPU per request, the per-pair ratios of CPU
-and of wall time (throughput), and the daemon's own CPU per request; then the goal's figure,
-the instrumented agent's CPU plus the daemon's against the plain agent's.
+block. Prints, against the plain blocks (bench_figures.py): throughput and the agent's CPU per
+request with their 95% intervals, the typical round's wall-time ratio, and the daemon's own CPU
+per request; then the instrumented agent's CPU plus the daemon's against the plain agent's.
 --pairs FILE: each round's CPU and wall time per request (ms) of every kind of block, a JSON
-line a round, appended, so that the rounds of several runs can be pooled.
+line a round, appended, so that the rounds of several runs can be pooled by bench_figures.py.
 """
 import argparse
 import http.client
@@ -43,6 +43,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "sdk", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 
 import agent as zc  # noqa: E402  (tests/zerocode/agent.py: the untouched agent)
+import bench_figures  # noqa: E402
 import faiss  # noqa: E402
 import torch  # noqa: E402
 
@@ -124,19 +125,15 @@ def main():
            " ones)" if daemon else " (probes traced)" if a.wait_for_tracer else " (no tracer)")
     print(f"in one process, {a.blocks} rounds of {a.requests}-request blocks{how}: agent CPU per "
           f"request {m(cpu['plain']):.3f} ms plain")
+    rounds = [{name: [cpu[name][i], wall[name][i]] for name in cpu} for i in range(a.blocks)]
     for name, _, with_daemon in arms[1:]:
-        ratios = [x / y for x, y in zip(cpu[name], cpu["plain"])]
-        q1, _, q3 = statistics.quantiles(ratios, n=4)
-        slower = m([x / y for x, y in zip(wall[name], wall["plain"])])
         own = (f"; the daemon's own CPU {daemon_cpu[name][0] / 1e6 / daemon_cpu[name][1]:.3f} ms"
                " per request" if with_daemon else "")
-        print(f"  {name}: {m(cpu[name]):.3f} ms; per-pair CPU ratio median {m(ratios):.4f} "
-              f"({(m(ratios) - 1) * 100:+.1f}%), quartiles {q1:.4f}..{q3:.4f}; throughput "
-              f"{(1 / slower - 1) * 100:+.1f}% (per-pair wall-time ratio {slower:.4f}){own}")
+        print(f"  {bench_figures.describe(rounds, name)}{own}")
     if daemon:
         d = daemon_cpu["instrumented"][0] / 1e6 / daemon_cpu["instrumented"][1]
         print(f"  instrumented agent and daemon against the plain agent alone: "
-              f"{(m(cpu['instrumented']) + d) / m(cpu['plain']):.4f}")
+              f"{(statistics.fmean(cpu['instrumented']) + d) / statistics.fmean(cpu['plain']):.4f}")
     return 0
 
 
