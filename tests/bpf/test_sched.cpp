@@ -401,8 +401,9 @@ TEST_F(SchedTest, ThrottlingSignalRaisesRunqueueLengthSampleRate) {
 // Per cgroup (the same threads in both measures) and node-wide (the daemon read just before and
 // after the load, bpftrace counting from the first wake-up to the last exit of the load). The
 // counts per cgroup are also held to the kernel's own (schedstat). On this VM, in a state seen
-// after the run-queue sampler had run at 10 Hz, bpftrace's perf-event tracepoint programs ran
-// for 78-87% of the cross-CPU wake-ups only, while the daemon's count matched the kernel's.
+// after the run-queue sampler had run at 10 Hz, bpftrace counted only 78-87% of the cross-CPU
+// waits (its perf-event tracepoint program missed the wake-ups), while the daemon's count
+// matched the kernel's.
 void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) {
   constexpr int kRoundTrips = 15000;
   TestCgroup idle("sched-peer-two-cpus"), busy("sched-peer-one-cpu");
