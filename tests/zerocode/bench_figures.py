@@ -20,14 +20,18 @@ WALL, CPU = 1, 0
 DRAWS = 2000
 
 
+def total(rounds, name, column):
+    return sum(r[name][column] for r in rounds)
+
+
 def total_change(rounds, name, column, base="plain"):
     """The name blocks' total of a column against the base blocks', minus 1."""
-    return sum(r[name][column] for r in rounds) / sum(r[base][column] for r in rounds) - 1
+    return total(rounds, name, column) / total(rounds, base, column) - 1
 
 
 def throughput_change(rounds, name, base="plain"):
     """Requests per second of the name blocks against the base blocks, minus 1."""
-    return 1 / (1 + total_change(rounds, name, WALL, base)) - 1
+    return total(rounds, base, WALL) / total(rounds, name, WALL) - 1
 
 
 def interval(rounds, figure, seed=12):

@@ -106,34 +106,30 @@ def main():
             block(*arm)
         for name in daemon_cpu:
             daemon_cpu[name] = [0, 0]
-        cpu = {name: [] for name, _, _ in arms}
-        wall = {name: [] for name, _, _ in arms}
+        rounds = []  # per round: {kind of block: [CPU ms, wall ms] per request}
         for n in range(a.blocks):
-            for arm in arms[n % len(arms):] + arms[:n % len(arms)]:
-                c, w = block(*arm)
-                cpu[arm[0]].append(c)
-                wall[arm[0]].append(w)
+            ran = {arm[0]: block(*arm) for arm in arms[n % len(arms):] + arms[:n % len(arms)]}
+            rounds.append({name: list(ran[name]) for name, _, _ in arms})
             if a.pairs:
                 with open(a.pairs, "a") as f:
-                    f.write(json.dumps({name: [cpu[name][-1], wall[name][-1]] for name in cpu})
-                            + "\n")
+                    f.write(json.dumps(rounds[-1]) + "\n")
     finally:
         if daemon:
             daemon.stop()
-    m = statistics.median
     how = (" (the daemon started for the blocks beside it and instrumented, stopped for the plain"
            " ones)" if daemon else " (probes traced)" if a.wait_for_tracer else " (no tracer)")
     print(f"in one process, {a.blocks} rounds of {a.requests}-request blocks{how}: agent CPU per "
-          f"request {m(cpu['plain']):.3f} ms plain")
-    rounds = [{name: [cpu[name][i], wall[name][i]] for name in cpu} for i in range(a.blocks)]
+          f"request {statistics.median(r['plain'][0] for r in rounds):.3f} ms plain")
     for name, _, with_daemon in arms[1:]:
         own = (f"; the daemon's own CPU {daemon_cpu[name][0] / 1e6 / daemon_cpu[name][1]:.3f} ms"
                " per request" if with_daemon else "")
         print(f"  {bench_figures.describe(rounds, name)}{own}")
     if daemon:
         d = daemon_cpu["instrumented"][0] / 1e6 / daemon_cpu["instrumented"][1]
+        plain, traced = (statistics.fmean(r[name][0] for r in rounds)
+                         for name in ("plain", "instrumented"))
         print(f"  instrumented agent and daemon against the plain agent alone: "
-              f"{(statistics.fmean(cpu['instrumented']) + d) / statistics.fmean(cpu['plain']):.4f}")
+              f"{(traced + d) / plain:.4f}")
     return 0
 
 
