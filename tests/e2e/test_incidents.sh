@@ -442,12 +442,14 @@ grep -qE '^tailcause_incidents_total\{tenant="ta",stage="[^"]+",cause="(cpu_thro
   fail "no quota incident counted: $(grep tailcause_incidents "$WORK/metrics.txt")"
 grep -qE '^tailcause_incidents_active\{tenant="ta"\} 0$' "$WORK/metrics.txt" ||
   fail "incidents still active: $(grep tailcause_incidents "$WORK/metrics.txt")"
-# tb's counters: CPU contention, or block_io where the journal check above found tb's block_io
-# incident during the disk fault (the shared disk; any other fails there).
-tb_causes='runqueue|on_cpu|lock'
-grep -q "tb's outside the faults: [^\"]*block_io" "$WORK/faults.txt" && tb_causes="$tb_causes|block_io"
-grep 'tailcause_incidents_total{tenant="tb"' "$WORK/metrics.txt" | grep -vqE "cause=\"($tb_causes)\"" &&
-  fail "tb counted an incident: $(grep tailcause_incidents "$WORK/metrics.txt")"
+# tb's counters: as many as the journal's incidents of tb's, whose causes the journal check above
+# judged. Their labels are not judged again: the counter keeps the component that led when an
+# incident opened, and a short one of tb's can open on a few page-cache misses and end with
+# runqueue leading (seen in CI: block_io at open, "runqueue 55% of the extra time" in the journal).
+tb_journal=$(/usr/bin/python3 -c 'import json, sys; print(sum(1 for i in json.load(open(sys.argv[1])) if i["tenant"] == "tb"))' "$WORK/faults.incidents.json")
+tb_counted=$(awk '/^tailcause_incidents_total\{tenant="tb"/ {n += $NF} END {print n + 0}' "$WORK/metrics.txt")
+[ "$tb_counted" = "$tb_journal" ] ||
+  fail "tb counted $tb_counted incidents, its journal has $tb_journal: $(grep tailcause_incidents "$WORK/metrics.txt")"
 pass "metrics: $(grep -E '^tailcause_incidents' "$WORK/metrics.txt" | tr '\n' ' ')"
 
 # `glitches --incidents` as a table, and the hint under the glitch table.
