@@ -52,6 +52,20 @@ for s in embedding retrieval generation tool; do
 done
 pass "instrumented agent: $n requests of tenant zi-alpha with embedding, retrieval, generation, tool"
 
+# One stage of each kind a request: the decoding loop's 12 module calls (3 a token) are one
+# generation stage, the encoder's 2 one embedding stage (the lingering stage, in C with
+# tailcause._speedups). One scrape, so the counts are of one moment: a request under way when
+# it was taken has ended some of its stages and not the request.
+per_request=$(scrape | awk '
+  /^tailcause_requests_total\{tenant="zi-alpha"/ { r += $2 }
+  /^tailcause_stage_duration_seconds_count\{tenant="zi-alpha"/ {
+    if (index($0, "stage=\"embedding\"")) e += $2; if (index($0, "stage=\"generation\"")) g += $2 }
+  END { printf "%d %d %d\n", r, e, g }')
+read -r r e g <<<"$per_request"
+[ $((e - r)) -ge 0 ] && [ $((e - r)) -le 1 ] && [ $((g - r)) -ge 0 ] && [ $((g - r)) -le 1 ] ||
+  fail "want one embedding and one generation stage a request: $r requests, $e embedding, $g generation"
+pass "one embedding and one generation stage a request: $r requests, $e and $g stages"
+
 tool=$(sum_of tool) net=$(sum_of tool network)
 awk -v t="$tool" -v n="$net" 'BEGIN { exit !(n > 0.6 * t && t > 1.5) }' ||
   fail "the 300 ms tool server is not network on the tool stage: tool $tool s, network $net s"

@@ -63,6 +63,26 @@ class InputChecks(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "NUL"):
             tailcause.Stage(1, "re\0rank")
 
+    def test_a_name_checked_once_does_not_let_a_bad_one_through(self):
+        # Names that passed the checks are remembered (tailcause._c_strings); the next bad one
+        # must still be refused, str subclasses and all.
+        tailcause.Request("tenant", "agent").end()
+        self.assertIn("tenant", tailcause._c_strings)
+
+        class Name(str):
+            pass
+        tailcause.Request(Name("tenant"), "agent").end()
+        with self.assertRaisesRegex(ValueError, "NUL"):
+            tailcause.Request(Name("ten\0ant"), "agent")
+        with self.assertRaisesRegex(ValueError, "NUL"):
+            tailcause.Request("tenant", "age\0nt")
+        with self.assertRaises(TypeError):
+            tailcause.Request(["tenant"], "agent")  # unhashable: a TypeError of the checks
+        # Bounded: an agent with a new tenant per request keeps 1024 at most.
+        for i in range(2000):
+            tailcause.Request(f"tenant-{i}", "agent").end()
+        self.assertLessEqual(len(tailcause._c_strings), 1024)
+
     def test_non_ascii_names_are_accepted(self):
         with tailcause.Request("mandant-ü", "agent-東京") as request:
             self.assertEqual(request.tenant, "mandant-ü")
@@ -78,6 +98,16 @@ class InputChecks(unittest.TestCase):
                 tailcause.token(bad, 0)
         with self.assertRaises(ValueError):
             tailcause.Request("t", "a").end(1 << 63)
+        for bad in (True, 1.0, "1", None):
+            with self.assertRaises(TypeError):
+                tailcause.Request("t", "a").end(bad)
+        for bad in (True, 1.0, None):  # a str is a free-form stage's name
+            with self.assertRaises(TypeError):
+                tailcause.Stage(1, bad)
+        with self.assertRaises(ValueError):
+            tailcause.Stage(1, -1)
+        with self.assertRaises(TypeError):
+            tailcause.Stage("1", tailcause.Stage.TOOL)
         with tailcause.layer(0, (1 << 64) - 1):
             pass
         with self.assertRaises(ValueError):

@@ -2,7 +2,8 @@
 """tailcause._speedups (sdk/python/tailcause/_speedups.c), without root: that the package finds
 it beside the library and falls back to ctypes when told to, that its probe calls refuse bad
 arguments as clearly as ctypes does, and that ModuleCall sends a thread's outermost call to the
-hook and the calls inside it straight to the original. That the probes it calls fire with the
+hook and the calls inside it straight to the original, and that RequestIds makes the Python
+generator's ids. That the probes it calls fire with the
 right arguments is shown by bpftrace in tests/sdk/test_usdt.sh (sections B and C, one per path).
 
 Run by ctest with TAILCAUSE_SDK_LIB, PYTHONPATH and TAILCAUSE_SPEEDUPS_BUILT set
@@ -156,6 +157,45 @@ class ProbeArguments(unittest.TestCase):
 
 
 @unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
+class RequestIds(unittest.TestCase):
+    """The C request ids: the Python generator's sequence, without its lock."""
+
+    def test_the_same_ids_as_the_python_generator(self):
+        salt = 0x0123456789ABCDEF
+        ids = _native.speedups.RequestIds(salt)
+        want = [tailcause._mix64((salt + n) & tailcause._MASK64) for n in range(1000)]
+        self.assertEqual([ids() for _ in range(1000)], want)
+        self.assertIs(tailcause._next_request_id.__class__, _native.speedups.RequestIds)
+        self.assertEqual(len({tailcause.new_request_id() for _ in range(10000)}), 10000)
+
+    def test_zero_is_skipped(self):
+        # mix64 is a bijection with mix64(0) == 0: the salt that makes the first input 0.
+        ids = _native.speedups.RequestIds(0)
+        self.assertEqual(ids(), tailcause._mix64(1))
+
+    def test_bad_arguments(self):
+        with self.assertRaises(TypeError):
+            _native.speedups.RequestIds()
+        with self.assertRaises(TypeError):
+            _native.speedups.RequestIds("1")
+        with self.assertRaises(TypeError):
+            _native.speedups.RequestIds(salt=1)
+        ids = _native.speedups.RequestIds(1)
+        with self.assertRaisesRegex(TypeError, "takes 0 arguments, got 1"):
+            ids(1)
+        with self.assertRaises(TypeError):
+            ids(n=1)
+
+    def test_pure_python_uses_the_python_generator(self):
+        out = subprocess.run(
+            [sys.executable, "-c", "import tailcause; print(tailcause._next_request_id.__name__)"],
+            capture_output=True, text=True, timeout=60,
+            env={**os.environ, "TAILCAUSE_SDK_PURE_PYTHON": "1"})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "_python_request_id")
+
+
+@unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
 class ModuleCallRouting(unittest.TestCase):
     """ModuleCall as a class's __call__, as the torch hook installs it on nn.Module."""
 
@@ -238,6 +278,102 @@ class ModuleCallRouting(unittest.TestCase):
             _native.speedups.ModuleCall(1, print)
         with self.assertRaises(TypeError):
             _native.speedups.ModuleCall(print)
+
+
+@unittest.skipUnless(BUILT, "the build has no _speedups (python3-dev missing)")
+class LingeringFastPath(unittest.TestCase):
+    """ModuleCall(original, outer, state, on_error): an outermost call from the code that opened
+    the thread's lingering stage (state.linger) skips the hook, as the torch hook would have
+    done nothing but run it with state.depth 1."""
+
+    def setUp(self):
+        log = self.log = []
+
+        class State(threading.local):
+            depth = 0
+            linger = None
+        state = self.state = State()
+
+        def original(module, x):
+            log.append(("original", module.name, state.depth))
+            if module.fail:
+                raise RuntimeError("forward failed")
+            return x
+
+        def outer(module, x):  # the hook: the caller's code opens the lingering stage
+            log.append(("outer", module.name))
+            state.linger = ("stage", sys._getframe(1).f_code)
+            state.depth = 1
+            try:
+                return original(module, x)
+            finally:
+                state.depth = 0
+
+        def on_error():
+            log.append(("on_error",))
+            state.linger = None
+
+        class Module:
+            __call__ = _native.speedups.ModuleCall(original, outer, state, on_error)
+
+            def __init__(self, name, fail=False):
+                self.name, self.fail = name, fail
+
+        self.Module = Module
+
+    def test_the_calls_after_the_first_from_the_same_code_skip_the_hook(self):
+        m = self.Module("m")
+
+        def loop():
+            for i in range(3):
+                m(i)
+
+        loop()
+        self.assertEqual(self.log, [("outer", "m"), ("original", "m", 1), ("original", "m", 1),
+                                    ("original", "m", 1)])
+        self.assertEqual(self.state.depth, 0)
+        self.log.clear()
+        m(0)  # from another function: the hook again
+        self.assertEqual(self.log, [("outer", "m"), ("original", "m", 1)])
+
+    def test_inside_a_stage_or_after_it_ended_the_hook_decides(self):
+        m = self.Module("m")
+
+        def call():
+            return m(1)
+
+        call()
+        self.state.depth = 1  # another stage is open (a wrapped library call): not lingering
+        self.log.clear()
+        call()
+        self.assertEqual(self.log[0], ("outer", "m"))
+        self.state.depth, self.state.linger = 0, None  # the stage ended
+        self.log.clear()
+        call()
+        self.assertEqual(self.log[0], ("outer", "m"))
+
+    def test_a_failed_call_ends_the_stage_and_keeps_its_exception(self):
+        ok, bad = self.Module("ok"), self.Module("bad", fail=True)
+
+        def call(module):
+            return module(1)
+
+        call(ok)
+        self.log.clear()
+        with self.assertRaisesRegex(RuntimeError, "forward failed"):
+            call(bad)  # continues the stage call(ok) opened
+        self.assertEqual(self.log, [("original", "bad", 1), ("on_error",)])
+        self.assertEqual(self.state.depth, 0)
+        self.assertIsNone(self.state.linger)
+
+    def test_bad_arguments(self):
+        f = lambda *a: None  # noqa: E731
+        with self.assertRaisesRegex(TypeError, "on_error must be callable"):
+            _native.speedups.ModuleCall(f, f, self.state)
+        with self.assertRaisesRegex(TypeError, "on_error must be callable"):
+            _native.speedups.ModuleCall(f, f, self.state, 1)
+        with self.assertRaises(TypeError):
+            _native.speedups.ModuleCall(f, f, self.state, f, f)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import threading
 from . import _validate as _check
 from ._breaker import (BreakerProtocolError, BreakerUnavailable, CacheState, breaker_state,
                        cache_state)
+from . import _native
 from ._native import PROBES, library_path
 from ._native import lib as _lib
 from ._native import probes as _probes
@@ -100,14 +101,25 @@ def _mix64(x):
     return x ^ (x >> 31)
 
 
-def new_request_id():
-    """A non-zero 64-bit request id, unique within the process (random salt + counter)."""
+def _python_request_id():
     while True:
         with _id_lock:
             n = next(_id_counter)
         rid = _mix64((_id_salt + n) & _MASK64)
         if rid:
             return rid
+
+
+# The same ids from the C extension where there is one: one C call instead of a lock and three
+# big-int multiplications. Between an agent's model kernels the SDK's Python runs cold, several
+# times slower than in a tight loop (docs/recipes.md), so its per-request path is kept short.
+_next_request_id = (_native.speedups.RequestIds(_id_salt)
+                    if getattr(_native.speedups, "RequestIds", None) else _python_request_id)
+
+
+def new_request_id():
+    """A non-zero 64-bit request id, unique within the process (random salt + counter)."""
+    return _next_request_id()
 
 
 def new_trace_id():
@@ -131,6 +143,19 @@ def _request_id(request):
     return _check.u64(request, "request id")
 
 
+# Tenant and agent names as the probes' bytes, for the names seen before: an agent passes the
+# same few on every request, and a dict lookup then replaces the checks' Python calls.
+_c_strings = {}
+
+
+def _c_string(value, what):
+    """_check.c_string(value), remembered for a str (the first 1024 distinct ones)."""
+    data = _check.c_string(value, what)
+    if type(value) is str and len(_c_strings) < 1024:
+        _c_strings[value] = data
+    return data
+
+
 # ---- requests and stages --------------------------------------------------------------------
 
 class Request:
@@ -142,10 +167,14 @@ class Request:
     def __init__(self, tenant, agent, request_id=None, trace_id=None):
         """`trace_id`: the agent's trace id (32 hex digits) or its W3C traceparent header value,
         so that the daemon's request span becomes a child of the agent's current span."""
-        tenant_c = _check.c_string(tenant, "tenant")
-        agent_c = _check.c_string(agent, "agent")
-        context = _check.trace_id(trace_id)
-        rid = new_request_id() if request_id is None else _check.u64(request_id, "request_id")
+        tenant_c = _c_strings.get(tenant) if type(tenant) is str else None
+        if tenant_c is None:
+            tenant_c = _c_string(tenant, "tenant")
+        agent_c = _c_strings.get(agent) if type(agent) is str else None
+        if agent_c is None:
+            agent_c = _c_string(agent, "agent")
+        context = None if trace_id is None else _check.trace_id(trace_id)
+        rid = _next_request_id() if request_id is None else _check.u64(request_id, "request_id")
         self.id = rid
         self.tenant = tenant
         self.agent = agent
@@ -161,7 +190,8 @@ class Request:
 
     def end(self, status=0):
         """Ends the request with `status` (0 ok, else an error code); later calls do nothing."""
-        status = _check.i64(status, "status")
+        if type(status) is not int or not _check.I64_MIN <= status <= _check.I64_MAX:
+            status = _check.i64(status, "status")  # raises
         if self._active:
             self._active = False
             if _S_REQUEST_END.value:
@@ -198,21 +228,12 @@ class Stage:
         """`model` (and `provider`) of a GENERATION stage: exported over OTLP as
         gen_ai.request.model and gen_ai.provider.name (sent as "provider:model", 32 bytes at
         most)."""
-        rid = _request_id(request)
-        if isinstance(stage, str):
-            kind, name = Stage.OTHER, stage
+        rid = request.id if type(request) is Request else _request_id(request)
+        if (type(stage) is int and Stage.PROMPT <= stage <= Stage.OTHER and model is None
+                and provider is None):
+            kind, name, name_c = stage, Stage.NAMES[stage], _STAGE_NAMES_C[stage]
         else:
-            kind = _check.i64(stage, "stage")
-            if not Stage.PROMPT <= kind <= Stage.OTHER:
-                raise ValueError(f"tailcause: stage must be Stage.PROMPT..Stage.OTHER, got {kind}")
-            name = Stage.NAMES[kind]
-        if model is not None or provider is not None:
-            if kind != Stage.GENERATION or model is None:
-                raise ValueError("tailcause: model (and provider) apply to Stage.GENERATION only")
-            name = model if provider is None else f"{provider}:{model}"
-        name_c = _check.c_string(name, "stage name")
-        if not name_c:
-            raise ValueError("tailcause: stage name is empty")
+            kind, name, name_c = _stage_kind_and_name(stage, model, provider)
         self.request_id = rid
         self.kind = kind
         self.name = name
@@ -239,6 +260,28 @@ class Stage:
 
     def __repr__(self):
         return f"Stage(request_id={self.request_id:#x}, kind={self.kind}, name={self.name!r})"
+
+
+_STAGE_NAMES_C = tuple(n.encode() for n in Stage.NAMES)
+
+
+def _stage_kind_and_name(stage, model, provider):
+    """Stage()'s arguments checked: (kind, name, name as the probe's bytes)."""
+    if isinstance(stage, str):
+        kind, name = Stage.OTHER, stage
+    else:
+        kind = _check.i64(stage, "stage")
+        if not Stage.PROMPT <= kind <= Stage.OTHER:
+            raise ValueError(f"tailcause: stage must be Stage.PROMPT..Stage.OTHER, got {kind}")
+        name = Stage.NAMES[kind]
+    if model is not None or provider is not None:
+        if kind != Stage.GENERATION or model is None:
+            raise ValueError("tailcause: model (and provider) apply to Stage.GENERATION only")
+        name = model if provider is None else f"{provider}:{model}"
+    name_c = _check.c_string(name, "stage name")
+    if not name_c:
+        raise ValueError("tailcause: stage name is empty")
+    return kind, name, name_c
 
 
 # ---- events ---------------------------------------------------------------------------------

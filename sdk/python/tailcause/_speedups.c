@@ -12,7 +12,14 @@
  *    puts a Python frame under every submodule call (about 90 in a small agent's request), and
  *    only the outermost call of a thread is a stage. `ModuleCall(original, outer)` is that
  *    wrapper as a C callable: it runs `outer` (the Python hook) for a thread's outermost module
- *    call and, inside it, calls `original` directly, so a submodule costs one C branch.
+ *    call and, inside it, calls `original` directly, so a submodule costs one C branch. Given
+ *    the hook's thread state, it also skips the hook for an outermost call that only continues
+ *    the thread's lingering stage (a decoding loop's calls after its first), the hook's common
+ *    case, which then runs no Python at all.
+ *
+ * 3. Request ids. `RequestIds(salt)` is the Python SDK's id generator (splitmix64's finaliser over
+ *    salt + counter, tailcause/__init__.py) as one C call: in Python it takes a lock and three
+ *    big-int multiplications, on every request.
  *
  * Written by hand on the CPython C API: cffi (python3-cffi) could make the probe calls, but not
  * the module hook, which must be a callable that binds like a method and is called without a
@@ -238,8 +245,70 @@ static _Thread_local int in_outer_call;
 typedef struct {
 	PyObject_HEAD PyObject *original; /* the unwrapped Module.__call__ */
 	PyObject *outer; /* the hook, called as the original is, for a thread's outermost call */
+	/* Optional, for the lingering stage's fast path below: the hook's per-thread state (a
+	 * threading.local with `depth` and `linger`) and what to call when a call fails in it. */
+	PyObject *state, *on_error;
 	vectorcallfunc vectorcall;
 } ModuleCall;
+
+static PyObject *str_depth, *str_linger; /* interned attribute names */
+static PyObject *int_zero, *int_one;
+
+/* Whether the thread's lingering stage (state.linger, a (stage, code) tuple the hook sets) was
+ * opened by the code calling now, outside any stage (state.depth 0): then this call belongs to
+ * that stage and the hook has nothing to do. -1 with an exception set on error. */
+static int continues_lingering_stage(ModuleCall *self)
+{
+	PyFrameObject *frame = PyEval_GetFrame(); /* the caller's: this call has no Python frame */
+	PyCodeObject *code;
+	PyObject *linger, *depth;
+	int same;
+
+	if (!frame)
+		return 0;
+	linger = PyObject_GetAttr(self->state, str_linger);
+	if (!linger)
+		return -1;
+	code = PyFrame_GetCode(frame);
+	same = PyTuple_CheckExact(linger) && PyTuple_GET_SIZE(linger) == 2 &&
+	       PyTuple_GET_ITEM(linger, 1) == (PyObject *)code;
+	Py_DECREF(code);
+	Py_DECREF(linger);
+	if (!same)
+		return 0;
+	depth = PyObject_GetAttr(self->state, str_depth);
+	if (!depth)
+		return -1;
+	same = PyObject_Not(depth);
+	Py_DECREF(depth);
+	return same;
+}
+
+/* The Python hook's work for a call that continues the lingering stage, without its frame:
+ * state.depth is 1 during the call (wrapped library calls inside are part of the stage), and a
+ * failed call ends the stage (on_error). */
+static PyObject *call_in_lingering_stage(ModuleCall *self, PyObject *const *args, size_t nargsf,
+					 PyObject *kwnames)
+{
+	PyObject *result, *type, *value, *tb, *r;
+
+	if (PyObject_SetAttr(self->state, str_depth, int_one) < 0)
+		return NULL;
+	in_outer_call = 1;
+	result = PyObject_Vectorcall(self->original, args, nargsf, kwnames);
+	in_outer_call = 0;
+	PyErr_Fetch(&type, &value, &tb); /* the call's exception, kept across the clean-up */
+	if (!result) {
+		r = PyObject_CallNoArgs(self->on_error);
+		if (!r)
+			PyErr_WriteUnraisable(self->on_error);
+		Py_XDECREF(r);
+	}
+	if (PyObject_SetAttr(self->state, str_depth, int_zero) < 0)
+		PyErr_WriteUnraisable(self->state);
+	PyErr_Restore(type, value, tb);
+	return result;
+}
 
 static PyObject *module_call_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
 					PyObject *kwnames)
@@ -249,6 +318,14 @@ static PyObject *module_call_vectorcall(PyObject *op, PyObject *const *args, siz
 
 	if (in_outer_call)
 		return PyObject_Vectorcall(self->original, args, nargsf, kwnames);
+	if (self->state) {
+		int lingering = continues_lingering_stage(self);
+
+		if (lingering < 0)
+			return NULL;
+		if (lingering)
+			return call_in_lingering_stage(self, args, nargsf, kwnames);
+	}
 	in_outer_call = 1;
 	result = PyObject_Vectorcall(self->outer, args, nargsf, kwnames);
 	in_outer_call = 0;
@@ -257,7 +334,7 @@ static PyObject *module_call_vectorcall(PyObject *op, PyObject *const *args, siz
 
 static PyObject *module_call_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-	PyObject *original, *outer;
+	PyObject *original, *outer, *state = NULL, *on_error = NULL;
 	ModuleCall *self;
 
 	if (kwargs && PyDict_Size(kwargs)) {
@@ -265,11 +342,17 @@ static PyObject *module_call_new(PyTypeObject *type, PyObject *args, PyObject *k
 				"tailcause: ModuleCall takes no keyword arguments");
 		return NULL;
 	}
-	if (!PyArg_ParseTuple(args, "OO:ModuleCall", &original, &outer))
+	if (!PyArg_ParseTuple(args, "OO|OO:ModuleCall", &original, &outer, &state, &on_error))
 		return NULL;
 	if (!PyCallable_Check(original) || !PyCallable_Check(outer)) {
 		PyErr_SetString(PyExc_TypeError,
 				"tailcause: ModuleCall(original, outer) takes callables");
+		return NULL;
+	}
+	if (state && (!on_error || !PyCallable_Check(on_error))) {
+		PyErr_SetString(PyExc_TypeError,
+				"tailcause: ModuleCall(original, outer, state, on_error): on_error "
+				"must be callable");
 		return NULL;
 	}
 	self = (ModuleCall *)type->tp_alloc(type, 0);
@@ -277,6 +360,8 @@ static PyObject *module_call_new(PyTypeObject *type, PyObject *args, PyObject *k
 		return NULL;
 	self->original = Py_NewRef(original);
 	self->outer = Py_NewRef(outer);
+	self->state = Py_XNewRef(state);
+	self->on_error = Py_XNewRef(on_error);
 	self->vectorcall = module_call_vectorcall;
 	return (PyObject *)self;
 }
@@ -285,6 +370,8 @@ static int module_call_traverse(ModuleCall *self, visitproc visit, void *arg)
 {
 	Py_VISIT(self->original);
 	Py_VISIT(self->outer);
+	Py_VISIT(self->state);
+	Py_VISIT(self->on_error);
 	return 0;
 }
 
@@ -292,6 +379,8 @@ static int module_call_clear(ModuleCall *self)
 {
 	Py_CLEAR(self->original);
 	Py_CLEAR(self->outer);
+	Py_CLEAR(self->state);
+	Py_CLEAR(self->on_error);
 	return 0;
 }
 
@@ -344,8 +433,9 @@ static PyTypeObject ModuleCallType = {
 	 * first argument instead of creating a bound method first, as for a Python function. */
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
 		    Py_TPFLAGS_METHOD_DESCRIPTOR,
-	.tp_doc = "ModuleCall(original, outer): calls outer for a thread's outermost call, "
-		  "original inside it.",
+	.tp_doc = "ModuleCall(original, outer[, state, on_error]): calls outer for a thread's "
+		  "outermost call, original inside it, and original for an outermost call that "
+		  "continues state's lingering stage.",
 	.tp_vectorcall_offset = offsetof(ModuleCall, vectorcall),
 	.tp_call = PyVectorcall_Call,
 	.tp_descr_get = module_call_get,
@@ -355,6 +445,70 @@ static PyTypeObject ModuleCallType = {
 	.tp_dealloc = (destructor)module_call_dealloc,
 	.tp_members = module_call_members,
 	.tp_getset = module_call_getset,
+};
+
+/* ---- request ids --------------------------------------------------------------------------- */
+
+typedef struct {
+	PyObject_HEAD uint64_t salt;
+	uint64_t count; /* ids handed out so far; the GIL serialises the callers */
+	vectorcallfunc vectorcall;
+} RequestIds;
+
+/* splitmix64's finaliser, as _mix64 in tailcause/__init__.py: a bijection on 64 bits. */
+static uint64_t mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return x ^ (x >> 31);
+}
+
+static PyObject *request_ids_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
+					PyObject *kwnames)
+{
+	RequestIds *self = (RequestIds *)op;
+	uint64_t id;
+
+	if (check_nargs("RequestIds()", PyVectorcall_NARGS(nargsf), 0) < 0)
+		return NULL;
+	if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+		PyErr_SetString(PyExc_TypeError, "tailcause: RequestIds() takes no arguments");
+		return NULL;
+	}
+	do /* 0 means "no request" to the probes: skipped, as in Python */
+		id = mix64(self->salt + self->count++);
+	while (!id);
+	return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyObject *request_ids_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+	unsigned long long salt;
+	RequestIds *self;
+
+	if (kwargs && PyDict_Size(kwargs)) {
+		PyErr_SetString(PyExc_TypeError,
+				"tailcause: RequestIds takes no keyword arguments");
+		return NULL;
+	}
+	if (!PyArg_ParseTuple(args, "K:RequestIds", &salt))
+		return NULL;
+	self = (RequestIds *)type->tp_alloc(type, 0);
+	if (!self)
+		return NULL;
+	self->salt = salt;
+	self->vectorcall = request_ids_vectorcall;
+	return (PyObject *)self;
+}
+
+static PyTypeObject RequestIdsType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tailcause._speedups.RequestIds",
+	.tp_basicsize = sizeof(RequestIds),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+	.tp_doc = "RequestIds(salt)(): the next non-zero request id, splitmix64(salt + n).",
+	.tp_vectorcall_offset = offsetof(RequestIds, vectorcall),
+	.tp_call = PyVectorcall_Call,
+	.tp_new = request_ids_new,
 };
 
 /* ---- the module ---------------------------------------------------------------------------- */
@@ -370,13 +524,21 @@ PyMODINIT_FUNC PyInit__speedups(void)
 {
 	PyObject *m;
 
-	if (PyType_Ready(&ProbesType) < 0 || PyType_Ready(&ModuleCallType) < 0)
+	str_depth = PyUnicode_InternFromString("depth");
+	str_linger = PyUnicode_InternFromString("linger");
+	int_zero = PyLong_FromLong(0);
+	int_one = PyLong_FromLong(1);
+	if (!str_depth || !str_linger || !int_zero || !int_one)
+		return NULL;
+	if (PyType_Ready(&ProbesType) < 0 || PyType_Ready(&ModuleCallType) < 0 ||
+	    PyType_Ready(&RequestIdsType) < 0)
 		return NULL;
 	m = PyModule_Create(&speedups_module);
 	if (!m)
 		return NULL;
 	if (PyModule_AddObjectRef(m, "Probes", (PyObject *)&ProbesType) < 0 ||
-	    PyModule_AddObjectRef(m, "ModuleCall", (PyObject *)&ModuleCallType) < 0) {
+	    PyModule_AddObjectRef(m, "ModuleCall", (PyObject *)&ModuleCallType) < 0 ||
+	    PyModule_AddObjectRef(m, "RequestIds", (PyObject *)&RequestIdsType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

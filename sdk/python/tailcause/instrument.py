@@ -79,36 +79,59 @@ def _agent():
     return _settings.get("agent") or _settings.get("name", "python")
 
 
-class _StageScope:
-    """A stage on this thread, or nothing when one is already open (top level only). Without a
-    request on the thread, the stage is its own request."""
-
-    __slots__ = ("stage", "request", "kind")
-
-    def __init__(self, kind):
-        self.kind = kind
-        self.stage = None
-        self.request = None
-
-    def __enter__(self):
-        depth = _state.depth
-        _state.depth = depth + 1
-        if depth:
-            return self
+def _begin_stage(state, kind):
+    """Opens a stage of `kind` on this thread, whose stage count (depth) the caller has raised
+    from 0: ends a lingering module-call stage first, and without a request on the thread makes
+    the stage its own request. Returns (stage, that request or None)."""
+    if state.linger is not None:
         _end_linger()
-        request = _state.request
-        if request is None:
-            request = self.request = tailcause.Request(_tenant_default(), _agent())
-        self.stage = tailcause.Stage(request, self.kind)
-        return self
+    request, own = state.request, None
+    if request is None:
+        request = own = tailcause.Request(_tenant_default(), _agent())
+    try:
+        return tailcause.Stage(request, kind), own
+    except BaseException:
+        if own is not None:
+            own.end(1)
+        raise
 
-    def __exit__(self, exc_type, exc, tb):
-        _state.depth -= 1
-        if self.stage is not None:
-            self.stage.end()
-        if self.request is not None:
-            self.request.end(0 if exc_type is None else 1)
-        return False
+
+def _end_stage(stage, own, failed):
+    stage.end()
+    if own is not None:
+        own.end(1 if failed else 0)
+
+
+def _stage_call(state, kind, fn, args, kwargs):
+    """fn(*args, **kwargs) as a stage of `kind`, on a thread with no stage open."""
+    state.depth = 1
+    try:
+        stage, own = _begin_stage(state, kind)
+        failed = True
+        try:
+            result = fn(*args, **kwargs)
+            failed = False
+            return result
+        finally:
+            _end_stage(stage, own, failed)
+    finally:
+        state.depth = 0
+
+
+async def _stage_call_async(state, kind, fn, args, kwargs):
+    """_stage_call for a coroutine function."""
+    state.depth = 1
+    try:
+        stage, own = _begin_stage(state, kind)
+        failed = True
+        try:
+            result = await fn(*args, **kwargs)
+            failed = False
+            return result
+        finally:
+            _end_stage(stage, own, failed)
+    finally:
+        state.depth = 0
 
 
 def _end_linger():
@@ -120,24 +143,29 @@ def _end_linger():
 
 
 def _staged(fn, kind):
-    """`fn` as a stage of `kind` (an int, or a callable returning one, given the call)."""
+    """`fn` as a stage of `kind` (an int, or a callable returning one, given the call). Only a
+    thread's outermost wrapped call is a stage (depth 0). Plain functions rather than context
+    managers: fewer Python calls on the agent's path, where they run cold (docs/recipes.md)."""
     if getattr(fn, "__tailcause_wrapped__", False):
         return fn
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_wrapper(*args, **kwargs):
-            with _StageScope(kind(args, kwargs) if callable(kind) else kind):
+            state = _state
+            if state.depth:
                 return await fn(*args, **kwargs)
+            return await _stage_call_async(state, kind(args, kwargs) if callable(kind) else kind,
+                                           fn, args, kwargs)
         async_wrapper.__tailcause_wrapped__ = True
         return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if _state.depth:  # inside a stage already: the fast path
+        state = _state
+        if state.depth:  # inside a stage already: the fast path
             return fn(*args, **kwargs)
-        with _StageScope(kind(args, kwargs) if callable(kind) else kind):
-            return fn(*args, **kwargs)
+        return _stage_call(state, kind(args, kwargs) if callable(kind) else kind, fn, args, kwargs)
     wrapper.__tailcause_wrapped__ = True
     return wrapper
 
@@ -148,26 +176,39 @@ def _patch(owner, name, kind):
         setattr(owner, name, _staged(fn, kind))
 
 
-class _RequestScope:
-    """Runs the body as one request of `tenant` (nested calls join the outer request)."""
+def _run_request(state, tenant, fn, args, kwargs):
+    """fn(*args, **kwargs) as one request of `tenant`, or as part of the thread's request when
+    one is open (a nested entry call joins the outer request)."""
+    if state.request is not None:
+        return fn(*args, **kwargs)
+    request = state.request = tailcause.Request(str(tenant), _agent())
+    failed = True
+    try:
+        result = fn(*args, **kwargs)
+        failed = False
+        return result
+    finally:
+        _end_request(state, request, failed)
 
-    __slots__ = ("tenant", "request")
 
-    def __init__(self, tenant):
-        self.tenant = tenant
-        self.request = None
+async def _run_request_async(state, tenant, fn, args, kwargs):
+    """_run_request for a coroutine function."""
+    if state.request is not None:
+        return await fn(*args, **kwargs)
+    request = state.request = tailcause.Request(str(tenant), _agent())
+    failed = True
+    try:
+        result = await fn(*args, **kwargs)
+        failed = False
+        return result
+    finally:
+        _end_request(state, request, failed)
 
-    def __enter__(self):
-        if _state.request is None:
-            self.request = _state.request = tailcause.Request(str(self.tenant), _agent())
-        return self
 
-    def __exit__(self, exc_type, exc, tb):
-        if self.request is not None:
-            _end_linger()
-            _state.request = None
-            self.request.end(0 if exc_type is None else 1)
-        return False
+def _end_request(state, request, failed):
+    _end_linger()
+    state.request = None
+    request.end(1 if failed else 0)
 
 
 def _positional_index(fn, name):
@@ -201,14 +242,15 @@ def wrap_entry(fn):
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_entry(*args, **kwargs):
-            with _RequestScope(tenant_of(args, kwargs)):
-                return await fn(*args, **kwargs)
+            return await _run_request_async(_state, tenant_of(args, kwargs), fn, args, kwargs)
         return async_entry
 
     @functools.wraps(fn)
     def entry(*args, **kwargs):
-        with _RequestScope(tenant_of(args, kwargs)):
+        state = _state
+        if state.request is not None:  # a nested entry call joins the outer request
             return fn(*args, **kwargs)
+        return _run_request(state, tenant_of(args, kwargs), fn, args, kwargs)
     return entry
 
 
@@ -217,8 +259,9 @@ def wrap_wsgi(app):
 
     @functools.wraps(app)
     def wsgi(environ, start_response):
-        with _RequestScope(environ.get(header) or _tenant_default()):
-            return app(environ, start_response)  # a streamed body ends outside the request
+        # A streamed body ends outside the request.
+        return _run_request(_state, environ.get(header) or _tenant_default(), app,
+                            (environ, start_response), {})
     return wsgi
 
 
@@ -230,8 +273,8 @@ def wrap_asgi(app):
             return await app(scope, receive, send)
         tenant = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == header),
                       None)
-        with _RequestScope(tenant or _tenant_default()):
-            return await app(scope, receive, send)
+        return await _run_request_async(_state, tenant or _tenant_default(), app,
+                                        (scope, receive, send), {})
     return asgi
 
 
@@ -245,14 +288,12 @@ def _instrument_torch(torch):
 
     kinds = {}  # calling code object -> stage kind, from the function's name (read once)
 
-    def kind_of(code):
-        kind = kinds.get(code)
-        if kind is None:
-            if len(kinds) >= 4096:  # code made at run time (exec, lambdas) must not pile up
-                kinds.clear()
-            name = code.co_name.lower()
-            kind = kinds[code] = (tailcause.Stage.EMBEDDING if "embed" in name or "encode" in name
-                                  else tailcause.Stage.GENERATION)
+    def kind_of(code):  # on a miss in kinds
+        if len(kinds) >= 4096:  # code made at run time (exec, lambdas) must not pile up
+            kinds.clear()
+        name = code.co_name.lower()
+        kind = kinds[code] = (tailcause.Stage.EMBEDDING if "embed" in name or "encode" in name
+                              else tailcause.Stage.GENERATION)
         return kind
 
     @functools.wraps(call)
@@ -261,14 +302,17 @@ def _instrument_torch(torch):
         if state.depth:  # a submodule: part of the outer module's stage
             return call(self, *args, **kwargs)
         code = sys._getframe(1).f_code
+        kind = kinds.get(code)
+        if kind is None:
+            kind = kind_of(code)
         request = state.request
         if request is None:  # no request to hold a lingering stage: the call is its own
-            with _StageScope(kind_of(code)):
-                return call(self, *args, **kwargs)
+            return _stage_call(state, kind, call, (self,) + args, kwargs)
         linger = state.linger
         if linger is None or linger[1] is not code:  # the same code: the same kind, stage
-            _end_linger()
-            state.linger = (tailcause.Stage(request, kind_of(code)), code)
+            if linger is not None:
+                _end_linger()
+            state.linger = (tailcause.Stage(request, kind), code)
         state.depth = 1
         try:
             return call(self, *args, **kwargs)
@@ -278,10 +322,12 @@ def _instrument_torch(torch):
         finally:
             state.depth = 0
     module_call.__tailcause_wrapped__ = True
-    # With the C extension, submodule calls skip the Python frame above (module_call then runs
-    # only for a thread's outermost module call); without it they take its fast path.
+    # With the C extension, submodule calls skip the Python frame above, and so do the outermost
+    # calls that continue the lingering stage (the decoding loop's calls after its first):
+    # module_call then runs only when a stage may begin. Without it they take its fast paths.
     speedups = _native.speedups
-    module.__call__ = speedups.ModuleCall(call, module_call) if speedups else module_call
+    module.__call__ = (speedups.ModuleCall(call, module_call, _state, _end_linger) if speedups
+                       else module_call)
 
 
 def _instrument_faiss(faiss):
