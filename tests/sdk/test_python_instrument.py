@@ -16,20 +16,23 @@ import unittest
 
 from tailcause import instrument
 
-# The SDK's Request and Stage swapped for recorders of what they are asked to do.
+# The SDK's probes swapped for recorders of what they are sent, as if a tracer were attached.
 RECORDERS = textwrap.dedent('''
     import json, sys
-    import tailcause, tailcause.instrument as ti
-    log = []
-    class Request:
-        def __init__(self, tenant, agent): self.tenant = tenant; log.append(["request", tenant, agent])
-        def end(self, status=0): log.append(["end", self.tenant, status])
-    class Stage:
-        TOOL, EMBEDDING = tailcause.Stage.TOOL, tailcause.Stage.EMBEDDING
-        GENERATION, RETRIEVAL = tailcause.Stage.GENERATION, tailcause.Stage.RETRIEVAL
-        def __init__(self, request, kind): log.append(["stage", request.tenant, kind])
-        def end(self): log.append(["stage_end"])
-    ti.tailcause = type("sdk", (), {"Request": Request, "Stage": Stage})
+    import tailcause.instrument as ti
+    log, tenants = [], {}
+    class Probes:
+        def request_begin(self, rid, tenant, agent, trace_id):
+            tenants[rid] = tenant.decode(); log.append(["request", tenant.decode(), agent.decode()])
+        def request_end(self, rid, status): log.append(["end", tenants.get(rid, "?"), status])
+        def stage_begin(self, rid, kind, name):
+            log.append(["stage", tenants.get(rid, "?"), kind])
+        def stage_end(self, rid, kind):
+            log.append(["stage_end"] if rid in tenants else ["stage_end", "unknown request"])
+    class Attached:
+        value = 1
+    ti._probes = Probes()
+    ti._S_REQUEST_BEGIN = ti._S_REQUEST_END = ti._S_STAGE_BEGIN = ti._S_STAGE_END = Attached()
 ''')
 
 AGENT = RECORDERS + textwrap.dedent('''
@@ -113,9 +116,13 @@ DECODER = RECORDERS + textwrap.dedent('''
     def handle(query, tenant="dflt"):
         return sample(generate(embed(query)))
 
+    hook_calls = []  # the Python hook's calls in handle(): the C hook skips it where it can
+    sys.setprofile(lambda frame, event, arg: hook_calls.append(1)
+                   if event == "call" and frame.f_code.co_name == "module_call" else None)
     handle(1, tenant="t-one")
+    sys.setprofile(None)
     head(0)  # outside a request: its own request and stage
-    print(json.dumps({"log": log, "argv": sys.argv}))
+    print(json.dumps({"log": log, "argv": sys.argv, "hook_calls": len(hook_calls)}))
 ''')
 
 
@@ -160,11 +167,14 @@ class Wrapping(unittest.TestCase):
     def test_a_functions_consecutive_module_calls_are_one_stage(self):
         # Both forms of the module hook: the C one (tailcause._speedups, where built) and the
         # Python one.
-        for env in ({}, {"TAILCAUSE_SDK_PURE_PYTHON": "1"}):
+        # The Python hook runs for all 11 module calls in handle() (8 outermost, 3 submodule
+        # calls), or with the C hook only for the 3 that open a stage: submodule calls and
+        # the calls that continue the lingering stage skip it.
+        for env, hook_calls in (({}, 3), ({"TAILCAUSE_SDK_PURE_PYTHON": "1"}, 11)):
             with self.subTest(env=env):
-                self.check_decoder_stages(env)
+                self.check_decoder_stages(env, hook_calls)
 
-    def check_decoder_stages(self, env):
+    def check_decoder_stages(self, env, hook_calls):
         result, _ = run_instrumented(self, DECODER, ["--entry", "handle", "--tenant-arg", "tenant",
                                                      "--agent", "ag"],
                                      {"torch/__init__.py": FAKE_TORCH}, env)
@@ -177,30 +187,43 @@ class Wrapping(unittest.TestCase):
             ["end", "t-one", 0],
             ["request", "agent", "ag"], ["stage", "agent", generation], ["stage_end"],
             ["end", "agent", 0]])
+        self.assertEqual(result["hook_calls"], hook_calls)
 
 
 class EntryTenant(unittest.TestCase):
     """The tenant of an entry call: its --tenant-arg argument however it was passed."""
 
     def tenants(self, fn, calls):
+        """The tenants request_begin is sent for `calls` of fn's entry wrapper (a tracer
+        attached); a call that raises records the exception's type instead."""
         seen = []
 
-        class Request:
-            def __init__(self, tenant, agent):
-                seen.append(tenant)
+        class Probes:
+            def request_begin(self, rid, tenant, agent, trace_id):
+                seen.append(tenant.decode())
 
-            def end(self, status=0):
+            def request_end(self, rid, status):
                 pass
 
-        sdk, settings = instrument.tailcause, dict(instrument._settings)
-        instrument.tailcause = type("sdk", (), {"Request": Request})
+        class Attached:
+            value = 1
+
+        swapped = ("_probes", "_S_REQUEST_BEGIN", "_S_REQUEST_END")
+        saved = {name: getattr(instrument, name) for name in swapped}
+        settings = dict(instrument._settings)
+        instrument._probes, instrument._S_REQUEST_BEGIN = Probes(), Attached()
+        instrument._S_REQUEST_END = Attached()
         instrument._settings.update(tenant_arg="tenant", tenant_env=None, name="script")
         try:
             entry = instrument.wrap_entry(fn)
             for args, kwargs in calls:
-                entry(*args, **kwargs)
+                try:
+                    entry(*args, **kwargs)
+                except (TypeError, ValueError) as e:
+                    seen.append(type(e).__name__)
         finally:
-            instrument.tailcause = sdk
+            for name, value in saved.items():
+                setattr(instrument, name, value)
             instrument._settings.clear()
             instrument._settings.update(settings)
         return seen
@@ -225,6 +248,12 @@ class EntryTenant(unittest.TestCase):
             self.assertEqual(self.tenants(keyword_only, [(("q",), {"tenant": "t-ko"}), (("q",), {})]),
                              ["t-ko", "script"])
             self.assertEqual(self.tenants(catch_all, [(("q",), {"tenant": "t-any"})]), ["t-any"])
+            # Any object is named by its str; a name the probe cannot carry is refused before
+            # the call, and the thread has no request left open by it.
+            self.assertEqual(self.tenants(handle, [((None, 42), {}), ((None, "a\0b"), {}),
+                                                   ((None, "ok"), {})]),
+                             ["42", "ValueError", "ok"])
+            self.assertIsNone(instrument._state.request)
         finally:
             if env is not None:
                 os.environ["TAILCAUSE_TENANT"] = env

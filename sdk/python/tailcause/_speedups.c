@@ -254,7 +254,7 @@ typedef struct {
 static PyObject *str_depth, *str_linger; /* interned attribute names */
 static PyObject *int_zero, *int_one;
 
-/* Whether the thread's lingering stage (state.linger, a (stage, code) tuple the hook sets) was
+/* Whether the thread's lingering stage (state.linger, a tuple the hook sets, item 1 the code) was
  * opened by the code calling now, outside any stage (state.depth 0): then this call belongs to
  * that stage and the hook has nothing to do. -1 with an exception set on error. */
 static int continues_lingering_stage(ModuleCall *self)
@@ -270,7 +270,7 @@ static int continues_lingering_stage(ModuleCall *self)
 	if (!linger)
 		return -1;
 	code = PyFrame_GetCode(frame);
-	same = PyTuple_CheckExact(linger) && PyTuple_GET_SIZE(linger) == 2 &&
+	same = PyTuple_CheckExact(linger) && PyTuple_GET_SIZE(linger) >= 2 &&
 	       PyTuple_GET_ITEM(linger, 1) == (PyObject *)code;
 	Py_DECREF(code);
 	Py_DECREF(linger);

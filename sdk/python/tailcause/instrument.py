@@ -56,9 +56,10 @@ from tailcause import _native
 class _ThreadState(threading.local):
     """Per thread, with class defaults so that a read is one attribute lookup (the torch hook
     reads `depth` on every submodule call)."""
-    request = None  # the thread's Request
+    request = None  # the id of the thread's request
     depth = 0  # stages open on the thread
-    linger = None  # the module-call stage left open after its call: (Stage, calling code)
+    linger = None  # the module-call stage left open after its call: (request id, calling
+    # code, stage kind)
 
 
 _state = _ThreadState()
@@ -66,6 +67,21 @@ _settings = {}
 
 
 # ---- stages and requests -----------------------------------------------------------------------
+#
+# The wrappers call the library's probes themselves rather than through tailcause.Request and
+# Stage: between an agent's model kernels this Python runs cold, and every frame it enters costs
+# microseconds there (docs/recipes.md). What they pass needs no checks (stage kinds are our own
+# constants, names are checked once), and a request on a thread is held as its id.
+
+_probes = _native.probes
+_S_REQUEST_BEGIN = _native.semaphores["request_begin"]
+_S_REQUEST_END = _native.semaphores["request_end"]
+_S_STAGE_BEGIN = _native.semaphores["stage_begin"]
+_S_STAGE_END = _native.semaphores["stage_end"]
+_STAGE_NAMES_C = tuple(n.encode() for n in tailcause.Stage.NAMES)
+_c_strings = tailcause._c_strings  # names already checked, as the probes' bytes
+_next_request_id = tailcause._next_request_id
+
 
 def _tenant_default():
     if _settings.get("tenant_env"):
@@ -79,59 +95,55 @@ def _agent():
     return _settings.get("agent") or _settings.get("name", "python")
 
 
-def _begin_stage(state, kind):
-    """Opens a stage of `kind` on this thread, whose stage count (depth) the caller has raised
-    from 0: ends a lingering module-call stage first, and without a request on the thread makes
-    the stage its own request. Returns (stage, that request or None)."""
+def _begin_request(state, tenant):
+    """Opens a request of `tenant` (any object: its str) on this thread, which has none."""
+    tenant_c = _c_strings.get(tenant) if type(tenant) is str else None
+    if tenant_c is None:
+        tenant_c = tailcause._c_string(str(tenant), "tenant")
+    agent = _agent()
+    agent_c = _c_strings.get(agent)
+    if agent_c is None:
+        agent_c = tailcause._c_string(agent, "agent")
+    rid = state.request = _next_request_id()
+    if _S_REQUEST_BEGIN.value:
+        _probes.request_begin(rid, tenant_c, agent_c, None)
+
+
+def _end_request(state, failed):
     if state.linger is not None:
         _end_linger()
-    request, own = state.request, None
-    if request is None:
-        request = own = tailcause.Request(_tenant_default(), _agent())
+    rid, state.request = state.request, None
+    if _S_REQUEST_END.value:
+        _probes.request_end(rid, 1 if failed else 0)
+
+
+def _run_request(state, tenant, fn, args, kwargs):
+    """fn(*args, **kwargs) as one request of `tenant`, or as part of the thread's request when
+    one is open (a nested entry call joins the outer request)."""
+    if state.request is not None:
+        return fn(*args, **kwargs)
+    _begin_request(state, tenant)
+    failed = True
     try:
-        return tailcause.Stage(request, kind), own
-    except BaseException:
-        if own is not None:
-            own.end(1)
-        raise
-
-
-def _end_stage(stage, own, failed):
-    stage.end()
-    if own is not None:
-        own.end(1 if failed else 0)
-
-
-def _stage_call(state, kind, fn, args, kwargs):
-    """fn(*args, **kwargs) as a stage of `kind`, on a thread with no stage open."""
-    state.depth = 1
-    try:
-        stage, own = _begin_stage(state, kind)
-        failed = True
-        try:
-            result = fn(*args, **kwargs)
-            failed = False
-            return result
-        finally:
-            _end_stage(stage, own, failed)
+        result = fn(*args, **kwargs)
+        failed = False
+        return result
     finally:
-        state.depth = 0
+        _end_request(state, failed)
 
 
-async def _stage_call_async(state, kind, fn, args, kwargs):
-    """_stage_call for a coroutine function."""
-    state.depth = 1
+async def _run_request_async(state, tenant, fn, args, kwargs):
+    """_run_request for a coroutine function."""
+    if state.request is not None:
+        return await fn(*args, **kwargs)
+    _begin_request(state, tenant)
+    failed = True
     try:
-        stage, own = _begin_stage(state, kind)
-        failed = True
-        try:
-            result = await fn(*args, **kwargs)
-            failed = False
-            return result
-        finally:
-            _end_stage(stage, own, failed)
+        result = await fn(*args, **kwargs)
+        failed = False
+        return result
     finally:
-        state.depth = 0
+        _end_request(state, failed)
 
 
 def _end_linger():
@@ -139,15 +151,17 @@ def _end_linger():
     linger = _state.linger
     if linger is not None:
         _state.linger = None
-        linger[0].end()
+        if _S_STAGE_END.value:
+            _probes.stage_end(linger[0], linger[2])
 
 
 def _staged(fn, kind):
-    """`fn` as a stage of `kind` (an int, or a callable returning one, given the call). Only a
-    thread's outermost wrapped call is a stage (depth 0). Plain functions rather than context
-    managers: fewer Python calls on the agent's path, where they run cold (docs/recipes.md)."""
+    """`fn` as a stage of `kind` (a Stage constant). Only a thread's outermost wrapped call is
+    a stage (depth 0); outside a request the call becomes a request of its own (the wrapper
+    runs again inside it)."""
     if getattr(fn, "__tailcause_wrapped__", False):
         return fn
+    name_c = _STAGE_NAMES_C[kind]
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
@@ -155,8 +169,21 @@ def _staged(fn, kind):
             state = _state
             if state.depth:
                 return await fn(*args, **kwargs)
-            return await _stage_call_async(state, kind(args, kwargs) if callable(kind) else kind,
-                                           fn, args, kwargs)
+            rid = state.request
+            if rid is None:
+                return await _run_request_async(state, _tenant_default(), async_wrapper, args,
+                                                kwargs)
+            if state.linger is not None:
+                _end_linger()
+            state.depth = 1
+            if _S_STAGE_BEGIN.value:
+                _probes.stage_begin(rid, kind, name_c)
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                state.depth = 0
+                if _S_STAGE_END.value:
+                    _probes.stage_end(rid, kind)
         async_wrapper.__tailcause_wrapped__ = True
         return async_wrapper
 
@@ -165,7 +192,20 @@ def _staged(fn, kind):
         state = _state
         if state.depth:  # inside a stage already: the fast path
             return fn(*args, **kwargs)
-        return _stage_call(state, kind(args, kwargs) if callable(kind) else kind, fn, args, kwargs)
+        rid = state.request
+        if rid is None:
+            return _run_request(state, _tenant_default(), wrapper, args, kwargs)
+        if state.linger is not None:
+            _end_linger()
+        state.depth = 1
+        if _S_STAGE_BEGIN.value:
+            _probes.stage_begin(rid, kind, name_c)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            state.depth = 0
+            if _S_STAGE_END.value:
+                _probes.stage_end(rid, kind)
     wrapper.__tailcause_wrapped__ = True
     return wrapper
 
@@ -174,41 +214,6 @@ def _patch(owner, name, kind):
     fn = getattr(owner, name, None)
     if fn is not None and callable(fn):
         setattr(owner, name, _staged(fn, kind))
-
-
-def _run_request(state, tenant, fn, args, kwargs):
-    """fn(*args, **kwargs) as one request of `tenant`, or as part of the thread's request when
-    one is open (a nested entry call joins the outer request)."""
-    if state.request is not None:
-        return fn(*args, **kwargs)
-    request = state.request = tailcause.Request(str(tenant), _agent())
-    failed = True
-    try:
-        result = fn(*args, **kwargs)
-        failed = False
-        return result
-    finally:
-        _end_request(state, request, failed)
-
-
-async def _run_request_async(state, tenant, fn, args, kwargs):
-    """_run_request for a coroutine function."""
-    if state.request is not None:
-        return await fn(*args, **kwargs)
-    request = state.request = tailcause.Request(str(tenant), _agent())
-    failed = True
-    try:
-        result = await fn(*args, **kwargs)
-        failed = False
-        return result
-    finally:
-        _end_request(state, request, failed)
-
-
-def _end_request(state, request, failed):
-    _end_linger()
-    state.request = None
-    request.end(1 if failed else 0)
 
 
 def _positional_index(fn, name):
@@ -305,14 +310,16 @@ def _instrument_torch(torch):
         kind = kinds.get(code)
         if kind is None:
             kind = kind_of(code)
-        request = state.request
-        if request is None:  # no request to hold a lingering stage: the call is its own
-            return _stage_call(state, kind, call, (self,) + args, kwargs)
+        rid = state.request
+        if rid is None:  # no request to hold a lingering stage: the call is a request
+            return _run_request(state, _tenant_default(), module_call, (self,) + args, kwargs)
         linger = state.linger
         if linger is None or linger[1] is not code:  # the same code: the same kind, stage
             if linger is not None:
                 _end_linger()
-            state.linger = (tailcause.Stage(request, kind), code)
+            if _S_STAGE_BEGIN.value:
+                _probes.stage_begin(rid, kind, _STAGE_NAMES_C[kind])
+            state.linger = (rid, code, kind)  # the C hook reads [1]
         state.depth = 1
         try:
             return call(self, *args, **kwargs)
