@@ -116,6 +116,9 @@ int BPF_USDT(request_end, __u64 request_id, __s64 status)
 
 	if (c && c->thread_request == request_id)
 		c->thread_request = 0;
+	/* The request's stage still open on this thread ends with it, sent before the request. */
+	if (own_stage_of(c, request_id))
+		stage_close(c, key.tgid, (__u32)pid_tgid, 0);
 	if (!req) {
 		count_error(ATTRIB_ERR_REQUEST_END_WITHOUT_BEGIN);
 		return 0;
@@ -147,16 +150,21 @@ int BPF_USDT(stage_begin, __u64 request_id, __s64 kind, const char *name)
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct attrib_task *c = current_context(true);
 	struct attrib_request *req;
+	bool follows = kind >= 0 && (kind & ATTRIB_STAGE_FOLLOWS);
 	__u64 now;
 
 	if (!c)
 		return 0;
+	if (follows)
+		kind &= ~(__s64)ATTRIB_STAGE_FOLLOWS;
 	if (!c->active) {
 		now = bpf_ktime_get_ns();
 	} else if (c->span.flags & (ATTRIB_SPAN_WORKER | ATTRIB_SPAN_RECIPE)) {
 		/* A worker span pauses for this thread's own stage; a recipe span gives way to it.
 		 */
 		now = span_end(c, 0, tid);
+	} else if (follows && c->id.request_id == request_id) {
+		now = span_end(c, 0, tid); /* the stage it follows ends here */
 	} else {
 		count_error(ATTRIB_ERR_STAGE_BEGIN_TWICE);
 		now = span_end(c, ATTRIB_SPAN_REPLACED, tid);
@@ -191,9 +199,7 @@ int BPF_USDT(stage_end, __u64 request_id, __s64 kind)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct attrib_task *c = current_context(false);
-	struct attrib_request *req;
 	__u32 flags = 0;
-	__u64 now;
 
 	if (!c || !c->active || (c->span.flags & (ATTRIB_SPAN_WORKER | ATTRIB_SPAN_RECIPE))) {
 		count_error(ATTRIB_ERR_STAGE_END_WITHOUT_BEGIN);
@@ -203,15 +209,7 @@ int BPF_USDT(stage_end, __u64 request_id, __s64 kind)
 		count_error(ATTRIB_ERR_STAGE_MISMATCH);
 		flags = ATTRIB_SPAN_MISMATCH;
 	}
-	now = span_end(c, flags, tid);
-	req = find_request(tgid, c->id.request_id);
-	if (req)
-		req->stage_kind = ATTRIB_STAGE_NONE;
-	if (c->attached_request) {
-		req = find_request(tgid, c->attached_request);
-		if (req)
-			worker_begin(c, req, now);
-	}
+	stage_close(c, tgid, tid, flags);
 	return 0;
 }
 

@@ -56,6 +56,9 @@ enum attrib_component {
 #define ATTRIB_STAGE_OTHER 6 /* named by the stage_begin `name` argument */
 #define ATTRIB_STAGE_KINDS 7
 #define ATTRIB_STAGE_NONE  255 /* a worker span of a request that was between stages */
+/* Or'ed into stage_begin's kind (TAILCAUSE_STAGE_FOLLOWS): the thread's open stage of the same
+ * request ends where this one begins, one probe instead of stage_end and stage_begin. */
+#define ATTRIB_STAGE_FOLLOWS 0x100
 
 enum attrib_record_type {
 	ATTRIB_REC_STAGE = 1,

@@ -130,6 +130,29 @@ static __always_inline void worker_begin(struct attrib_task *c, struct attrib_re
 	c->span.flags |= ATTRIB_SPAN_WORKER;
 }
 
+/* The thread's own stage (not a worker or recipe span) is open, and is one of `request_id`. */
+static __always_inline bool own_stage_of(struct attrib_task *c, __u64 request_id)
+{
+	return c && c->active && !(c->span.flags & (ATTRIB_SPAN_WORKER | ATTRIB_SPAN_RECIPE)) &&
+	       c->id.request_id == request_id;
+}
+
+/* Ends the thread's own stage and sends it; a worker span of the request the thread is
+ * attached to resumes. */
+static __always_inline void stage_close(struct attrib_task *c, __u32 tgid, __u32 tid, __u32 flags)
+{
+	__u64 now = span_end(c, flags, tid);
+	struct attrib_request *req = find_request(tgid, c->id.request_id);
+
+	if (req)
+		req->stage_kind = ATTRIB_STAGE_NONE;
+	if (c->attached_request) {
+		req = find_request(tgid, c->attached_request);
+		if (req)
+			worker_begin(c, req, now);
+	}
+}
+
 /* Fills `id` from the request, or marks it unknown (counted). */
 static __always_inline void identity_of(struct attrib_identity *id, __u32 tgid, __u64 request_id)
 {

@@ -2,6 +2,7 @@
 // Root tests of the attribution family: the real SDK probes in tests/testprogs/attrib_target,
 // real cgroup quotas and memory limits, a really dropped page cache, a real slow loopback peer,
 // real contention.
+#include <algorithm>
 #include <filesystem>
 
 #include "attrib_fixture.h"
@@ -443,6 +444,41 @@ TEST_F(AttribTest, BadInputIsCountedAndNothingLeaks) {
   // The aborted spans were retired from the gates too: nothing stays open.
   EXPECT_EQ(value(m, "tailcause_attrib_spans_in_progress", {}), 0);
   EXPECT_EQ(probe->spans_in_process_gates(), 0);
+}
+
+// What tailcause instrument sends: stages begun with TAILCAUSE_STAGE_FOLLOWS end where the next
+// begins, and request_end ends the last one, one probe a stage where there were two. Each stage
+// is whole (no gap, its own CPU time) and no error is counted; a following stage while a stage
+// of another request is open is still the error it was.
+TEST_F(AttribTest, AFollowingStageEndsTheOneBeforeIt) {
+  probe->start(ctx);
+  run_target({"follows", "0xF00", "attrib-follows"});
+  auto got = stages_of(0xF00);
+  ASSERT_EQ(got.size(), 3u);
+  std::sort(got.begin(), got.end(),
+            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  const char* names[] = {"embedding", "retrieval", "generation"};
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto& s = got[i];
+    EXPECT_EQ(s.stage, names[i]) << describe(s);
+    EXPECT_EQ(s.flags & (ATTRIB_SPAN_REPLACED | ATTRIB_SPAN_MISMATCH), 0u) << describe(s);
+    EXPECT_GT(part(s, Component::on_cpu), 4'000'000u) << describe(s);  // 5 ms burnt in each
+    if (i > 0) {
+      EXPECT_EQ(got[i - 1].end_ns, s.start_ns) << "one clock reading ends and begins";
+    }
+  }
+  const auto replaced = only_stage(0xF01);
+  EXPECT_EQ(replaced.stage, "tool");
+  EXPECT_NE(replaced.flags & ATTRIB_SPAN_REPLACED, 0u) << describe(replaced);
+  EXPECT_EQ(only_stage(0xF02).stage, "response");
+
+  const auto m = scrape();
+  EXPECT_EQ(value(m, "tailcause_requests", {{"tenant", "attrib-follows"}, {"status", "ok"}}), 3);
+  EXPECT_EQ(value(m, "tailcause_sdk_errors", {{"kind", "stage_begin_twice"}}), 1);
+  for (const char* kind : {"stage_end_without_begin", "stage_mismatch", "unknown_stage_kind"}) {
+    EXPECT_EQ(sample_value(m, "tailcause_sdk_errors", {{"kind", kind}}).value_or(0), 0) << kind;
+  }
+  EXPECT_EQ(value(m, "tailcause_attrib_spans_in_progress", {}), 0);
 }
 
 // The scheduler programs look at a task only while its process has a span open: an open span

@@ -66,6 +66,14 @@ read -r r e g <<<"$per_request"
   fail "want one embedding and one generation stage a request: $r requests, $e embedding, $g generation"
 pass "one embedding and one generation stage a request: $r requests, $e and $g stages"
 
+# A stage that follows a lingering one ends it (TAILCAUSE_STAGE_FOLLOWS), and the last ends with
+# its request: the daemon counts none of that as an SDK error.
+scrape | awk '/^tailcause_sdk_errors_total\{/ &&
+  /kind="(stage_begin_twice|stage_end_without_begin|stage_mismatch|unknown_stage_kind)"/ {
+    s += $2 } END { exit !(s == 0) }' ||
+  fail "the instrumented agent's stages counted as SDK errors: $(scrape | grep '^tailcause_sdk_errors')"
+pass "no SDK error for stages that follow one another or end with their request"
+
 tool=$(sum_of tool) net=$(sum_of tool network)
 awk -v t="$tool" -v n="$net" 'BEGIN { exit !(n > 0.6 * t && t > 1.5) }' ||
   fail "the 300 ms tool server is not network on the tool stage: tool $tool s, network $net s"

@@ -25,8 +25,8 @@ RECORDERS = textwrap.dedent('''
         def request_begin(self, rid, tenant, agent, trace_id):
             tenants[rid] = tenant.decode(); log.append(["request", tenant.decode(), agent.decode()])
         def request_end(self, rid, status): log.append(["end", tenants.get(rid, "?"), status])
-        def stage_begin(self, rid, kind, name):
-            log.append(["stage", tenants.get(rid, "?"), kind])
+        def stage_begin(self, rid, kind, name):  # follows: ends the lingering stage
+            log.append(["stage", tenants.get(rid, "?"), kind & 0xff] + (["follows"] * (kind >> 8)))
         def stage_end(self, rid, kind):
             log.append(["stage_end"] if rid in tenants else ["stage_end", "unknown request"])
     class Attached:
@@ -113,8 +113,13 @@ DECODER = RECORDERS + textwrap.dedent('''
     def sample(x):
         return head(x)  # the same kind from another function: a stage of its own
 
+    class Index:  # a wrapped library call, as faiss's search is
+        def search(self, x):
+            return x
+    ti._patch(Index, "search", 2)  # retrieval
+
     def handle(query, tenant="dflt"):
-        return sample(generate(embed(query)))
+        return sample(Index().search(generate(embed(query))))
 
     hook_calls = []  # the Python hook's calls in handle(): the C hook skips it where it can
     sys.setprofile(lambda frame, event, arg: hook_calls.append(1)
@@ -178,14 +183,15 @@ class Wrapping(unittest.TestCase):
         result, _ = run_instrumented(self, DECODER, ["--entry", "handle", "--tenant-arg", "tenant",
                                                      "--agent", "ag"],
                                      {"torch/__init__.py": FAKE_TORCH}, env)
-        embedding, generation = 1, 3
+        embedding, retrieval, generation = 1, 2, 3
         self.assertEqual(result["log"], [
             ["request", "t-one", "ag"],
-            ["stage", "t-one", embedding], ["stage_end"],
-            ["stage", "t-one", generation], ["stage_end"],  # generate(): 6 calls, one stage
-            ["stage", "t-one", generation], ["stage_end"],  # sample()
+            ["stage", "t-one", embedding],
+            ["stage", "t-one", generation, "follows"],  # generate(): 6 calls, one stage
+            ["stage", "t-one", retrieval, "follows"], ["stage_end"],  # Index.search
+            ["stage", "t-one", generation],  # sample(), ended by the request's end
             ["end", "t-one", 0],
-            ["request", "agent", "ag"], ["stage", "agent", generation], ["stage_end"],
+            ["request", "agent", "ag"], ["stage", "agent", generation],
             ["end", "agent", 0]])
         self.assertEqual(result["hook_calls"], hook_calls)
 

@@ -40,6 +40,12 @@
 //                                               touched, fired past the SDK (RAW_ID) and
 //                                               through it (SDK_ID); prints present_before=
 //   attrib_target flood N THREADS WAIT          N stages per thread as fast as possible
+//   attrib_target follows ID TENANT             embedding, retrieval and generation stages of
+//                                               5 ms of CPU, each begun with
+//                                               TAILCAUSE_STAGE_FOLLOWS and the last ended by
+//                                               request_end (as tailcause instrument sends
+//                                               them); then request ID+1's stage open while
+//                                               request ID+2's follows it: still an error
 //   attrib_target cond-helper ID TENANT CPU_MS  retrieval stage waiting on a condition variable
 //                                               for a helper (context_attach) burning CPU_MS
 //   attrib_target holder ID TENANT HOW MS       stage waiting for a mutex a helper holds while
@@ -595,6 +601,24 @@ void tenants_mode(int n) {
   b.join();
 }
 
+void follows_mode(uint64_t id, const char* tenant) {
+  tailcause_request_begin(id, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_EMBEDDING, "embedding");
+  burn_cpu(5);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_RETRIEVAL | TAILCAUSE_STAGE_FOLLOWS, "retrieval");
+  burn_cpu(5);
+  tailcause_stage_begin(id, TAILCAUSE_STAGE_GENERATION | TAILCAUSE_STAGE_FOLLOWS, "generation");
+  burn_cpu(5);
+  tailcause_request_end(id, 0);
+  tailcause_request_begin(id + 1, tenant, "attrib-test", nullptr);
+  tailcause_request_begin(id + 2, tenant, "attrib-test", nullptr);
+  tailcause_stage_begin(id + 1, TAILCAUSE_STAGE_TOOL, "tool");
+  tailcause_stage_begin(id + 2, TAILCAUSE_STAGE_RESPONSE | TAILCAUSE_STAGE_FOLLOWS, "response");
+  tailcause_stage_end(id + 2, TAILCAUSE_STAGE_RESPONSE);
+  tailcause_request_end(id + 2, 0);
+  tailcause_request_end(id + 1, 0);
+}
+
 void bad_mode() {
   const std::string long_tenant(100, 't');
   const std::string long_name(50, 'n');
@@ -1107,6 +1131,8 @@ int main(int argc, char** argv) {
   } else if (mode == "entropy" && argc == 8) {
     entropy_mode(arg_u64(argv, 2), argv[3], std::atoi(argv[4]), std::atof(argv[5]),
                  std::atoi(argv[6]), std::atoi(argv[7]) != 0);
+  } else if (mode == "follows" && argc == 4) {
+    follows_mode(arg_u64(argv, 2), argv[3]);
   } else if (mode == "bad") {
     bad_mode();
   } else if (mode == "cold-strings" && argc == 4) {

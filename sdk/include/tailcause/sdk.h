@@ -15,11 +15,16 @@
  *                                                          W3C traceparent (00-<trace id>-<parent
  *                                                          span id>-<flags>): the request span is
  *                                                          then a child of the caller's span
- *   request_end    (request_id, status)                     status: 0 ok, else an error code
+ *   request_end    (request_id, status)                     status: 0 ok, else an error code;
+ *                                                          ends the calling thread's stage of
+ *                                                          request_id if one is still open
  *   stage_begin    (request_id, stage, name)                stage: enum tailcause_stage; for
  *                                                          GENERATION, a name other than
  *                                                          "generation" is the model, as
- *                                                          "[provider:]model" (OTLP gen_ai.*)
+ *                                                          "[provider:]model" (OTLP gen_ai.*);
+ *                                                          | TAILCAUSE_STAGE_FOLLOWS: the
+ *                                                          thread's open stage of request_id
+ *                                                          ends where this one begins
  *   stage_end      (request_id, stage)
  *   context_attach (request_id)                             this thread now works for request_id
  *   context_detach (request_id)
@@ -78,6 +83,11 @@ enum tailcause_stage {
 	TAILCAUSE_STAGE_RESPONSE = 5,
 	TAILCAUSE_STAGE_OTHER = 6, /* named by the `name` argument */
 };
+
+/* Or'ed into stage_begin's stage: the calling thread's open stage of the same request ends where
+ * the new one begins, without a stage_end of its own (one probe where there would be two). With
+ * no such stage open it is a plain stage_begin; a stage of another request is still an error. */
+#define TAILCAUSE_STAGE_FOLLOWS 0x100
 
 enum tailcause_cache_result {
 	TAILCAUSE_CACHE_HIT = 0,

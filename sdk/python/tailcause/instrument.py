@@ -31,12 +31,14 @@ TAILCAUSE_INSTRUMENT_ENTRY, _WSGI, _ASGI, _TENANT_ARG, _TENANT_HEADER, _TENANT_E
 
 Cost: nothing unless run this way. Run this way with no tracer attached, each wrapped call
 costs a thread-local lookup and the SDK's semaphore reads; with the daemon attached each stage
-costs two USDT traps (measured by tests/zerocode/bench.sh), about 7 us on a virtual machine.
-That is why, within a request, a function's consecutive top-level module calls of one kind
-(a decoding loop: token embedding, decoder, head, per token) are one stage: it opens at the
-first call and ends when the thread starts another stage, a module call from another function
-or of the other kind, or the request ends, so the Python between those calls (sampling, the
-next token's tensor) is part of it. Outside a request each module call is its own request.
+costs one or two probes (measured by tests/zerocode/bench.sh), several microseconds each on a
+virtual machine. That is why, within a request, a function's consecutive top-level module calls
+of one kind (a decoding loop: token embedding, decoder, head, per token) are one stage: it opens
+at the first call and ends when the thread starts another stage, a module call from another
+function or of the other kind, or the request ends, so the Python between those calls (sampling,
+the next token's tensor) is part of it; the probe that begins the next stage or ends the request
+ends it too (TAILCAUSE_STAGE_FOLLOWS, sdk.h). Outside a request each module call is its own
+request.
 """
 
 import ast
@@ -79,6 +81,10 @@ _S_REQUEST_END = _native.semaphores["request_end"]
 _S_STAGE_BEGIN = _native.semaphores["stage_begin"]
 _S_STAGE_END = _native.semaphores["stage_end"]
 _STAGE_NAMES_C = tuple(n.encode() for n in tailcause.Stage.NAMES)
+# TAILCAUSE_STAGE_FOLLOWS (sdk.h), or'ed into a stage_begin's kind: the thread's open stage of
+# the request ends where the new one begins. A lingering stage so ends without a probe of its
+# own, and one still open when its request ends ends with request_end.
+_STAGE_FOLLOWS = 0x100
 _c_strings = tailcause._c_strings  # names already checked, as the probes' bytes
 _next_request_id = tailcause._next_request_id
 
@@ -110,8 +116,7 @@ def _begin_request(state, tenant):
 
 
 def _end_request(state, failed):
-    if state.linger is not None:
-        _end_linger()
+    state.linger = None  # its stage ends with the request
     rid, state.request = state.request, None
     if _S_REQUEST_END.value:
         _probes.request_end(rid, 1 if failed else 0)
@@ -173,11 +178,13 @@ def _staged(fn, kind):
             if rid is None:
                 return await _run_request_async(state, _tenant_default(), async_wrapper, args,
                                                 kwargs)
-            if state.linger is not None:
-                _end_linger()
+            follows = 0
+            if state.linger is not None:  # the lingering stage ends where this one begins
+                state.linger = None
+                follows = _STAGE_FOLLOWS
             state.depth = 1
             if _S_STAGE_BEGIN.value:
-                _probes.stage_begin(rid, kind, name_c)
+                _probes.stage_begin(rid, kind | follows, name_c)
             try:
                 return await fn(*args, **kwargs)
             finally:
@@ -195,11 +202,13 @@ def _staged(fn, kind):
         rid = state.request
         if rid is None:
             return _run_request(state, _tenant_default(), wrapper, args, kwargs)
-        if state.linger is not None:
-            _end_linger()
+        follows = 0
+        if state.linger is not None:  # the lingering stage ends where this one begins
+            state.linger = None
+            follows = _STAGE_FOLLOWS
         state.depth = 1
         if _S_STAGE_BEGIN.value:
-            _probes.stage_begin(rid, kind, name_c)
+            _probes.stage_begin(rid, kind | follows, name_c)
         try:
             return fn(*args, **kwargs)
         finally:
@@ -315,10 +324,9 @@ def _instrument_torch(torch):
             return _run_request(state, _tenant_default(), module_call, (self,) + args, kwargs)
         linger = state.linger
         if linger is None or linger[1] is not code:  # the same code: the same kind, stage
-            if linger is not None:
-                _end_linger()
-            if _S_STAGE_BEGIN.value:
-                _probes.stage_begin(rid, kind, _STAGE_NAMES_C[kind])
+            if _S_STAGE_BEGIN.value:  # following the lingering stage, if any, ends it
+                _probes.stage_begin(rid, kind if linger is None else kind | _STAGE_FOLLOWS,
+                                    _STAGE_NAMES_C[kind])
             state.linger = (rid, code, kind)  # the C hook reads [1]
         state.depth = 1
         try:
