@@ -60,8 +60,8 @@ class _ThreadState(threading.local):
     reads `depth` on every submodule call)."""
     request = None  # the id of the thread's request
     depth = 0  # stages open on the thread
-    linger = None  # the module-call stage left open after its call: (request id, calling
-    # code, stage kind)
+    # The module-call stage left open after its call: (request id, calling code, stage kind).
+    linger = None
 
 
 _state = _ThreadState()
