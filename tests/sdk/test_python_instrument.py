@@ -51,8 +51,16 @@ AGENT = RECORDERS + textwrap.dedent('''
         c.request("GET", "/")  # a stage
         return c.getresponse().read()  # another top-level stage
 
+    import socket
+    closed = socket.socket(); closed.bind(("127.0.0.1", 0)); port = closed.getsockname()[1]
+    closed.close()
+
     def handle(query, tenant="dflt"):
         fetch()
+        try:  # refused: the call raises, and its stage ends there
+            http.client.HTTPConnection("127.0.0.1", port).request("GET", "/")
+        except OSError:
+            pass
         handle_inner(tenant)  # nested entry call: joins the outer request
         return query
 
@@ -157,14 +165,17 @@ class Wrapping(unittest.TestCase):
         log = result["log"]
         self.assertEqual(result["argv"], [script, "--flag", "v"])
         tool = 4
-        # One request for the entry call (the nested entry call joins it), two tool stages.
+        # One request for the entry call (the nested entry call joins it), two tool stages: each
+        # lingers until the next begins (the response read is the second's) or the request ends.
         self.assertEqual(log[0], ["request", "t-one", "ag"])
-        self.assertEqual(log[1:5], [["stage", "t-one", tool], ["stage_end"],
-                                    ["stage", "t-one", tool], ["stage_end"]])
+        self.assertEqual(log[1:3], [["stage", "t-one", tool], ["stage", "t-one", tool, "follows"]])
+        # The refused call's stage follows them and ends where it raised.
+        self.assertEqual(log[3:5], [["stage", "t-one", tool, "follows"], ["stage_end"]])
         self.assertEqual(log[5], ["end", "t-one", 0])
         # Outside a request: each top-level stage is its own request, tenant the script's name.
-        self.assertEqual(log[6], ["request", "agent", "ag"])
-        self.assertEqual(log[7], ["stage", "agent", tool])
+        self.assertEqual(log[6:9], [["request", "agent", "ag"], ["stage", "agent", tool],
+                                    ["end", "agent", 0]])
+        self.assertEqual(log.count(["stage_end"]), 1, log)
         self.assertIn(["request", "t-wsgi", "ag"], log)
         self.assertIn(["request", "t-asgi", "ag"], log)
         self.assertEqual(sum(1 for e in log if e[0] == "request"), 5, log)
@@ -188,8 +199,8 @@ class Wrapping(unittest.TestCase):
             ["request", "t-one", "ag"],
             ["stage", "t-one", embedding],
             ["stage", "t-one", generation, "follows"],  # generate(): 6 calls, one stage
-            ["stage", "t-one", retrieval, "follows"], ["stage_end"],  # Index.search
-            ["stage", "t-one", generation],  # sample(), ended by the request's end
+            ["stage", "t-one", retrieval, "follows"],  # Index.search, until sample()'s call
+            ["stage", "t-one", generation, "follows"],  # sample(), ended by the request's end
             ["end", "t-one", 0],
             ["request", "agent", "ag"], ["stage", "agent", generation],
             ["end", "agent", 0]])

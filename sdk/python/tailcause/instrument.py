@@ -31,14 +31,16 @@ TAILCAUSE_INSTRUMENT_ENTRY, _WSGI, _ASGI, _TENANT_ARG, _TENANT_HEADER, _TENANT_E
 
 Cost: nothing unless run this way. Run this way with no tracer attached, each wrapped call
 costs a thread-local lookup and the SDK's semaphore reads; with the daemon attached each stage
-costs one or two probes (measured by tests/zerocode/bench.sh), several microseconds each on a
-virtual machine. That is why, within a request, a function's consecutive top-level module calls
-of one kind (a decoding loop: token embedding, decoder, head, per token) are one stage: it opens
-at the first call and ends when the thread starts another stage, a module call from another
-function or of the other kind, or the request ends, so the Python between those calls (sampling,
-the next token's tensor) is part of it; the probe that begins the next stage or ends the request
-ends it too (TAILCAUSE_STAGE_FOLLOWS, sdk.h). Outside a request each module call is its own
-request.
+costs one probe (measured by tests/zerocode/bench.sh), several microseconds on a virtual
+machine. That is why a stage lingers: within a request it ends where the thread's next stage
+begins or where the request ends, by the probe that begins that stage or ends the request
+(TAILCAUSE_STAGE_FOLLOWS, sdk.h), so the Python after its call is part of it (a tool's response
+body read after urlopen returns; sampling and the next token's tensor in a decoding loop). A
+call that raises ends its stage there. And a function's consecutive top-level module calls of one
+kind (a decoding loop: token embedding, decoder, head, per token) are one stage: it opens at
+the first call, and a module call from another function or of the other kind begins the next.
+Async library calls (httpx's AsyncClient) end their stage when they return: other coroutines
+of the thread may run next. Outside a request each stage is its own request.
 """
 
 import ast
@@ -152,7 +154,7 @@ async def _run_request_async(state, tenant, fn, args, kwargs):
 
 
 def _end_linger():
-    """Ends the thread's lingering module-call stage, if any."""
+    """Ends the thread's lingering stage, if any."""
     linger = _state.linger
     if linger is not None:
         _state.linger = None
@@ -194,6 +196,10 @@ def _staged(fn, kind):
         async_wrapper.__tailcause_wrapped__ = True
         return async_wrapper
 
+    # The stage lingers after the call, as a module call's does: it ends where the thread's
+    # next stage begins or with the request, so what the caller does with the result (a tool's
+    # response body read after urlopen returns, a streamed completion iterated after create()
+    # returns) is part of it, and the call costs one probe. A call that fails ends it.
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         state = _state
@@ -202,19 +208,18 @@ def _staged(fn, kind):
         rid = state.request
         if rid is None:
             return _run_request(state, _tenant_default(), wrapper, args, kwargs)
-        follows = 0
-        if state.linger is not None:  # the lingering stage ends where this one begins
-            state.linger = None
-            follows = _STAGE_FOLLOWS
+        if _S_STAGE_BEGIN.value:  # following the lingering stage, if any, ends it
+            _probes.stage_begin(rid, kind if state.linger is None else kind | _STAGE_FOLLOWS,
+                                name_c)
+        state.linger = (rid, None, kind)  # no calling code: a module call begins its own
         state.depth = 1
-        if _S_STAGE_BEGIN.value:
-            _probes.stage_begin(rid, kind | follows, name_c)
         try:
             return fn(*args, **kwargs)
+        except BaseException:
+            _end_linger()
+            raise
         finally:
             state.depth = 0
-            if _S_STAGE_END.value:
-                _probes.stage_end(rid, kind)
     wrapper.__tailcause_wrapped__ = True
     return wrapper
 
