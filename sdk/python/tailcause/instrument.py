@@ -62,7 +62,8 @@ class _ThreadState(threading.local):
     reads `depth` on every submodule call)."""
     request = None  # the id of the thread's request
     depth = 0  # stages open on the thread
-    # The module-call stage left open after its call: (request id, calling code, stage kind).
+    # The stage left open after its call: (request id, calling code, stage kind); the code is
+    # None for a wrapped library call's, which no module call continues.
     linger = None
 
 
