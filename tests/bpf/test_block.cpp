@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the block family: real reads and writes reaching the disk that holds the
 // scratch directory.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -100,27 +102,44 @@ size_t cached_bytes(const std::string& path) {
   return n;
 }
 
-// Reads the whole file; O_DIRECT bypasses the page cache with an aligned buffer.
+// Reads the whole file; O_DIRECT bypasses the page cache with an aligned buffer. Every chunk
+// must hold what write_file wrote: a filesystem answers a range it has not yet mapped as written
+// (an unwritten or delayed extent) with zeros and no I/O, which would look like lost requests.
 void read_file(const std::string& path, bool direct) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
   ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
   void* buf = nullptr;
   ASSERT_EQ(posix_memalign(&buf, 4096, kChunk), 0);
   size_t total = 0;
+  size_t wrong_chunks = 0;
   ssize_t n;
-  while ((n = read(fd, buf, kChunk)) > 0) total += static_cast<size_t>(n);
+  while ((n = read(fd, buf, kChunk)) > 0) {
+    const char* c = static_cast<const char*>(buf);
+    if (c[0] != 'A' || c[n - 1] != static_cast<char>('A' + (n - 1) % 26)) ++wrong_chunks;
+    total += static_cast<size_t>(n);
+  }
   const int err = errno;
   free(buf);
   close(fd);
   ASSERT_EQ(n, 0) << strerror(err);
   ASSERT_EQ(total, kFileBytes);
+  ASSERT_EQ(wrong_chunks, 0u) << "read back chunks that are not what was written";
 }
 
 struct Io {
   uint64_t count = 0;
   double sum = 0;
   double bytes = 0;
+  double kernel_bytes = 0;  // the disks' own count (/sys/block/*/stat), for failure messages
 };
+
+// Bytes the kernel counts as read (op "read") or written by `disk` since boot: its sectors field.
+double kernel_bytes(const std::string& disk, const char* op) {
+  std::ifstream in("/sys/block/" + disk + "/stat");
+  std::vector<uint64_t> f(7);
+  for (auto& v : f) in >> v;
+  return 512.0 * static_cast<double>(std::string(op) == "read" ? f[2] : f[6]);
+}
 
 class BlockTest : public ::testing::Test {
  protected:
@@ -158,8 +177,31 @@ class BlockTest : public ::testing::Test {
         }
       }
       if (const core::Sample* b = find_sample(m, kBytes, want)) out.bytes += b->value;
+      out.kernel_bytes += kernel_bytes(disk, op);
     }
     return out;
+  }
+
+  // Why requests could go untimed, for a failure's message: what the disks' own counters saw,
+  // completions dropped for a full map, and runs of the family's programs the kernel skipped
+  // (one already running on the CPU).
+  std::string losses(const Io& before, const Io& after) {
+    core::MetricSet m;
+    probe.collect(m);
+    uint64_t skipped = 0;
+    for (const bpf_program* p : probe.programs()) {
+      bpf_prog_info info{};
+      uint32_t len = sizeof info;
+      if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
+        skipped += info.recursion_misses;
+      }
+    }
+    return "; the kernel counted " +
+           std::to_string(static_cast<uint64_t>(after.kernel_bytes - before.kernel_bytes)) +
+           " bytes, events lost " +
+           std::to_string(
+               static_cast<uint64_t>(value(m, "tailcause_events_lost", {{"source", "block"}}))) +
+           ", program runs skipped " + std::to_string(skipped);
   }
 
   std::string path;
@@ -182,7 +224,8 @@ TEST_F(BlockTest, ReadingADroppedFileIsTimedAsReadsOfItsDisk) {
   const Io after = io("read");
   EXPECT_GT(after.count, before.count) << "no read request timed on " << device;
   EXPECT_GT(after.sum, before.sum);
-  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes - cached));
+  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes - cached))
+      << losses(before, after);
 }
 
 TEST_F(BlockTest, DirectReadsAreTimedAsReads) {
@@ -190,8 +233,9 @@ TEST_F(BlockTest, DirectReadsAreTimedAsReads) {
   const Io before = io("read");
   read_file(path, true);
   const Io after = io("read");
-  EXPECT_GT(after.count, before.count) << "no read request timed on " << device;
-  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes));
+  EXPECT_GT(after.count, before.count)
+      << "no read request timed on " << device << losses(before, after);
+  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes)) << losses(before, after);
 }
 
 TEST_F(BlockTest, WrittenAndSyncedFileIsTimedAsWrites) {
@@ -217,8 +261,9 @@ TEST_F(BlockTest, RawTracepointFlavourTimesRequestsToo) {
   const Io before = io("read");
   read_file(path, true);
   const Io after = io("read");
-  EXPECT_GT(after.count, before.count) << "no read request timed on " << device;
-  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes));
+  EXPECT_GT(after.count, before.count)
+      << "no read request timed on " << device << losses(before, after);
+  EXPECT_GE(after.bytes - before.bytes, static_cast<double>(kFileBytes)) << losses(before, after);
 }
 
 TEST(BlockDeviceName, NamesDisksAsTheKernelDoes) {
