@@ -74,14 +74,23 @@ void wait_exited(pid_t pid) {
   ASSERT_EQ(info.si_status, 0) << "child " << pid << " failed";
 }
 
-// The times the kernel gave `pid` a CPU (field 3 of /proc/PID/schedstat: each switch-in after a
-// wait, the first run included), still readable while it waits to be reaped; 0 where the kernel
-// keeps no sched_info.
-uint64_t times_run(pid_t pid) {
+// The kernel's own account of a task's waits (/proc/PID/schedstat, still readable while it waits
+// to be reaped): the time it spent runnable on a run queue, and the times it was given a CPU,
+// each wait ending in one; zeros where the kernel keeps no sched_info.
+struct Waits {
+  uint64_t waited_ns = 0;
+  uint64_t runs = 0;
+  Waits operator-(const Waits& o) const { return {waited_ns - o.waited_ns, runs - o.runs}; }
+  Waits operator+(const Waits& o) const { return {waited_ns + o.waited_ns, runs + o.runs}; }
+  double mean_ns() const { return runs ? static_cast<double>(waited_ns) / runs : 0; }
+};
+
+Waits kernel_waits(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/schedstat");
-  uint64_t on_cpu_ns = 0, waited_ns = 0, runs = 0;
-  stat >> on_cpu_ns >> waited_ns >> runs;
-  return stat ? runs : 0;
+  uint64_t on_cpu_ns = 0;
+  Waits w;
+  stat >> on_cpu_ns >> w.waited_ns >> w.runs;
+  return stat ? w : Waits{};
 }
 
 class SchedTest : public ::testing::Test {
@@ -428,13 +437,16 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
   BpftraceRunqPeer peer({{a, b}, {c, d}}, a, d);
   names.all();  // every cgroup named before the first reading
   const auto before = runq_latency(scrape());
+  // All four sleep on their go pipes from here to the go: the kernel's counts are read around it.
+  const Waits idle0 = kernel_waits(a) + kernel_waits(b), busy0 = kernel_waits(c) + kernel_waits(d);
   ASSERT_EQ(write(go[0][1], "g", 1), 1);
   wait_exited(a);
   wait_exited(b);
   ASSERT_EQ(write(go[1][1], "g", 1), 1);
   wait_exited(c);
   wait_exited(d);
-  const uint64_t idle_runs = times_run(a) + times_run(b), busy_runs = times_run(c) + times_run(d);
+  const Waits idle_waits = kernel_waits(a) + kernel_waits(b) - idle0;
+  const Waits busy_waits = kernel_waits(c) + kernel_waits(d) - busy0;
   const auto after = runq_latency(scrape());
   auto theirs = peer.stop();
   std::cout << "bpftrace missed " << peer.misses() << " events\n";
@@ -464,10 +476,11 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
     RunqDistribution ours;
     RunqPeerGroup peer;
     bool compare_mean;
-    uint64_t kernel_runs;  // the pair's switch-ins by the kernel's count; 0: not compared
-  } cases[] = {{idle.name(), delta(idle.name()), theirs[1], true, idle_runs},
-               {busy.name(), delta(busy.name()), theirs[2], true, busy_runs},
-               {"node-wide", delta(""), node_peer, false, 0}};
+    Waits kernel;   // the pair's waits by the kernel's count; none: not compared
+    bool same_cpu;  // the pair shares a CPU: the kernel's mean wait is the daemon's too
+  } cases[] = {{idle.name(), delta(idle.name()), theirs[1], true, idle_waits, false},
+               {busy.name(), delta(busy.name()), theirs[2], true, busy_waits, true},
+               {"node-wide", delta(""), node_peer, false, {}, false}};
   for (const auto& k : cases) {
     const RunqDistribution& peer = k.peer.exact;
     const double mean_ratio = k.ours.mean_ns() / peer.mean_ns();
@@ -477,16 +490,24 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
               << " ns; peer " << peer.count << " waits, mean " << peer.mean_ns()
               << " ns; mean ratio " << mean_ratio << ", count ratio " << count_ratio
               << ", largest per-bucket share gap " << gap << " points"
-              << (k.kernel_runs
-                      ? "; the kernel ran the pair " + std::to_string(k.kernel_runs) + " times"
+              << (k.kernel.runs
+                      ? "; the kernel ran the pair " + std::to_string(k.kernel.runs) +
+                            " times, mean wait " + std::to_string(k.kernel.mean_ns()) + " ns"
                       : "")
               << "\n"
               << k.ours.table(peer);
-    // A third count, the kernel's own: each wait ends in a switch-in, so the pair's waits are
-    // its runs but for the few before the first reading (its first run after the fork, the
-    // move to its CPU). When the peer and the daemon disagree, this says which one lost waits.
-    if (k.kernel_runs) {
-      EXPECT_NEAR(static_cast<double>(k.ours.count) / k.kernel_runs, 1.0, 0.01) << k.what;
+    // A third measure, the kernel's own: each wait ends in a switch-in, so the pair's waits are
+    // its runs. When the peer and the daemon disagree, this says which one lost waits. Its
+    // schedstat also sums the waits, from the enqueue: for a wake-up on the same CPU that is
+    // the wake-up, so the means must agree; a wake-up of another CPU is queued to it and
+    // enqueued there after the interrupt (TTWU_QUEUE), so the kernel's mean leaves out the
+    // delivery that the daemon and the peer, timing from the wake-up, include (on this VM
+    // 190 ns against 1,640; on the same CPU, 4,960 ns against the daemon's 5,010).
+    if (k.kernel.runs) {
+      EXPECT_NEAR(static_cast<double>(k.ours.count) / k.kernel.runs, 1.0, 0.01) << k.what;
+    }
+    if (k.same_cpu && k.kernel.runs) {
+      EXPECT_NEAR(k.ours.mean_ns() / k.kernel.mean_ns(), 1.0, 0.05) << k.what;
     }
     EXPECT_GT(peer.count, static_cast<uint64_t>(kRoundTrips)) << k.what;
     EXPECT_NEAR(count_ratio, 1.0, 0.05) << k.what;
