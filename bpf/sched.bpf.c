@@ -28,10 +28,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set by the loader: the perf sampler fires at the dense rate and records one sample in
- * `runqlen_stride` while the node is in sparse mode. */
-const volatile __u32 runqlen_stride = 1;
-/* Written by user space through the skeleton's .bss while some cgroup is being throttled. */
+/* Written by user space through the skeleton's .bss while some cgroup is being throttled (it
+ * then also raises the perf sampler's rate from sparse to dense). */
 volatile __u32 runqlen_dense = 0;
 
 /* What the scheduler last did to a task, until it runs again. */
@@ -423,9 +421,9 @@ int BPF_PROG(handle_exit_raw)
 	return 0;
 }
 
-/* Records one run-queue length sample of the CPU it runs on, or only every stride-th one while
- * the node is in sparse mode; dense samples (a cgroup is throttled) have a histogram of their
- * own, so the depth while throttled is read apart from the rest. */
+/* Records one run-queue length sample of the CPU it runs on; dense samples (a cgroup is
+ * throttled) have a histogram of their own, so the depth while throttled is read apart from
+ * the rest. */
 static __always_inline void record_runqlen(const struct rq *rq)
 {
 	__u32 zero = 0;
@@ -435,19 +433,15 @@ static __always_inline void record_runqlen(const struct rq *rq)
 
 	if (!r || !rq)
 		return;
-	if (!runqlen_dense) {
-		if (++r->ticks < runqlen_stride)
-			return;
-		r->ticks = 0;
-	}
 	h = runqlen_dense ? &r->throttled : &r->hist;
 	len = rq->nr_running;
 	h->slots[len < TAILCAUSE_LINEAR_SLOTS ? len : TAILCAUSE_LINEAR_SLOTS - 1] += 1;
 	h->sum += len;
 }
 
-/* Software cpu-clock event, one per CPU at the dense rate; runs on the sampled CPU. Preferred
- * flavour: the per-CPU `runqueues`, which needs the symbol in kallsyms (CONFIG_KALLSYMS_ALL). */
+/* Software cpu-clock event, one per CPU at the sparse or dense rate; runs on the sampled CPU.
+ * Preferred flavour: the per-CPU `runqueues`, which needs the symbol in kallsyms
+ * (CONFIG_KALLSYMS_ALL). */
 SEC("perf_event")
 int sample_runqlen_ksym(struct bpf_perf_event_data *ctx)
 {

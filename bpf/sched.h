@@ -45,7 +45,6 @@ struct sched_cgroup_stats {
 struct sched_runqlen {
 	struct tailcause_linear_hist hist;      /* sparse samples: no cgroup throttled */
 	struct tailcause_linear_hist throttled; /* dense samples: while a cgroup is throttled */
-	__u64 ticks; /* perf samples seen, to record only every stride-th one in sparse mode */
 };
 
 #endif

@@ -157,8 +157,6 @@ void SchedProbe::start(const ProbeContext& ctx) {
   if (!skel) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
   skel->rodata->cgroup_v1_cpu = ctx.cgroups.layout().version == CgroupLayout::Version::V1;
   const auto& sc = ctx.config.sched;
-  const uint32_t sparse = sc.runqlen_sparse_hz ? sc.runqlen_sparse_hz : 1;
-  skel->rodata->runqlen_stride = std::max<uint32_t>(1, sc.runqlen_dense_hz / sparse);
 
   // Task storage is what makes the tp_btf path cheap; without it use raw_tp and a tid hash.
   const bool use_btf = ctx.features.tp_btf && ctx.features.task_storage;
@@ -187,10 +185,20 @@ void SchedProbe::start(const ProbeContext& ctx) {
   check(sched_bpf__load(skel.get()), kFamily, "load BPF programs");
   check(sched_bpf__attach(skel.get()), kFamily,
         std::string("attach sched tracepoints (") + (use_btf ? "tp_btf" : "raw_tp") + ")");
+  // The sampler is optional: when perf events cannot be opened the rest of the family works.
+  // It starts sparse: a timer interrupt on every CPU is what it costs the node, so it fires at
+  // the sparse rate rather than at the dense one with most samples dropped.
   Sampler sampler;
   if (runqlen) {
+    std::string failure;
     sampler = attach_runqlen_sampler(
-        ctx, by_ksym ? skel->progs.sample_runqlen_ksym : skel->progs.sample_runqlen_task);
+        by_ksym ? skel->progs.sample_runqlen_ksym : skel->progs.sample_runqlen_task,
+        sc.runqlen_sparse_hz, failure);
+    if (sampler.links.empty() && !warned_no_runqlen_) {
+      warned_no_runqlen_ = true;
+      spdlog::warn("sched: run-queue length not sampled: {}",
+                   failure.empty() ? "no online CPU" : failure);
+    }
   }
   skel_ = std::move(skel);
   sampler_ = std::move(sampler);
@@ -202,34 +210,28 @@ void SchedProbe::start(const ProbeContext& ctx) {
                                  sc.runqlen_sparse_hz, sc.runqlen_dense_hz));
 }
 
-// The sampler is optional: when perf events cannot be opened the rest of the family works.
-SchedProbe::Sampler SchedProbe::attach_runqlen_sampler(const ProbeContext& ctx, bpf_program* prog) {
-  const uint64_t period_ns = 1000000000ull / ctx.config.sched.runqlen_dense_hz;
+SchedProbe::Sampler SchedProbe::attach_runqlen_sampler(bpf_program* prog, uint32_t hz,
+                                                       std::string& failure) {
+  const uint64_t period_ns = 1000000000ull / std::max<uint32_t>(hz, 1);
   Sampler sampler;
-  std::string failure;
-  for (int cpu = 0; cpu < possible_cpus() && failure.empty(); ++cpu) {
+  sampler.prog = prog;
+  for (int cpu = 0; cpu < possible_cpus(); ++cpu) {
     Fd fd(open_cpu_clock(cpu, period_ns));
     if (!fd) {
       if (errno == ENODEV) continue;  // offline CPU
       failure = fmt::format("perf_event_open(cpu-clock, cpu {}): {}", cpu, strerror(errno));
-      break;
+      return {};
     }
     LinkHandle link(bpf_program__attach_perf_event(prog, fd.get()));
     if (!link) {
       failure = fmt::format("attach to cpu-clock on cpu {}: {}", cpu, strerror(errno));
-      break;
+      return {};
     }
     fd.release();  // the link owns it now and closes it when destroyed
     sampler.links.push_back(std::move(link));
     sampler.cpus.push_back(cpu);
   }
-  if (failure.empty() && !sampler.links.empty()) return sampler;
-  if (!warned_no_runqlen_) {
-    warned_no_runqlen_ = true;
-    spdlog::warn("sched: run-queue length not sampled: {}",
-                 failure.empty() ? "no online CPU" : failure);
-  }
-  return {};
+  return sampler;
 }
 
 void SchedProbe::stop() {
@@ -288,7 +290,27 @@ void SchedProbe::tick(const ProbeContext& ctx) {
   }
   if (!skel_ || sampler_.links.empty() || dense_ == ctx.signals.cgroup_throttling) return;
   dense_ = ctx.signals.cgroup_throttling;
-  skel_->bss->runqlen_dense = dense_ ? 1 : 0;
+  // Going dense the flag changes first, going sparse the rate: a sample taken at the dense
+  // rate always lands in the throttled histogram. The new rate is a new set of events, which
+  // run before the old ones go. PERF_EVENT_IOC_PERIOD would change a period in place, but it
+  // needs a second descriptor of each event (its link owns the first), and holding those made
+  // this VM's wake-ups across CPUs slower, for a reason not found: the daemon's waits 1.6 ->
+  // 3-5 us and the waking pair's own hops 12 -> 17 us, in SchedTest's ktime peer test.
+  if (dense_) skel_->bss->runqlen_dense = 1;
+  const auto& sc = ctx.config.sched;
+  std::string failure;
+  Sampler next = attach_runqlen_sampler(
+      sampler_.prog, dense_ ? sc.runqlen_dense_hz : sc.runqlen_sparse_hz, failure);
+  if (!next.links.empty()) {
+    sampler_ = std::move(next);
+  } else if (!warned_rate_) {
+    warned_rate_ = true;
+    spdlog::warn(
+        "sched: run-queue length sampling cannot change its rate ({}); it stays as it was, "
+        "with each sample in the histogram of the mode it was taken in",
+        failure.empty() ? "no online CPU" : failure);
+  }
+  if (!dense_) skel_->bss->runqlen_dense = 0;
   spdlog::debug("sched: run-queue length sampling {}", dense_ ? "dense" : "sparse");
 }
 

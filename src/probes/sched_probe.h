@@ -44,12 +44,16 @@ class SchedProbe final : public ProbeFamily {
  private:
   struct Series;  // label budgets and folded series, reset on each start()
 
-  // The run-queue length sampler: one perf-event link (owning its fd) per sampled CPU.
+  // The run-queue length sampler: one perf-event link (owning its fd) per sampled CPU, all at
+  // one rate. A new rate is a new set of events (tick()).
   struct Sampler {
     std::vector<LinkHandle> links;
     std::vector<int> cpus;
+    bpf_program* prog = nullptr;  // what the links run
   };
-  Sampler attach_runqlen_sampler(const ProbeContext& ctx, bpf_program* prog);
+  // A cpu-clock event firing `hz` times a second on every online CPU, each running `prog`;
+  // empty, with `failure` said, when one of them cannot be opened or attached.
+  static Sampler attach_runqlen_sampler(bpf_program* prog, uint32_t hz, std::string& failure);
   std::optional<std::string> cgroup_name(uint64_t id);
   void collect_cgroups(core::MetricSet& out);
   void collect_preemptions(core::MetricSet& out);
@@ -64,6 +68,7 @@ class SchedProbe final : public ProbeFamily {
   Sampler sampler_;  // after skel_: detached before the program goes
   bool dense_ = false;
   bool warned_no_runqlen_ = false;
+  bool warned_rate_ = false;
   std::unique_ptr<Series> series_;
   // Names are resolved once per id so that a removed cgroup keeps its label until it is
   // forgotten; ids never resolved remember when they were first seen.
