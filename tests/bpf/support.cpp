@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "support.h"
 
+#include <bpf/bpf.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -161,6 +162,13 @@ std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::stri
     if (f.name == name) return f.samples;
   }
   return {};
+}
+
+bpf_prog_info program_info(const bpf_program* prog) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof info;
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) return {};
+  return info;
 }
 
 std::string disk_scratch_dir() {

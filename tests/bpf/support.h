@@ -2,7 +2,9 @@
 // Shared fixtures for the root tests: real cgroups, real child processes, metric look-ups.
 #pragma once
 
+#include <bpf/libbpf.h>
 #include <gtest/gtest.h>
+#include <linux/bpf.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -86,5 +88,10 @@ std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::stri
 
 // Directory for test files on a real disk (not tmpfs), so the page cache matters.
 std::string disk_scratch_dir();
+
+// The kernel's counters of a loaded program: its runs and their time (counted while a
+// bpf_enable_stats() descriptor is held or kernel.bpf_stats_enabled is set) and the runs it
+// skipped because it was already running on the CPU; zeros when they cannot be read.
+bpf_prog_info program_info(const bpf_program* prog);
 
 }  // namespace tailcause::testing

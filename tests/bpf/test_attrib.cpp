@@ -695,9 +695,7 @@ TEST_F(AttribTest, FloodOfStagesIsConsumedWithoutLoss) {
             << " records per CPU second)\n";
   std::cout << "[ figures  ] BPF run time per program run:";
   for (const bpf_program* p : probe->programs()) {
-    bpf_prog_info info{};
-    uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0 && info.run_cnt > 0) {
+    if (const bpf_prog_info info = program_info(p); info.run_cnt > 0) {
       std::cout << " " << bpf_program__name(p) << " " << info.run_time_ns / info.run_cnt << " ns ("
                 << info.run_cnt << " runs);";
     }

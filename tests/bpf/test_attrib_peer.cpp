@@ -106,11 +106,8 @@ TEST_F(AttribTest, PeerLookupCostFigures) {
     for (const bpf_program* p : probe->programs()) {
       const std::string name = bpf_program__name(p);
       if (name != "attrib_switch_btf" && name != "attrib_waking_btf") continue;
-      bpf_prog_info info{};
-      uint32_t len = sizeof info;
-      if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
-        out[name] = {info.run_time_ns, info.run_cnt};
-      }
+      const bpf_prog_info info = program_info(p);
+      out[name] = {info.run_time_ns, info.run_cnt};
     }
     return out;
   };

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the block family: real reads and writes reaching the disk that holds the
 // scratch directory.
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -189,13 +187,7 @@ class BlockTest : public ::testing::Test {
     core::MetricSet m;
     probe.collect(m);
     uint64_t skipped = 0;
-    for (const bpf_program* p : probe.programs()) {
-      bpf_prog_info info{};
-      uint32_t len = sizeof info;
-      if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) {
-        skipped += info.recursion_misses;
-      }
-    }
+    for (const bpf_program* p : probe.programs()) skipped += program_info(p).recursion_misses;
     return "; the kernel counted " +
            std::to_string(static_cast<uint64_t>(after.kernel_bytes - before.kernel_bytes)) +
            " bytes, events lost " +

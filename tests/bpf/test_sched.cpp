@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the sched family: real programs, real cgroups, real CPU contention.
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,13 +46,14 @@ void favour_parent(const TestCgroup& child) {
   std::ofstream(parent + (v1 ? "/cpu.shares" : "/cpu.weight")) << (v1 ? "262144" : "10000");
 }
 
-// One side of a ping-pong over two pipes: `round_trips` times, read a byte from `in` and write
-// one to `out`, or (`serve_first`) the other way round after a byte on `go`.
-// The ping-pong's own timing of its hops: from just before a write to just after the read that
-// takes it, on CLOCK_MONOTONIC (the BPF programs' clock too). Shared with the test's process.
-struct Hops {
+// A sum of intervals and how many there were: a pair's waits by the kernel's count, or its hops
+// by its own clock.
+struct Intervals {
   uint64_t ns = 0;
   uint64_t count = 0;
+  Intervals operator-(const Intervals& o) const { return {ns - o.ns, count - o.count}; }
+  Intervals operator+(const Intervals& o) const { return {ns + o.ns, count + o.count}; }
+  double mean_ns() const { return count ? static_cast<double>(ns) / count : 0; }
 };
 
 uint64_t monotonic_now_ns() {
@@ -62,7 +62,11 @@ uint64_t monotonic_now_ns() {
   return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + t.tv_nsec;
 }
 
-void ping_pong(int in, int out, int round_trips, bool serve_first, int go, Hops* hops) {
+// One side of a ping-pong over two pipes: `round_trips` times, read a message from `in` and write
+// one to `out`, or (`serve_first`) the other way round after a byte on `go`. Each message is the
+// sender's CLOCK_MONOTONIC (the BPF programs' clock too) just before its write, so the reader
+// times each hop, up to just after its read, into `hops`.
+void ping_pong(int in, int out, int round_trips, bool serve_first, int go, Intervals& hops) {
   char c = 0;
   if (serve_first && read(go, &c, 1) != 1) _exit(1);
   uint64_t sent = 0;
@@ -73,7 +77,7 @@ void ping_pong(int in, int out, int round_trips, bool serve_first, int go, Hops*
   for (int i = 0; i < round_trips; ++i) {
     if (serve_first) send();
     if (read(in, &sent, sizeof sent) != sizeof sent) _exit(1);
-    if (hops) hops->ns += monotonic_now_ns() - sent, hops->count++;
+    hops = hops + Intervals{monotonic_now_ns() - sent, 1};
     if (!serve_first) send();
   }
 }
@@ -102,20 +106,12 @@ void wait_exited(pid_t pid) {
 // The kernel's own account of a task's waits (/proc/PID/schedstat, still readable while it waits
 // to be reaped): the time it spent runnable on a run queue, and the times it was given a CPU,
 // each wait ending in one; zeros where the kernel keeps no sched_info.
-struct Waits {
-  uint64_t waited_ns = 0;
-  uint64_t runs = 0;
-  Waits operator-(const Waits& o) const { return {waited_ns - o.waited_ns, runs - o.runs}; }
-  Waits operator+(const Waits& o) const { return {waited_ns + o.waited_ns, runs + o.runs}; }
-  double mean_ns() const { return runs ? static_cast<double>(waited_ns) / runs : 0; }
-};
-
-Waits kernel_waits(pid_t pid) {
+Intervals kernel_waits(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/schedstat");
   uint64_t on_cpu_ns = 0;
-  Waits w;
-  stat >> on_cpu_ns >> w.waited_ns >> w.runs;
-  return stat ? w : Waits{};
+  Intervals w;
+  stat >> on_cpu_ns >> w.ns >> w.count;
+  return stat ? w : Intervals{};
 }
 
 class SchedTest : public ::testing::Test {
@@ -153,11 +149,9 @@ class SchedTest : public ::testing::Test {
   // while a bpf_enable_stats() descriptor is held.
   uint64_t sampler_runs() {
     for (const bpf_program* p : probe->programs()) {
-      if (!std::string_view(bpf_program__name(p)).starts_with("sample_runqlen")) continue;
-      bpf_prog_info info{};
-      __u32 len = sizeof info;
-      EXPECT_EQ(bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len), 0);
-      return info.run_cnt;
+      if (std::string_view(bpf_program__name(p)).starts_with("sample_runqlen")) {
+        return program_info(p).run_cnt;
+      }
     }
     ADD_FAILURE() << "no run-queue length sampler loaded";
     return 0;
@@ -466,17 +460,17 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
   int go[2][2], ab[2][2], ba[2][2];
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(!pipe(go[i]) && !pipe(ab[i]) && !pipe(ba[i]));
   // Each child's hops, in memory shared with this process: [pair][child].
-  void* shared =
-      mmap(nullptr, 4 * sizeof(Hops), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* shared = mmap(nullptr, 4 * sizeof(Intervals), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(shared, MAP_FAILED);
-  Hops* hops = new (shared) Hops[4];
+  Intervals* hops = new (shared) Intervals[4];
   auto pair = [&](TestCgroup& g, int i, int cpu_a, int cpu_b) {
     return std::pair{
         spawn_child(
             &g, cpu_a,
-            [&, i] { ping_pong(ba[i][0], ab[i][1], kRoundTrips, true, go[i][0], &hops[2 * i]); }),
+            [&, i] { ping_pong(ba[i][0], ab[i][1], kRoundTrips, true, go[i][0], hops[2 * i]); }),
         spawn_child(&g, cpu_b, [&, i] {
-          ping_pong(ab[i][0], ba[i][1], kRoundTrips, false, -1, &hops[2 * i + 1]);
+          ping_pong(ab[i][0], ba[i][1], kRoundTrips, false, -1, hops[2 * i + 1]);
         })};
   };
   const auto [a, b] = pair(idle, 0, 0, other_cpu);
@@ -492,19 +486,19 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
   names.all();  // every cgroup named before the first reading
   const auto before = runq_latency(scrape());
   // All four sleep on their go pipes from here to the go: the kernel's counts are read around it.
-  const Waits idle0 = kernel_waits(a) + kernel_waits(b), busy0 = kernel_waits(c) + kernel_waits(d);
+  const Intervals idle0 = kernel_waits(a) + kernel_waits(b);
+  const Intervals busy0 = kernel_waits(c) + kernel_waits(d);
   ASSERT_EQ(write(go[0][1], "g", 1), 1);
   wait_exited(a);
   wait_exited(b);
   ASSERT_EQ(write(go[1][1], "g", 1), 1);
   wait_exited(c);
   wait_exited(d);
-  const Waits idle_waits = kernel_waits(a) + kernel_waits(b) - idle0;
-  const Waits busy_waits = kernel_waits(c) + kernel_waits(d) - busy0;
+  const Intervals idle_waits = kernel_waits(a) + kernel_waits(b) - idle0;
+  const Intervals busy_waits = kernel_waits(c) + kernel_waits(d) - busy0;
   const auto after = runq_latency(scrape());
-  const Hops idle_hops{hops[0].ns + hops[1].ns, hops[0].count + hops[1].count};
-  const Hops busy_hops{hops[2].ns + hops[3].ns, hops[2].count + hops[3].count};
-  munmap(shared, 4 * sizeof(Hops));
+  const Intervals idle_hops = hops[0] + hops[1], busy_hops = hops[2] + hops[3];
+  munmap(shared, 4 * sizeof(Intervals));
   auto theirs = peer.stop();
   std::cout << "bpftrace missed " << peer.misses() << " events\n";
   for (auto& fd : {go, ab, ba}) {
@@ -533,9 +527,9 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
     RunqDistribution ours;
     RunqPeerGroup peer;
     bool compare_mean;
-    Waits kernel;   // the pair's waits by the kernel's count; none: not compared
-    bool same_cpu;  // the pair shares a CPU: the kernel's mean wait is the daemon's too
-    Hops hops;      // the pair's own timing of its hops; none: not compared
+    Intervals kernel;  // the pair's waits by the kernel's count; none: not compared
+    bool same_cpu;     // the pair shares a CPU: the kernel's mean wait is the daemon's too
+    Intervals hops;    // the pair's own timing of its hops; none: not compared
   } cases[] = {{idle.name(), delta(idle.name()), theirs[1], true, idle_waits, false, idle_hops},
                {busy.name(), delta(busy.name()), theirs[2], true, busy_waits, true, busy_hops},
                {"node-wide", delta(""), node_peer, false, {}, false, {}}};
@@ -548,14 +542,12 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
               << " ns; peer " << peer.count << " waits, mean " << peer.mean_ns()
               << " ns; mean ratio " << mean_ratio << ", count ratio " << count_ratio
               << ", largest per-bucket share gap " << gap << " points"
-              << (k.kernel.runs
-                      ? "; the kernel ran the pair " + std::to_string(k.kernel.runs) +
+              << (k.kernel.count
+                      ? "; the kernel ran the pair " + std::to_string(k.kernel.count) +
                             " times, mean wait " + std::to_string(k.kernel.mean_ns()) + " ns"
                       : "")
-              << (k.hops.count
-                      ? "; its own hops took " +
-                            std::to_string(static_cast<double>(k.hops.ns) / k.hops.count) + " ns"
-                      : "")
+              << (k.hops.count ? "; its own hops took " + std::to_string(k.hops.mean_ns()) + " ns"
+                               : "")
               << "\n"
               << k.ours.table(peer);
     // A third measure, the kernel's own: each wait ends in a switch-in, so the pair's waits are
@@ -564,16 +556,16 @@ void SchedTest::expect_runq_latency_like_peer(const probes::ProbeContext& with) 
     // agree (4,960 ns against the daemon's 5,010). Across CPUs the kernel's sum is short (190 ns
     // a wait against 1,640), probably because a wake-up that preempts an idle CPU's idle task
     // skips the clock's next update (rq_clock_skip_update), so only its count is compared.
-    if (k.kernel.runs) {
-      EXPECT_NEAR(static_cast<double>(k.ours.count) / k.kernel.runs, 1.0, 0.01) << k.what;
+    if (k.kernel.count) {
+      EXPECT_NEAR(static_cast<double>(k.ours.count) / k.kernel.count, 1.0, 0.01) << k.what;
     }
-    if (k.same_cpu && k.kernel.runs) {
+    if (k.same_cpu && k.kernel.count) {
       EXPECT_NEAR(k.ours.mean_ns() / k.kernel.mean_ns(), 1.0, 0.05) << k.what;
     }
     // And the pair's own clock: each wait lies inside a hop, from before the write that wakes
     // to after the read that the switch-in returns to (this VM: 12 us against 1.7 across CPUs).
     if (k.hops.count) {
-      EXPECT_LT(k.ours.mean_ns(), static_cast<double>(k.hops.ns) / k.hops.count) << k.what;
+      EXPECT_LT(k.ours.mean_ns(), k.hops.mean_ns()) << k.what;
     }
     EXPECT_GT(peer.count, static_cast<uint64_t>(kRoundTrips)) << k.what;
     EXPECT_NEAR(count_ratio, 1.0, 0.05) << k.what;
