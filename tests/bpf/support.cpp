@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -167,8 +168,9 @@ std::vector<core::Sample> samples_of(const core::MetricSet& set, const std::stri
 bpf_prog_info program_info(const bpf_program* prog) {
   bpf_prog_info info{};
   uint32_t len = sizeof info;
-  if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) return {};
-  return info;
+  const int rc = bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len);
+  EXPECT_EQ(rc, 0) << "reading " << bpf_program__name(prog) << "'s info: " << strerror(errno);
+  return rc == 0 ? info : bpf_prog_info{};
 }
 
 std::string disk_scratch_dir() {

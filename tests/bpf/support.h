@@ -91,7 +91,8 @@ std::string disk_scratch_dir();
 
 // The kernel's counters of a loaded program: its runs and their time (counted while a
 // bpf_enable_stats() descriptor is held or kernel.bpf_stats_enabled is set) and the runs it
-// skipped because it was already running on the CPU; zeros when they cannot be read.
+// skipped because it was already running on the CPU. A failure to read them fails the test (a
+// zero run count would pass a check that runs stay few) and returns zeros.
 bpf_prog_info program_info(const bpf_program* prog);
 
 }  // namespace tailcause::testing
