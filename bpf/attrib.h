@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family: the records bpf/attrib.bpf.c sends through its ring buffer and the keys of
- * its maps, shared with src/core/stage_record.cpp and src/probes/attrib_probe.cpp
+ * its maps, shared with src/core/record/stage_record.cpp and src/probes/attrib_probe.cpp
  * (C, __u8/__u32/__u64/char only; every struct is a multiple of 8 bytes with no implicit padding).
  */
 #ifndef TAILCAUSE_ATTRIB_H

@@ -15,7 +15,7 @@ set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
 # ---- daemon ------------------------------------------------------------------------
 install(TARGETS tailcause RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
-# The daemon finds relative recipe names here (src/core/recipe_path.cpp: <bin>/../share/...).
+# The daemon finds relative recipe names here (src/core/config/recipe_path.cpp: <bin>/../share/...).
 install(DIRECTORY deploy/recipes/ DESTINATION ${CMAKE_INSTALL_DATADIR}/tailcause/recipes
         COMPONENT daemon FILES_MATCHING PATTERN "*.yaml")
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT daemon RENAME copyright)

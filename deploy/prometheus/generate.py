@@ -8,7 +8,7 @@
                                                       a variant (e.g. the e2e test's short `for:`)
 
 --overrides is a YAML file deep-merged over deploy/prometheus/thresholds.yaml (or --thresholds).
-Every metric name used here is one the daemon exports (src/core/schema.h); a test extracts each
+Every metric name used here is one the daemon exports (src/core/record/schema.h); a test extracts each
 expression and evaluates it against a real Prometheus scraping the daemon.
 """
 import argparse

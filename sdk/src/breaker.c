@@ -3,7 +3,7 @@
  * tailcause_sdk_breaker_state() and tailcause_sdk_cache_state(): ask the daemon's socket about
  * one (tenant, agent) breaker or one (tenant, cache) vector cache, one connection per call,
  * bounded by a 100 ms deadline so an agent never hangs on it. Protocol:
- * src/core/breaker_protocol.h ("state TENANT AGENT\n" -> "ok closed|open consecutive=N
+ * src/core/detect/breaker_protocol.h ("state TENANT AGENT\n" -> "ok closed|open consecutive=N
  * retry_after_ms=M\n"; "cache TENANT CACHE\n" -> "ok healthy|breakdown competition_permille=C
  * miss_permille=R lookups=N\n").
  */

@@ -20,7 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "core/duration.h"
+#include "core/config/duration.h"
 #include "daemon/collection.h"
 #include "daemon/signals.h"
 

@@ -7,8 +7,8 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "core/diagnosis.h"
-#include "core/duration.h"
+#include "core/report/diagnosis.h"
+#include "core/config/duration.h"
 #include "daemon/collection.h"
 #include "daemon/signals.h"
 

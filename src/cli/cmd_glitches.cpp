@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/duration.h"
-#include "core/propagation.h"
+#include "core/config/duration.h"
+#include "core/trace/propagation.h"
 #include "daemon/startup.h"
 #include "export/glitch_listing.h"
 #include "export/incident_listing.h"

@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "cli/font_lookup.h"
 #include "cli/font_painter.h"
-#include "core/heatmap_render.h"
+#include "core/report/heatmap_render.h"
 
 namespace tailcause::cli {
 namespace {

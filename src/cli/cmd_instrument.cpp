@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tailcause instrument [OPTIONS] -- python3 agent.py ARGS...`: runs a Python agent, unchanged,
 // with the SDK's auto-instrumentation (sdk/python/tailcause/instrument.py): the interpreter is
-// exec'd as `python3 [ITS OPTIONS] -m tailcause.instrument ARGS...` (core/python_command.h)
+// exec'd as `python3 [ITS OPTIONS] -m tailcause.instrument ARGS...` (core/config/python_command.h)
 // with the SDK's package on PYTHONPATH and the options in the environment. The daemon
 // (`tailcause run`) attributes what it marks.
 #include <fmt/format.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "core/python_command.h"
+#include "core/config/python_command.h"
 
 namespace fs = std::filesystem;
 

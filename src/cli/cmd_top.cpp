@@ -18,7 +18,7 @@
 
 #include "cli/api_client.h"
 #include "cli/commands.h"
-#include "core/top_view.h"
+#include "core/report/top_view.h"
 
 namespace tailcause::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "core/heatmap_render.h"
+#include "core/report/heatmap_render.h"
 
 // FreeType's handle types, so that its headers stay out of this one.
 struct FT_LibraryRec_;

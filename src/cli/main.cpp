@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
-#include "core/duration.h"
+#include "core/config/duration.h"
 #include "export/journal.h"
 
 namespace {

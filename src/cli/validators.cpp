@@ -11,10 +11,10 @@
 #include <filesystem>
 
 #include "cli/api_client.h"
-#include "core/config.h"
-#include "core/heatmap_render.h"
+#include "core/config/config.h"
+#include "core/report/heatmap_render.h"
 #include "export/api/params.h"
-#include "core/duration.h"
+#include "core/config/duration.h"
 
 namespace tailcause::cli {
 

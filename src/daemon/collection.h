@@ -11,8 +11,8 @@
 
 #include "daemon/glitch_pipeline.h"
 #include "daemon/startup.h"
-#include "core/diagnosis.h"
-#include "core/metrics.h"
+#include "core/report/diagnosis.h"
+#include "core/record/metrics.h"
 #include "probes/probe_set.h"
 
 namespace tailcause::daemon {

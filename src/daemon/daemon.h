@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "daemon/glitch_pipeline.h"
 #include "daemon/signals.h"
 #include "daemon/startup.h"

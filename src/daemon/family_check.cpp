@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/family_check.h"
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 
 namespace tailcause::daemon {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/metrics.h"
+#include "core/record/metrics.h"
 #include "daemon/startup.h"
 #include "probes/probe_set.h"
 

@@ -18,11 +18,11 @@
 #include <variant>
 
 #include "bpf/attrib.h"
-#include "core/breaker_protocol.h"
-#include "core/proc_cgroup.h"
-#include "core/propagation.h"
-#include "core/schema.h"
-#include "core/verdict.h"
+#include "core/detect/breaker_protocol.h"
+#include "core/host/proc_cgroup.h"
+#include "core/trace/propagation.h"
+#include "core/record/schema.h"
+#include "core/detect/verdict.h"
 #include "export/breaker_socket.h"
 #include "export/breaker_store.h"
 #include "export/journal.h"

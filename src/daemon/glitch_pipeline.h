@@ -16,12 +16,12 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "daemon/startup.h"
-#include "core/glitch_analyzer.h"
-#include "core/incident_detector.h"
-#include "core/metrics.h"
-#include "core/stage_heatmap.h"
+#include "core/detect/glitch_analyzer.h"
+#include "core/detect/incident_detector.h"
+#include "core/record/metrics.h"
+#include "core/aggregate/stage_heatmap.h"
 #include "export/journal.h"
 #include "probes/probe_set.h"
 

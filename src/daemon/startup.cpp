@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/otel_env.h"
+#include "core/trace/otel_env.h"
 #include "probes/bpf_loader.h"
 #include "probes/privileges.h"
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
 

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 
 namespace tailcause::exporter {
 

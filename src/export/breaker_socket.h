@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The circuit-breaker socket: a local Unix stream socket, owner-only (0600), where agents (the
 // SDK's tailcause_sdk_breaker_state(), Python's tailcause.breaker_state()) read their
-// breaker's state to shed or slow their load. Line protocol: core/breaker_protocol.h.
+// breaker's state to shed or slow their load. Line protocol: core/detect/breaker_protocol.h.
 //
 // One thread polls the listening socket and at most `max_clients` clients (more are told
 // "error busy" and closed). It never blocks on a client: writes are non-blocking, and a client
@@ -25,8 +25,8 @@
 
 #include <sys/types.h>
 
-#include "core/breaker_protocol.h"
-#include "core/metrics.h"
+#include "core/detect/breaker_protocol.h"
+#include "core/record/metrics.h"
 
 namespace tailcause::exporter {
 

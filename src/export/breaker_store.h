@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/circuit_breaker.h"
+#include "core/detect/circuit_breaker.h"
 
 namespace tailcause::exporter {
 

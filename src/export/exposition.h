@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/metrics.h"
+#include "core/record/metrics.h"
 
 namespace tailcause::exporter {
 

@@ -7,7 +7,7 @@
 #include <ctime>
 #include <string_view>
 
-#include "core/verdict.h"
+#include "core/detect/verdict.h"
 
 namespace tailcause::exporter {
 namespace {

@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/config.h"
-#include "core/metrics.h"
+#include "core/config/config.h"
+#include "core/record/metrics.h"
 #include "export/api/api.h"
 
 struct MHD_Daemon;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "core/verdict.h"
+#include "core/detect/verdict.h"
 #include "export/glitch_listing.h"
 
 namespace tailcause::exporter {

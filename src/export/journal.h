@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 
 struct sqlite3;
 struct sqlite3_stmt;

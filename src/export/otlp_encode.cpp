@@ -6,10 +6,10 @@
 #include <array>
 #include <cstdint>
 
-#include "core/glitch_detector.h"
+#include "core/detect/glitch_detector.h"
 #include "otlp/trace_service.pb.h"
-#include "core/propagation.h"
-#include "core/trace_ids.h"
+#include "core/trace/propagation.h"
+#include "core/trace/trace_ids.h"
 
 namespace tailcause::exporter {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/request_trace.h"
-#include "core/schema.h"
+#include "core/detect/request_trace.h"
+#include "core/record/schema.h"
 
 namespace tailcause::exporter {
 

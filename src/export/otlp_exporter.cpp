@@ -10,7 +10,7 @@
 #include <ctime>
 #include <random>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "export/otlp_gzip.h"
 #include "otlp/trace_service.pb.h"
 

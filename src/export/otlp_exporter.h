@@ -22,10 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
-#include "core/metrics.h"
-#include "core/request_trace.h"
-#include "core/trace_sampler.h"
+#include "core/config/config.h"
+#include "core/record/metrics.h"
+#include "core/detect/request_trace.h"
+#include "core/trace/trace_sampler.h"
 #include "export/otlp_encode.h"
 
 namespace httplib {

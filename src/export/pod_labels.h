@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Adds namespace, pod and container labels to every per-cgroup series of a scrape (every sample
-// with a `cgroup` label naming a kubepods cgroup), from the path (core/kubepods.h) and, when
+// with a `cgroup` label naming a kubepods cgroup), from the path (core/host/kubepods.h) and, when
 // kubernetes.pod_list names one, the kubelet's pod list, read again every 30 s at most. A pod
 // list that cannot be read or parsed keeps the last good one and is logged (once a minute); the
 // series keep their uid/id labels meanwhile. The labels are a function of the cgroup label, so
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/kubepods.h"
-#include "core/metrics.h"
+#include "core/config/config.h"
+#include "core/host/kubepods.h"
+#include "core/record/metrics.h"
 
 namespace tailcause::exporter {
 

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "core/proc_self.h"
+#include "core/host/proc_self.h"
 
 namespace tailcause::exporter {
 namespace {

@@ -21,8 +21,8 @@
 #include <fmt/format.h>
 
 #include "bpf/attrib.h"
-#include "core/schema.h"
-#include "core/trace_ids.h"
+#include "core/record/schema.h"
+#include "core/trace/trace_ids.h"
 #include "probes/bpf_loader.h"
 #include "probes/cgroup_names.h"
 #include "probes/features.h"

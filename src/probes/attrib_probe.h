@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/stage_aggregator.h"
-#include "core/stage_record.h"
+#include "core/aggregate/stage_aggregator.h"
+#include "core/record/stage_record.h"
 #include "probes/exec_mappings.h"
 #include "probes/handles.h"
 #include "probes/probe_family.h"

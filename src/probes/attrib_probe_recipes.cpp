@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "bpf/attrib.h"
-#include "core/config.h"
-#include "core/stage_record.h"
+#include "core/config/config.h"
+#include "core/record/stage_record.h"
 #include "probes/attrib_probe.h"
 #include "probes/bpf_loader.h"
 #include "attrib.skel.h"

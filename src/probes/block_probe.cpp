@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "core/histogram_conversion.h"
-#include "core/schema.h"
+#include "core/aggregate/histogram_conversion.h"
+#include "core/record/schema.h"
 #include "probes/bpf_loader.h"
 #include "bpf/block.h"
 #include "block.skel.h"

@@ -8,7 +8,7 @@
 #include <deque>
 #include <mutex>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 
 namespace tailcause::probes {
 namespace {

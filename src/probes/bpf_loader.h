@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/metrics.h"
+#include "core/record/metrics.h"
 #include "probes/features.h"
 #include "probes/probe_family.h"
 

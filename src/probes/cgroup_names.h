@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace tailcause::probes {
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "core/proc_self.h"
+#include "core/host/proc_self.h"
 #include "probes/handles.h"
 
 namespace tailcause::probes {

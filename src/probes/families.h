@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "probes/probe_family.h"
 
 namespace tailcause::probes {

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "bpf/memory.h"
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "probes/bpf_loader.h"
 
 namespace tailcause::probes {

@@ -4,7 +4,7 @@
 // files (v1 memory.usage_in_bytes / memory.limit_in_bytes, v2 memory.current / memory.max).
 // Posted to the evidence board once a second, so a block_io verdict can say "memory cgroup
 // /agents/ta at its 2 MiB limit, reclaiming 14 MiB/s", and exported as counters per cgroup.
-// With each reading goes the memory stall (PSI, core/psi.h): the cgroup's own memory.pressure
+// With each reading goes the memory stall (PSI, core/host/psi.h): the cgroup's own memory.pressure
 // where it has one (v2), else the node's /proc/pressure/memory (a v1 memory cgroup has none),
 // so the verdict adds "tasks stalled on memory 23% of the time (PSI)" or "node memory stall
 // 12% (PSI)"; both are exported as counters too (none where the kernel has no PSI, or psi=0).
@@ -15,10 +15,10 @@
 #include <optional>
 #include <string>
 
-#include "core/evidence_board.h"
-#include "core/label_budget.h"
-#include "core/metrics.h"
-#include "core/psi.h"
+#include "core/host/evidence_board.h"
+#include "core/aggregate/label_budget.h"
+#include "core/record/metrics.h"
+#include "core/host/psi.h"
 #include "probes/cgroup_names.h"
 
 namespace tailcause::probes {

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "probes/bpf_loader.h"
 #include "probes/features.h"
 #include "probes/syscall_classes.h"

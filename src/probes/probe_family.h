@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/evidence_board.h"
-#include "core/label_budget.h"
-#include "core/metrics.h"
-#include "core/stage_record.h"
+#include "core/config/config.h"
+#include "core/host/evidence_board.h"
+#include "core/aggregate/label_budget.h"
+#include "core/record/metrics.h"
+#include "core/record/stage_record.h"
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <utility>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "probes/families.h"
 
 namespace tailcause::probes {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/metrics.h"
+#include "core/config/config.h"
+#include "core/record/metrics.h"
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
 #include "probes/handles.h"

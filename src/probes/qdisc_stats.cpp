@@ -15,7 +15,7 @@
 #include <ctime>
 #include <stdexcept>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 
 namespace tailcause::probes {
 namespace {

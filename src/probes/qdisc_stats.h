@@ -17,10 +17,10 @@
 #include <tuple>
 #include <vector>
 
-#include "core/evidence_board.h"
-#include "core/label_budget.h"
-#include "core/metrics.h"
-#include "core/qdisc.h"
+#include "core/host/evidence_board.h"
+#include "core/aggregate/label_budget.h"
+#include "core/record/metrics.h"
+#include "core/host/qdisc.h"
 
 struct mnl_socket;
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/recipe_match.h"
+#include "core/config/config.h"
+#include "core/host/recipe_match.h"
 #include "probes/handles.h"
 #include "probes/usdt_discovery.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tenant and agent of a recipe span (a thread with no SDK request): the identity rules'
-// answer for its process (probes.attrib.identity, core/identity_rules.h), else its cgroup,
+// answer for its process (probes.attrib.identity, core/config/identity_rules.h), else its cgroup,
 // else its process name. Reads /proc/PID/cmdline and environ only when a rule needs them, and
 // caches the answer per (process, cgroup) so a span costs a map lookup.
 #pragma once
@@ -11,8 +11,8 @@
 #include <string>
 #include <utility>
 
-#include "core/identity_rules.h"
-#include "core/stage_record.h"
+#include "core/config/identity_rules.h"
+#include "core/record/stage_record.h"
 
 namespace tailcause::probes {
 

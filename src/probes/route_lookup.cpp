@@ -11,7 +11,7 @@
 #include <ctime>
 #include <stdexcept>
 
-#include "core/peer_address.h"
+#include "core/host/peer_address.h"
 
 namespace tailcause::probes {
 

@@ -24,8 +24,8 @@
 #include <span>
 
 #include "bpf/sched.h"
-#include "core/histogram_conversion.h"
-#include "core/schema.h"
+#include "core/aggregate/histogram_conversion.h"
+#include "core/record/schema.h"
 #include "probes/bpf_loader.h"
 #include "sched.skel.h"
 

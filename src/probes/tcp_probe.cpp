@@ -12,9 +12,9 @@
 #include <cstring>
 #include <map>
 
-#include "core/histogram_conversion.h"
-#include "core/schema.h"
-#include "core/service_pair.h"
+#include "core/aggregate/histogram_conversion.h"
+#include "core/record/schema.h"
+#include "core/record/service_pair.h"
 #include "probes/bpf_loader.h"
 #include "probes/ring_reader.h"
 #include "bpf/hist.h"

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "probes/handles.h"
 
 namespace tailcause::probes {

@@ -23,8 +23,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/cpu_stat.h"
-#include "core/label_budget.h"
+#include "core/host/cpu_stat.h"
+#include "core/aggregate/label_budget.h"
 #include "probes/probe_family.h"
 
 namespace tailcause::probes {

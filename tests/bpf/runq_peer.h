@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/metrics.h"
+#include "core/record/metrics.h"
 
 namespace tailcause::testing {
 

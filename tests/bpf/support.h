@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/metrics.h"
+#include "core/record/metrics.h"
 #include "probes/cgroup_names.h"
 #include "probes/features.h"
 

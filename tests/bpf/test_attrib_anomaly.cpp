@@ -4,7 +4,7 @@
 // thread's records carry no throttling. The entropy detector joins the two on real records.
 #include "attrib_fixture.h"
 
-#include "core/entropy_spike.h"
+#include "core/detect/entropy_spike.h"
 
 namespace tailcause::testing {
 namespace {

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "attrib_fixture.h"
-#include "core/stage_aggregator.h"
-#include "core/verdict.h"
+#include "core/aggregate/stage_aggregator.h"
+#include "core/detect/verdict.h"
 
 namespace tailcause::testing {
 namespace {

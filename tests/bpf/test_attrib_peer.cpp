@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "core/verdict.h"
+#include "core/detect/verdict.h"
 
 namespace tailcause::testing {
 namespace {

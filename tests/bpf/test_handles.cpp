@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "probes/families.h"
 #include "probes/attrib_probe.h"
 #include "probes/probe_set.h"

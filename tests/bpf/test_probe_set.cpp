@@ -6,9 +6,9 @@
 #include <chrono>
 #include <thread>
 
-#include "core/config.h"
-#include "core/metrics.h"
-#include "core/schema.h"
+#include "core/config/config.h"
+#include "core/record/metrics.h"
+#include "core/record/schema.h"
 #include "probes/probe_set.h"
 #include "support.h"
 

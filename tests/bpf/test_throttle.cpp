@@ -12,8 +12,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/config.h"
-#include "core/cpu_stat.h"
+#include "core/config/config.h"
+#include "core/host/cpu_stat.h"
 #include "probes/throttle_probe.h"
 #include "support.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "export/api/api.h"
 #include "export/journal.h"
 

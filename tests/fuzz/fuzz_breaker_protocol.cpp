@@ -9,7 +9,7 @@
 #include <string_view>
 #include <variant>
 
-#include "core/breaker_protocol.h"
+#include "core/detect/breaker_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tailcause::core;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/cpu_stat.h"
+#include "core/host/cpu_stat.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tailcause::core;

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/duration.h"
+#include "core/config/duration.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tailcause::core;

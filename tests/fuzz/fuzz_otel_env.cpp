@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/otel_env.h"
-#include "core/traceparent.h"
+#include "core/trace/otel_env.h"
+#include "core/record/traceparent.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tailcause::core;

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/propagation.h"
+#include "core/trace/propagation.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tailcause::core;

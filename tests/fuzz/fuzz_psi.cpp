@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "core/psi.h"
+#include "core/host/psi.h"
 
 namespace {
 

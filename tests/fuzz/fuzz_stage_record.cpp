@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/stage_record.h"
+#include "core/record/stage_record.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tailcause::core;

@@ -4,7 +4,7 @@
 dashboard panel's and template variable's, with Grafana's variables filled in.
 
   check_exprs.py [--rules-out FILE]        checks that each names only metrics the daemon
-                                           exports (src/core/schema.h) or the rules record; with
+                                           exports (src/core/record/schema.h) or the rules record; with
                                            --rules-out writes them all as recording rules, for
                                            `promtool check rules` to parse
   check_exprs.py --list [--rate-interval 10s] [--rules R] [--dashboards DIR]
@@ -104,7 +104,7 @@ def main():
                         base = base[: -len(s)]
                         break
                 if base not in known:
-                    bad.append(f"{e['source']}: {name} is not exported (src/core/schema.h)")
+                    bad.append(f"{e['source']}: {name} is not exported (src/core/record/schema.h)")
     if bad:
         print("\n".join(bad), file=sys.stderr)
         return 1

@@ -5,7 +5,7 @@
 # unit tests (deploy/prometheus/tests) see every alert fire on its fault series and stay silent on
 # healthy ones; every dashboard is valid against Grafana's own dashboard schema; every
 # expression (rules and panels) parses and names only metrics the daemon exports
-# (src/core/schema.h). ctest: prometheus_rules (label prometheus).
+# (src/core/record/schema.h). ctest: prometheus_rules (label prometheus).
 set -euo pipefail
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$SRC_DIR"

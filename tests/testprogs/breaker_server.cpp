@@ -17,7 +17,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "core/breaker_protocol.h"
+#include "core/detect/breaker_protocol.h"
 #include "export/breaker_socket.h"
 
 namespace core = tailcause::core;

@@ -14,8 +14,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "core/trace_ids.h"
-#include "core/traceparent.h"
+#include "core/trace/trace_ids.h"
+#include "core/record/traceparent.h"
 #include "export/otlp_encode.h"
 #include "export/otlp_exporter.h"
 

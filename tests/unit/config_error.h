@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace tailcause::testing {
 

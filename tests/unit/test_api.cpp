@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/histogram_conversion.h"
-#include "core/schema.h"
+#include "core/aggregate/histogram_conversion.h"
+#include "core/record/schema.h"
 #include "export/api/api.h"
 #include "export/http_server.h"
 #include "export/journal.h"

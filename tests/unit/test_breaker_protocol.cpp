@@ -7,7 +7,7 @@
 #include <string>
 #include <variant>
 
-#include "core/breaker_protocol.h"
+#include "core/detect/breaker_protocol.h"
 
 namespace tailcause::core {
 namespace {

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/breaker_protocol.h"
+#include "core/detect/breaker_protocol.h"
 #include "export/breaker_socket.h"
 #include "temp_dir.h"
 

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "export/breaker_socket.h"
 
 namespace tailcause {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/circuit_breaker.h"
+#include "core/detect/circuit_breaker.h"
 #include "export/breaker_store.h"
 #include "temp_dir.h"
 

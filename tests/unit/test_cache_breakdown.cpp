@@ -3,8 +3,8 @@
 // quantiles, the evidence text and the bound on tracked series.
 #include <gtest/gtest.h>
 
-#include "core/cache_breakdown.h"
-#include "core/verdict.h"
+#include "core/detect/cache_breakdown.h"
+#include "core/detect/verdict.h"
 
 namespace tailcause::core {
 namespace {

@@ -4,8 +4,8 @@
 // report's table and JSON.
 #include <gtest/gtest.h>
 
-#include "core/cache_loop_report.h"
-#include "core/diagnosis.h"
+#include "core/detect/cache_loop_report.h"
+#include "core/report/diagnosis.h"
 
 namespace tailcause::core {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 using namespace tailcause::core;
 

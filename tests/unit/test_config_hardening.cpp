@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
-#include "core/config.h"
-#include "core/config_yaml.h"
+#include "core/config/config.h"
+#include "core/config/config_yaml.h"
 #include "temp_dir.h"
 
 using namespace tailcause::core;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
-#include "core/cpu_stat.h"
+#include "core/host/cpu_stat.h"
 
 using namespace tailcause::core;
 

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <time.h>
 
-#include "core/diagnosis.h"
+#include "core/report/diagnosis.h"
 #include "daemon/glitch_pipeline.h"
 #include "export/journal.h"
 #include "temp_dir.h"

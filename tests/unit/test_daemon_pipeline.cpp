@@ -14,7 +14,7 @@
 
 #include "daemon/glitch_pipeline.h"
 #include "bpf/attrib.h"
-#include "core/propagation.h"
+#include "core/trace/propagation.h"
 #include "export/journal.h"
 #include "temp_dir.h"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/diagnosis.h"
+#include "core/report/diagnosis.h"
 
 namespace tailcause::core {
 namespace {

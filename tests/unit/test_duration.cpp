@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/duration.h"
+#include "core/config/duration.h"
 
 namespace tailcause::core {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "core/entropy_spike.h"
+#include "core/detect/entropy_spike.h"
 
 namespace tailcause::core {
 namespace {

@@ -4,7 +4,7 @@
 // expiry.
 #include <gtest/gtest.h>
 
-#include "core/evidence_board.h"
+#include "core/host/evidence_board.h"
 
 using tailcause::core::EvidenceBoard;
 using tailcause::core::MemoryStall;

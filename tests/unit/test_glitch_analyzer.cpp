@@ -3,7 +3,7 @@
 // circuit breaker, request traces for export, the glitch series and the diagnose summary.
 #include <gtest/gtest.h>
 
-#include "core/glitch_analyzer.h"
+#include "core/detect/glitch_analyzer.h"
 
 namespace tailcause::core {
 namespace {

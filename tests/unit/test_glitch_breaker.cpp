@@ -2,7 +2,7 @@
 // The per-(tenant, agent) circuit breaker: trip, reset, quiet-period close, persistence.
 #include <gtest/gtest.h>
 
-#include "core/circuit_breaker.h"
+#include "core/detect/circuit_breaker.h"
 
 namespace tailcause::core {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "config_error.h"
-#include "core/config.h"
+#include "core/config/config.h"
 
 using namespace tailcause::core;
 using tailcause::testing::config_error;

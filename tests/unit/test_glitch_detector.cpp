@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "core/glitch_detector.h"
+#include "core/detect/glitch_detector.h"
 
 namespace tailcause::core {
 namespace {

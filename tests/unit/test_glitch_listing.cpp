@@ -100,7 +100,7 @@ TEST(GlitchListing, EmptyListSaysSo) {
   EXPECT_EQ(render_glitch_table({}, ""), "no glitches\n");
 }
 
-// Every component (core/schema.h) is listed under its name with its own value.
+// Every component (core/record/schema.h) is listed under its name with its own value.
 TEST(GlitchListing, JsonListsEveryComponentByName) {
   GlitchRow r = throttled_row();
   for (auto c : tailcause::core::kAllComponents)

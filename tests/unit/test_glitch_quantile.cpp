@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "core/streaming_quantile.h"
+#include "core/aggregate/streaming_quantile.h"
 
 namespace tailcause::core {
 namespace {

@@ -2,7 +2,7 @@
 // Verdicts for each fault, from synthetic records against a learned normal profile.
 #include <gtest/gtest.h>
 
-#include "core/verdict.h"
+#include "core/detect/verdict.h"
 
 namespace tailcause::core {
 namespace {

@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "core/heatmap_render.h"
+#include "core/report/heatmap_render.h"
 
 namespace tailcause::core {
 namespace {

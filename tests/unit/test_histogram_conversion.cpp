@@ -4,7 +4,7 @@
 #include <array>
 #include <cmath>
 
-#include "core/histogram_conversion.h"
+#include "core/aggregate/histogram_conversion.h"
 
 using namespace tailcause::core;
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "core/config.h"
-#include "core/identity_rules.h"
+#include "core/config/config.h"
+#include "core/config/identity_rules.h"
 
 namespace tailcause::core {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "config_error.h"
-#include "core/config.h"
-#include "core/incident_detector.h"
+#include "core/config/config.h"
+#include "core/detect/incident_detector.h"
 
 using namespace tailcause::core;
 using tailcause::testing::config_error;

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <random>
 
-#include "core/incident_detector.h"
+#include "core/detect/incident_detector.h"
 
 namespace tailcause::core {
 namespace {

@@ -105,7 +105,7 @@ TEST(Journal, RoundTripKeepsEveryFieldAndUsesWal) {
   EXPECT_EQ(raw_text(dir.file(), "PRAGMA user_version"), std::to_string(Journal::kSchemaVersion));
 }
 
-// Every component (core/schema.h) has its own column, "<name>_s", that holds its seconds and
+// Every component (core/record/schema.h) has its own column, "<name>_s", that holds its seconds and
 // reads back into the same component; v1's column names stay what existing journals hold.
 TEST(Journal, EveryComponentHasItsOwnColumn) {
   using tailcause::core::Component;

@@ -2,14 +2,14 @@
 // Pod and container from kubepods cgroup paths (both kubelet cgroup drivers, every QoS class,
 // containerd / docker / cri-o, v1 and v2 alike: the paths are the same below the hierarchy's
 // root), the kubelet's pod list, and the labels they give a per-cgroup series.
-#include "core/kubepods.h"
+#include "core/host/kubepods.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace tailcause::core {
 namespace {

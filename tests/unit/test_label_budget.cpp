@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "core/label_budget.h"
+#include "core/aggregate/label_budget.h"
 
 using namespace tailcause::core;
 

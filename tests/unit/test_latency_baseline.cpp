@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "core/latency_baseline.h"
+#include "core/aggregate/latency_baseline.h"
 
 namespace tailcause::core {
 namespace {

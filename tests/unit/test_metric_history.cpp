@@ -3,7 +3,7 @@
 // on series, forgetting vanished series, and the histogram quantile.
 #include <gtest/gtest.h>
 
-#include "core/metric_history.h"
+#include "core/aggregate/metric_history.h"
 
 namespace tailcause::core {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "core/metrics.h"
+#include "core/record/metrics.h"
 
 using namespace tailcause::core;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The OpenTelemetry exporter variables: the spec's list syntax, percent-decoding, the base URL
 // rule, warnings for bad values, and the configuration file winning over them.
-#include "core/otel_env.h"
+#include "core/trace/otel_env.h"
 
 #include <gtest/gtest.h>
 

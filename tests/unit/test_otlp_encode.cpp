@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/trace_ids.h"
+#include "core/trace/trace_ids.h"
 #include "export/otlp_encode.h"
 #include "otlp/trace_service.pb.h"
 
@@ -235,7 +235,7 @@ TEST(OtlpEncode, StageBreakdownCountersAndVerdict) {
   EXPECT_EQ(spans[3].status().message(), evidence);
 }
 
-// Every component (core/schema.h) reaches the span under its own attribute, named after it.
+// Every component (core/record/schema.h) reaches the span under its own attribute, named after it.
 TEST(OtlpEncode, AStageLinksToTheSpanOfTheThreadItWaitedOn) {
   core::RequestTrace t = sample_trace();
   // Retrieval (tid 4243) waited 80 ms on a helper (tid 4250) that ran a worker span; generation

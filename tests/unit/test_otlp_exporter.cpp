@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/trace_ids.h"
+#include "core/trace/trace_ids.h"
 #include "export/otlp_exporter.h"
 #include "export/otlp_gzip.h"
 #include "otlp/trace_service.pb.h"

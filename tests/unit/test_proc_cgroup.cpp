@@ -2,7 +2,7 @@
 // /proc/PID/cgroup parsing: the memory controller's cgroup on v1, hybrid and v2 hosts.
 #include <gtest/gtest.h>
 
-#include "core/proc_cgroup.h"
+#include "core/host/proc_cgroup.h"
 
 namespace tailcause::core {
 namespace {

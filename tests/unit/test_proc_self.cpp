@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The process_* series: procfs parsing on the kernel's own text (and this process's files), and
 // the collector against a procfs tree written here.
-#include "core/proc_self.h"
+#include "core/host/proc_self.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bpf/attrib.h"
-#include "core/glitch_detector.h"
-#include "core/propagation.h"
+#include "core/detect/glitch_detector.h"
+#include "core/trace/propagation.h"
 
 namespace tailcause::core {
 namespace {

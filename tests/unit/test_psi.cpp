@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/psi.h"
+#include "core/host/psi.h"
 
 namespace tailcause::core {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/python_command.h"
+#include "core/config/python_command.h"
 
 namespace tailcause::core {
 namespace {

@@ -14,9 +14,9 @@
 #include <span>
 #include <vector>
 
-#include "core/evidence_board.h"
-#include "core/qdisc.h"
-#include "core/verdict.h"
+#include "core/host/evidence_board.h"
+#include "core/host/qdisc.h"
+#include "core/detect/verdict.h"
 #include "probes/qdisc_stats.h"
 
 namespace tailcause::core {

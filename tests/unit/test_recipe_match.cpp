@@ -3,8 +3,8 @@
 // one recipe, and the state names `probes` and tailcause_recipe_status use.
 #include <gtest/gtest.h>
 
-#include "core/config.h"
-#include "core/recipe_match.h"
+#include "core/config/config.h"
+#include "core/host/recipe_match.h"
 
 namespace tailcause::core {
 namespace {

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "bpf/attrib.h"
-#include "core/config.h"
-#include "core/glitch_analyzer.h"
-#include "core/glitch_detector.h"
+#include "core/config/config.h"
+#include "core/detect/glitch_analyzer.h"
+#include "core/detect/glitch_detector.h"
 
 namespace tailcause::core {
 namespace {

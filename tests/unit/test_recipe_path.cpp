@@ -6,8 +6,8 @@
 #include <fstream>
 #include <set>
 
-#include "core/config.h"
-#include "core/recipe_path.h"
+#include "core/config/config.h"
+#include "core/config/recipe_path.h"
 
 namespace tailcause::core {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace tailcause::core {
 namespace {

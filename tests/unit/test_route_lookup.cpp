@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/peer_address.h"
+#include "core/host/peer_address.h"
 #include "probes/route_lookup.h"
 
 namespace tailcause {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/schema.h against what derives from it: component names, the metric registry, the
+// core/record/schema.h against what derives from it: component names, the metric registry, the
 // families the core emitters add, and the sources (every metric name literal is registered and
 // spelled only in schema.h; every family diagnose reads is emitted by a family, with the type
 // diagnose reads it as). The journal, OTLP and listing checks are in their own tests
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "core/glitch_analyzer.h"
-#include "core/schema.h"
-#include "core/stage_aggregator.h"
+#include "core/detect/glitch_analyzer.h"
+#include "core/record/schema.h"
+#include "core/aggregate/stage_aggregator.h"
 
 namespace tailcause::core {
 namespace {
@@ -67,7 +67,7 @@ TEST(Schema, MetricNamesAreDistinctPrefixedAndWithoutTotal) {
 void expect_registered(const MetricSet& set) {
   for (const MetricFamily& f : set.families()) {
     const MetricSpec* spec = find_metric(f.name);
-    ASSERT_NE(spec, nullptr) << f.name << " is emitted but not in core/schema.h";
+    ASSERT_NE(spec, nullptr) << f.name << " is emitted but not in core/record/schema.h";
     EXPECT_EQ(spec->type, f.type) << f.name;
   }
 }
@@ -180,7 +180,7 @@ const Source& source(const std::vector<Source>& all, const std::string& path) {
 // metric::kName -> "tailcause_name", parsed from schema.h.
 std::map<std::string, std::string> metric_constants(const std::vector<Source>& all) {
   std::map<std::string, std::string> out;
-  const std::string& text = source(all, "core/schema.h").text;
+  const std::string& text = source(all, "core/record/schema.h").text;
   static const std::regex def(
       R"re(inline constexpr const char (k\w+)\[\] =\s*"(tailcause_\w+)";)re");
   for (std::sregex_iterator it(text.begin(), text.end(), def), end; it != end; ++it)
@@ -197,8 +197,8 @@ TEST(Schema, MetricNameLiteralsAreRegisteredAndSpelledOnlyInTheSchema) {
       const std::string name = (*it)[1];
       seen++;
       EXPECT_NE(find_metric(name), nullptr)
-          << "src/" << s.path << " names " << name << ", which core/schema.h does not register";
-      if (s.path != "core/schema.h")
+          << "src/" << s.path << " names " << name << ", which core/record/schema.h does not register";
+      if (s.path != "core/record/schema.h")
         ADD_FAILURE() << "src/" << s.path << " spells \"" << name
                       << "\": use its core::metric constant";
     }
@@ -227,7 +227,7 @@ Uses uses(const std::vector<Source>& all, const std::map<std::string, std::strin
                                                         {"Gauge", MetricType::Gauge},
                                                         {"Histogram", MetricType::Histogram}};
   for (const Source& s : all) {
-    if (s.path == "core/schema.h" || s.path.starts_with("core/diagnosis")) continue;
+    if (s.path == "core/record/schema.h" || s.path.starts_with("core/diagnosis")) continue;
     std::map<std::string, std::string> local;  // a file's own alias -> the metric constant
     for (std::sregex_iterator it(s.text.begin(), s.text.end(), alias), end; it != end; ++it)
       local[(*it)[1]] = (*it)[2];
@@ -280,7 +280,7 @@ TEST(Schema, DiagnoseReadsOnlyEmittedFamiliesAsTheirType) {
   const auto all = sources();
   const auto constants = metric_constants(all);
   const auto u = uses(all, constants);
-  const std::string& text = source(all, "core/diagnosis.cpp").text;
+  const std::string& text = source(all, "core/report/diagnosis.cpp").text;
   static const std::regex read(
       R"re((counter_delta|histogram_delta|samples_of|has_family)\([^;]*?metric::(k\w+)\))re");
   std::set<std::string> read_names;

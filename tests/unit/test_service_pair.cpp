@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Service-pair labels: ephemeral ports folded to "*", IPv6 bracketed, v4-mapped as IPv4.
-#include "core/service_pair.h"
+#include "core/record/service_pair.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

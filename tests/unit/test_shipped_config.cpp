@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 TEST(ShippedConfig, ParsesAndEqualsTheBuiltInDefaults) {
   const std::string path = std::string(TAILCAUSE_SOURCE_DIR) + "/deploy/tailcause.yaml";

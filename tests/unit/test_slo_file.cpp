@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "temp_dir.h"
 
 using namespace tailcause::core;

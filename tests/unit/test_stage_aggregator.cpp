@@ -2,7 +2,7 @@
 // The attribution aggregator: series per tenant/agent/stage, exemplars, folding, errors.
 #include <gtest/gtest.h>
 
-#include "core/stage_aggregator.h"
+#include "core/aggregate/stage_aggregator.h"
 
 namespace tailcause::core {
 namespace {

@@ -2,7 +2,7 @@
 // The probes.attrib configuration section.
 #include <gtest/gtest.h>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace tailcause::core {
 namespace {

@@ -3,8 +3,8 @@
 // time, the buckets the exported histogram has; whole-second columns, the window, the bounds.
 #include <gtest/gtest.h>
 
-#include "core/histogram_conversion.h"
-#include "core/stage_heatmap.h"
+#include "core/aggregate/histogram_conversion.h"
+#include "core/aggregate/stage_heatmap.h"
 
 namespace tailcause::core {
 namespace {

@@ -6,7 +6,7 @@
 #include <span>
 
 #include "bpf/attrib.h"
-#include "core/stage_record.h"
+#include "core/record/stage_record.h"
 
 namespace tailcause::core {
 namespace {

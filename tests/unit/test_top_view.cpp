@@ -3,7 +3,7 @@
 // asked, and every line within a narrow terminal's width.
 #include <gtest/gtest.h>
 
-#include "core/top_view.h"
+#include "core/report/top_view.h"
 
 namespace tailcause::core {
 namespace {

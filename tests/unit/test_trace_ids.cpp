@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "core/trace_ids.h"
+#include "core/trace/trace_ids.h"
 
 using namespace tailcause::core;
 

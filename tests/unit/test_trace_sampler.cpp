@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "core/trace_ids.h"
-#include "core/trace_sampler.h"
+#include "core/trace/trace_ids.h"
+#include "core/trace/trace_sampler.h"
 
 namespace tailcause::core {
 namespace {

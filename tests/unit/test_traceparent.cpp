@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // W3C traceparent as the SDK passes it through request_begin: every rule of the spec, and the
 // bare trace id the SDK has always accepted.
-#include "core/traceparent.h"
+#include "core/record/traceparent.h"
 
 #include <gtest/gtest.h>
 

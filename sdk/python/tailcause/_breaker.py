@@ -3,7 +3,7 @@
 read over its local socket (pure Python, no ctypes): an agent sheds or slows its load while its
 breaker is open; a cache library warms up and resizes quotas from the cache verdict.
 
-Protocol (src/core/breaker_protocol.h): "state TENANT AGENT\\n" with percent-encoded fields,
+Protocol (src/core/detect/breaker_protocol.h): "state TENANT AGENT\\n" with percent-encoded fields,
 answered "ok closed|open consecutive=N retry_after_ms=M\\n"; "cache TENANT CACHE\\n", answered
 "ok healthy|breakdown competition_permille=C miss_permille=R lookups=N\\n"."""
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "export/api/endpoints.h"
 #include "export/glitch_listing.h"
 #include "export/journal.h"

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <thread>
 
-#include "core/metric_history.h"
-#include "core/metrics.h"
-#include "core/stage_heatmap.h"
+#include "core/aggregate/metric_history.h"
+#include "core/record/metrics.h"
+#include "core/aggregate/stage_heatmap.h"
 #include "export/api/params.h"
 
 namespace tailcause::exporter {

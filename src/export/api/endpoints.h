@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "core/metric_history.h"
-#include "core/stage_heatmap.h"
+#include "core/aggregate/metric_history.h"
+#include "core/aggregate/stage_heatmap.h"
 #include "export/api/params.h"
 
 namespace tailcause::exporter::api {

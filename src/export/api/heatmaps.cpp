@@ -5,7 +5,7 @@
 #include <charconv>
 #include <map>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "export/api/endpoints.h"
 
 namespace tailcause::exporter::api {

@@ -6,8 +6,8 @@
 #include <map>
 #include <utility>
 
-#include "core/histogram_conversion.h"
-#include "core/schema.h"
+#include "core/aggregate/histogram_conversion.h"
+#include "core/record/schema.h"
 #include "export/api/endpoints.h"
 
 namespace tailcause::exporter::api {

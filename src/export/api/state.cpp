@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "core/schema.h"
+#include "core/record/schema.h"
 #include "export/api/endpoints.h"
 
 namespace tailcause::exporter::api {
