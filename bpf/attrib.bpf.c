@@ -521,7 +521,7 @@ int BPF_PROG(attrib_migrate_btf, struct task_struct *p, int dest_cpu)
 	}
 	s = served_in_process(p->tgid) ? bpf_task_storage_get(&attrib_served, p, 0, 0) : NULL;
 	if (s && s->snap_ts && (to = cfs_rq_on(p, dest_cpu)))
-		move_throttle_clock(&s->cfs_rq, &s->throttle_snap, &s->throttled, &s->moved_throttled,
-				    to);
+		move_throttle_clock(&s->cfs_rq, &s->throttle_snap, &s->throttled,
+				    &s->moved_throttled, to);
 	return 0;
 }

@@ -27,10 +27,10 @@
 
 /* String limits of the SDK contract (sdk.h: TAILCAUSE_MAX_TENANT, TAILCAUSE_MAX_NAME), in
  * bytes without the NUL; the fields hold one more byte and are padded to 8. */
-#define ATTRIB_MAX_TENANT     64
-#define ATTRIB_MAX_NAME	      32
-#define ATTRIB_TENANT_SIZE    72
-#define ATTRIB_NAME_SIZE      40
+#define ATTRIB_MAX_TENANT  64
+#define ATTRIB_MAX_NAME	   32
+#define ATTRIB_TENANT_SIZE 72
+#define ATTRIB_NAME_SIZE   40
 /* A W3C trace id (32 hex digits) or traceparent (55 characters) as text; validated in user space */
 #define ATTRIB_TRACE_ID_CHARS 55
 #define ATTRIB_TRACE_ID_SIZE  64
@@ -67,7 +67,7 @@ enum attrib_record_type {
 	ATTRIB_REC_QUALITY = 4,
 	ATTRIB_REC_EXEC = 5,	     /* a process exec'd: user space looks for new USDT binaries */
 	ATTRIB_REC_PROCESS_EXIT = 6, /* a process with requests exited: user space frees them */
-	ATTRIB_REC_CACHE_ACTION = 7, /* a cache library's action (warm-up, rebalance, eviction...) */
+	ATTRIB_REC_CACHE_ACTION = 7, /* a cache library's action (warm-up, rebalance...) */
 };
 
 /* attrib_identity.flags */

@@ -362,7 +362,8 @@ static __always_inline bool resolve_peer_wait(struct attrib_task *c, struct task
 	local = loopback_peer(&c->off_peer);
 	if (local)
 		mark_served(current_tgid());
-	s = bpf_task_storage_get(&attrib_served, cur, 0, local ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	s = bpf_task_storage_get(&attrib_served, cur, 0,
+				 local ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!s || (s->client_tid != client && !local))
 		return false;
 	if (!s->snap_ts || now <= s->snap_ts) { /* first seen: its clocks from now on */
@@ -393,8 +394,8 @@ static __always_inline bool resolve_peer_wait(struct attrib_task *c, struct task
 	c->span.component_ns[ATTRIB_RUNQUEUE] += queued - throttled;
 	c->span.component_ns[ATTRIB_NETWORK] += wait - queued;
 	add_peer_wait(c, wait - queued);
-	note_waker(c, cur, queued,
-		   throttled * 2 > queued ? ATTRIB_CPU_THROTTLED : ATTRIB_RUNQUEUE, ATTRIB_NETWORK);
+	note_waker(c, cur, queued, throttled * 2 > queued ? ATTRIB_CPU_THROTTLED : ATTRIB_RUNQUEUE,
+		   ATTRIB_NETWORK);
 	c->off_ts = 0;
 	count_in(&attrib_critpath, ATTRIB_CRIT_PEER);
 	return true;

@@ -94,7 +94,7 @@ static __always_inline __u64 current_cgroup(void)
 static __always_inline int on_insert(struct request *rq)
 {
 	__u64 key = (__u64)rq;
-	struct issue issue = { .ns = 0, .cgroup = current_cgroup() };
+	struct issue issue = {.ns = 0, .cgroup = current_cgroup()};
 
 	if (bpf_map_update_elem(&block_issue_ns, &key, &issue, BPF_ANY))
 		count_in(&block_events_lost, 0);
@@ -105,7 +105,7 @@ static __always_inline int on_issue(struct request *rq)
 {
 	__u64 key = (__u64)rq;
 	struct issue *inserted = bpf_map_lookup_elem(&block_issue_ns, &key);
-	struct issue issue = { .ns = bpf_ktime_get_ns() };
+	struct issue issue = {.ns = bpf_ktime_get_ns()};
 
 	/* A requeued request is issued again: its time restarts, its submitter stays. */
 	issue.cgroup = inserted && inserted->cgroup ? inserted->cgroup : current_cgroup();
@@ -146,9 +146,9 @@ static __always_inline int on_complete(struct request *rq, unsigned int nr_bytes
 
 	log2_hist_add(&v->latency_ns, took);
 
-	struct block_cgroup_key ckey = { .cgroup = cgroup, .major = key.major, .minor = key.minor };
+	struct block_cgroup_key ckey = {.cgroup = cgroup, .major = key.major, .minor = key.minor};
 	struct block_cgroup_value *c = lookup_or_insert(&block_cgroup_io, &ckey, &zero_cgroup_value,
-							 &block_events_lost, 0);
+							&block_events_lost, 0);
 	if (c) {
 		c->requests++;
 		c->bytes += nr_bytes; /* the first part of a request completed in parts */

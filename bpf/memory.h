@@ -34,9 +34,9 @@ struct memory_value {
 /* Per-CPU totals of the reclaim one memory cgroup's tasks did because a limit was reached (the
  * kernel's mm_vmscan_memcg_reclaim_begin/end, in the charging task). */
 struct memcg_reclaim {
-	__u64 reclaim_ns;	/* time spent reclaiming */
-	__u64 reclaimed_pages;	/* pages the reclaim freed */
-	__u64 reclaims;		/* reclaim passes */
+	__u64 reclaim_ns;      /* time spent reclaiming */
+	__u64 reclaimed_pages; /* pages the reclaim freed */
+	__u64 reclaims;	       /* reclaim passes */
 };
 
 #endif

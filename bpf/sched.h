@@ -43,7 +43,7 @@ struct sched_cgroup_stats {
 
 /* Per CPU: the sampled run-queue length of that CPU. */
 struct sched_runqlen {
-	struct tailcause_linear_hist hist;      /* sparse samples: no cgroup throttled */
+	struct tailcause_linear_hist hist;	/* sparse samples: no cgroup throttled */
 	struct tailcause_linear_hist throttled; /* dense samples: while a cgroup is throttled */
 };
 

@@ -57,7 +57,7 @@ struct {
  * and counted in tcp_lost[LOST_RINGBUF]. Read by TcpProbe::consume(), at the daemon's tick or
  * when a record makes the backlog cross TCP_WAKEUP_BYTES (submit_flags()). */
 #define TCP_RINGBUF_BYTES (1 << 20)
-#define TCP_WAKEUP_BYTES (TCP_RINGBUF_BYTES / 8)
+#define TCP_WAKEUP_BYTES  (TCP_RINGBUF_BYTES / 8)
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, TCP_RINGBUF_BYTES);

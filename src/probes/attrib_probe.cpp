@@ -119,9 +119,10 @@ void AttribProbe::start(const ProbeContext& ctx) {
   const bool multi =
       ctx.features.uprobe_multi && (only_pid_ == 0 || ctx.features.uprobe_multi_pid_filter);
   if (ctx.features.uprobe_multi && !multi) {
-    spdlog::info("attrib: this kernel's uprobe_multi pid filter matches one thread, so process "
-                 "{}'s probes attach as perf-event uprobes",
-                 only_pid_);
+    spdlog::info(
+        "attrib: this kernel's uprobe_multi pid filter matches one thread, so process "
+        "{}'s probes attach as perf-event uprobes",
+        only_pid_);
   }
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel_->obj) {

@@ -86,8 +86,8 @@ class AttribProbe final : public ProbeFamily {
   std::vector<std::string> recipe_problems() const;
   uint64_t recipe_calls(size_t index) const;
   uint64_t recipe_spans(size_t index) const;
-  uint64_t events_lost() const;      // dropped: ring buffer or a map full
-  uint64_t missed_switches() const;  // switch-ins the kernel did not report, recovered
+  uint64_t events_lost() const;       // dropped: ring buffer or a map full
+  uint64_t missed_switches() const;   // switch-ins the kernel did not report, recovered
   int64_t spans_in_progress() const;  // stage and recipe spans open on the node now
   // The same as counted by the per-process gates of the scheduler programs, each gate's count
   // as an absolute value: equal to spans_in_progress() while the gates are balanced.

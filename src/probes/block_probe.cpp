@@ -223,7 +223,8 @@ void BlockProbe::forget_removed_devices() {
   const int cfd = bpf_map__fd(skel_->maps.block_cgroup_io);
   for (const block_cgroup_key& key : map_keys<block_cgroup_key>(cfd, kMaxCgroupKeys)) {
     const std::string name = cgroups_ ? cgroups_->name(key.cgroup) : "";
-    if (!name.starts_with("id:") && std::filesystem::exists(cgroups_->directory(name), ec)) continue;
+    if (!name.starts_with("id:") && std::filesystem::exists(cgroups_->directory(name), ec))
+      continue;
     bpf_map_delete_elem(cfd, &key);
     cgroup_io_.erase({key.cgroup, key.major, key.minor});
   }

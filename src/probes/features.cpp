@@ -186,18 +186,34 @@ Feature probe_uprobe_multi_pid_filter() {
   const bpf_insn count_call[] = {
       // *(u32 *)(r10 - 4) = 0; r2 = r10 - 4; r1 = &map; r0 = bpf_map_lookup_elem(r1, r2)
       {.code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .src_reg = 0, .off = -4, .imm = 0},
-      {.code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10, .off = 0,
+      {.code = BPF_ALU64 | BPF_MOV | BPF_X,
+       .dst_reg = BPF_REG_2,
+       .src_reg = BPF_REG_10,
+       .off = 0,
        .imm = 0},
-      {.code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .src_reg = 0, .off = 0, .imm = -4},
-      {.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD,
-       .off = 0, .imm = map.get()},
+      {.code = BPF_ALU64 | BPF_ADD | BPF_K,
+       .dst_reg = BPF_REG_2,
+       .src_reg = 0,
+       .off = 0,
+       .imm = -4},
+      {.code = BPF_LD | BPF_DW | BPF_IMM,
+       .dst_reg = BPF_REG_1,
+       .src_reg = BPF_PSEUDO_MAP_FD,
+       .off = 0,
+       .imm = map.get()},
       {.code = 0, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
-      {.code = BPF_JMP | BPF_CALL, .dst_reg = 0, .src_reg = 0, .off = 0,
+      {.code = BPF_JMP | BPF_CALL,
+       .dst_reg = 0,
+       .src_reg = 0,
+       .off = 0,
        .imm = BPF_FUNC_map_lookup_elem},
       // if (r0) lock *(u64 *)r0 += 1
       {.code = BPF_JMP | BPF_JEQ | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 2, .imm = 0},
       {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .src_reg = 0, .off = 0, .imm = 1},
-      {.code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_0, .src_reg = BPF_REG_1, .off = 0,
+      {.code = BPF_STX | BPF_ATOMIC | BPF_DW,
+       .dst_reg = BPF_REG_0,
+       .src_reg = BPF_REG_1,
+       .off = 0,
        .imm = BPF_ADD},
       {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = 0},
       {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
@@ -215,8 +231,8 @@ Feature probe_uprobe_multi_pid_filter() {
     f.detail = "the probe's own function is in no file mapping" + fallback;
     return f;
   }
-  const int link = create_uprobe_multi_link(prog.get(), target->first, {target->second}, {}, {},
-                                            getpid());
+  const int link =
+      create_uprobe_multi_link(prog.get(), target->first, {target->second}, {}, {}, getpid());
   if (link < 0) {
     f.detail = "attach: " + err_text(link) + fallback;
     return f;
@@ -231,9 +247,10 @@ Feature probe_uprobe_multi_pid_filter() {
   if (hits == 2) {
     f.available = true;
   } else {
-    f.detail = fmt::format("{} of 2 calls from two threads of this process seen (a kernel "
-                           "that filters by thread: Linux 6.6 to 6.9){}",
-                           hits, fallback);
+    f.detail = fmt::format(
+        "{} of 2 calls from two threads of this process seen (a kernel "
+        "that filters by thread: Linux 6.6 to 6.9){}",
+        hits, fallback);
   }
   return f;
 }

@@ -44,7 +44,7 @@ struct Features {
   bool fentry = false;          // optional paths only
   bool uprobe_multi = false;    // uprobe_multi links (USDT attach in one syscall per program)
   bool uprobe_multi_pid_filter = false;  // ... whose pid filter passes every thread (6.10+)
-  std::vector<Feature> list;    // everything above, for `tailcause probes`
+  std::vector<Feature> list;             // everything above, for `tailcause probes`
   // The BTF at btf_path, parsed once (several MB) and shared by the features probe and the
   // families' starts; the probe set drops it once its families are started (null then, or
   // when invalid).

@@ -32,7 +32,7 @@ struct NodeSignals {
   // Some watched cgroup was throttled in the last interval. Atomic: the throttle family clears
   // it when stopped, outside the probe set's lock.
   std::atomic<bool> cgroup_throttling = false;
-  core::EvidenceBoard evidence;    // throttling and preemption histories, for glitch verdicts
+  core::EvidenceBoard evidence;  // throttling and preemption histories, for glitch verdicts
 };
 
 // CLOCK_MONOTONIC in nanoseconds (the clock of bpf_ktime_get_ns and of steady_clock here).

@@ -69,8 +69,8 @@ void ProbeSet::apply(const core::Config& config) {
     configured_ = true;
     if (!first && !(before.cgroup == config.cgroup)) {
       // Names refer to the hierarchy: every family restarts below (same_settings is false).
-      old_cgroups = std::exchange(cgroups_,
-                                  std::make_unique<CgroupNames>(detect_cgroup_layout(config.cgroup)));
+      old_cgroups = std::exchange(
+          cgroups_, std::make_unique<CgroupNames>(detect_cgroup_layout(config.cgroup)));
       layout_ = cgroups_->layout();
     }
     set_bpf_stats(config.bpf_stats);

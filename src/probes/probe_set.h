@@ -67,7 +67,7 @@ class ProbeSet {
   static void stop_in_parallel(std::vector<std::unique_ptr<ProbeFamily>>& families);
   void set_bpf_stats(bool on);
 
-  std::mutex apply_mu_;   // serialises apply() and stop_all(); taken before mu_
+  std::mutex apply_mu_;    // serialises apply() and stop_all(); taken before mu_
   mutable std::mutex mu_;  // everything below; never held while families load or stop
   Features features_;
   CgroupLayout layout_;
@@ -79,7 +79,7 @@ class ProbeSet {
   std::vector<Running> families_;  // in known_families() order
   Fd epoll_fd_;
   std::vector<int> polled_fds_;  // registered in epoll_fd_
-  Fd stats_fd_;  // holds kernel BPF run-time statistics on while open
+  Fd stats_fd_;                  // holds kernel BPF run-time statistics on while open
   std::chrono::steady_clock::time_point last_tick_{};
 };
 

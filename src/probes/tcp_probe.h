@@ -2,8 +2,8 @@
 // TCP probe family: connection lifetimes, bytes, smoothed RTT and retransmits per service pair
 // (bpf/tcp.bpf.c). The kernel sends one record per closed connection, sampled RTTs and
 // retransmits through a ring buffer; consume() aggregates them here, so the pair labels
-// (core/record/service_pair.h) and their top-K budget are applied in one place. The family also polls
-// the qdiscs' statistics (probes/qdisc_stats.h) once a second for the network verdicts.
+// (core/record/service_pair.h) and their top-K budget are applied in one place. The family also
+// polls the qdiscs' statistics (probes/qdisc_stats.h) once a second for the network verdicts.
 #pragma once
 
 #include <chrono>

@@ -14,68 +14,54 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* the test sets the size before loading */
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 4096); /* the test sets the size before loading */
 } ring SEC(".maps");
 
-static __always_inline void emit(struct ring_test_args *s, __u64 seq, const __u32 size)
-{
-	__u8 *p = bpf_ringbuf_reserve(&ring, size, 0);
-	struct ring_test_record *r;
+static __always_inline void emit(struct ring_test_args* s, __u64 seq, const __u32 size) {
+  __u8* p = bpf_ringbuf_reserve(&ring, size, 0);
+  struct ring_test_record* r;
 
-	if (!p) {
-		s->failed++;
-		return;
-	}
-	r = (struct ring_test_record *)p;
-	r->producer = s->producer;
-	r->size = size;
-	r->seq = seq;
-	for (__u32 i = sizeof(*r); i < size; i++)
-		p[i] = RING_TEST_PATTERN(seq, s->producer, i);
-	if (s->discard_every && seq % s->discard_every == 0) {
-		bpf_ringbuf_discard(p, 0);
-		s->discarded++;
-	} else {
-		bpf_ringbuf_submit(p, s->flags);
-		s->submitted++;
-	}
+  if (!p) {
+    s->failed++;
+    return;
+  }
+  r = (struct ring_test_record*)p;
+  r->producer = s->producer;
+  r->size = size;
+  r->seq = seq;
+  for (__u32 i = sizeof(*r); i < size; i++) p[i] = RING_TEST_PATTERN(seq, s->producer, i);
+  if (s->discard_every && seq % s->discard_every == 0) {
+    bpf_ringbuf_discard(p, 0);
+    s->discarded++;
+  } else {
+    bpf_ringbuf_submit(p, s->flags);
+    s->submitted++;
+  }
 }
 
-static long one(__u32 index, void *ctx)
-{
-	struct ring_test_args *s = ctx;
-	__u64 seq = s->first_seq + index;
+static long one(__u32 index, void* ctx) {
+  struct ring_test_args* s = ctx;
+  __u64 seq = s->first_seq + index;
 
-	switch (seq % 5) {
-	case 0:
-		emit(s, seq, 16);
-		break;
-	case 1:
-		emit(s, seq, 20);
-		break;
-	case 2:
-		emit(s, seq, 100);
-		break;
-	case 3:
-		emit(s, seq, 252);
-		break;
-	default:
-		emit(s, seq, 1000);
-		break;
-	}
-	return 0;
+  switch (seq % 5) {
+    case 0: emit(s, seq, 16); break;
+    case 1: emit(s, seq, 20); break;
+    case 2: emit(s, seq, 100); break;
+    case 3: emit(s, seq, 252); break;
+    default: emit(s, seq, 1000); break;
+  }
+  return 0;
 }
 
 SEC("syscall")
-int produce(struct ring_test_args *args)
-{
-	struct ring_test_args s = *args; /* bpf_loop wants its context on the stack */
+int produce(struct ring_test_args* args) {
+  struct ring_test_args s = *args; /* bpf_loop wants its context on the stack */
 
-	s.submitted = s.discarded = s.failed = 0;
-	bpf_loop(s.count, one, &s, 0);
-	args->submitted = s.submitted;
-	args->discarded = s.discarded;
-	args->failed = s.failed;
-	return 0;
+  s.submitted = s.discarded = s.failed = 0;
+  bpf_loop(s.count, one, &s, 0);
+  args->submitted = s.submitted;
+  args->discarded = s.discarded;
+  args->failed = s.failed;
+  return 0;
 }

@@ -308,8 +308,9 @@ TEST_F(BlockTest, DirectWritesAreChargedToTheWritersCgroup) {
   // alone, the root got about as much as the writer here.
   const auto next = signals.evidence.top_disk_user(writer.name(), start, end, 0);
   if (next) {
-    std::printf("figure: next busiest %s: %.0f%% of the disks' request time\n", next->cgroup.c_str(),
-                100.0 * static_cast<double>(next->busy_ns) / static_cast<double>(next->total_busy_ns));
+    std::printf(
+        "figure: next busiest %s: %.0f%% of the disks' request time\n", next->cgroup.c_str(),
+        100.0 * static_cast<double>(next->busy_ns) / static_cast<double>(next->total_busy_ns));
     EXPECT_GT(d->busy_ns, 2 * next->busy_ns) << "the writer's I/O was charged to " << next->cgroup;
   }
 }

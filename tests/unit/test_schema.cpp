@@ -196,8 +196,8 @@ TEST(Schema, MetricNameLiteralsAreRegisteredAndSpelledOnlyInTheSchema) {
     for (std::sregex_iterator it(s.text.begin(), s.text.end(), literal), end; it != end; ++it) {
       const std::string name = (*it)[1];
       seen++;
-      EXPECT_NE(find_metric(name), nullptr)
-          << "src/" << s.path << " names " << name << ", which core/record/schema.h does not register";
+      EXPECT_NE(find_metric(name), nullptr) << "src/" << s.path << " names " << name
+                                            << ", which core/record/schema.h does not register";
       if (s.path != "core/record/schema.h")
         ADD_FAILURE() << "src/" << s.path << " spells \"" << name
                       << "\": use its core::metric constant";

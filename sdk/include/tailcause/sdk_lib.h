@@ -93,8 +93,8 @@ int tailcause_sdk_breaker_state(const char *tenant, const char *agent, uint32_t 
  * window (then the rest is 0 too). Same socket, same 100 ms bound; thread-safe; errno is kept. */
 struct tailcause_sdk_cache_view {
 	uint32_t competition_permille; /* 0..1000 */
-	uint32_t miss_permille;        /* (misses + stale) / lookups in the window, 0..1000 */
-	uint64_t lookups;              /* in the window */
+	uint32_t miss_permille;	       /* (misses + stale) / lookups in the window, 0..1000 */
+	uint64_t lookups;	       /* in the window */
 };
 int tailcause_sdk_cache_state(const char *tenant, const char *cache,
 			      struct tailcause_sdk_cache_view *view);

@@ -310,41 +310,41 @@ Config parse_config(std::string_view yaml_text, std::string_view source, Config 
                   }},
                  {"attrib",
                   [&](const YAML::Node& v, const std::string& kk) {
-                    r.mapping(v, kk,
-                              {{"enabled", enabled(c.attrib.enabled)},
-                               {"layers", enabled(c.attrib.layers)},
-                               {"pid",
-                                [&](const YAML::Node& x, const std::string& xk) {
-                                  // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
-                                  const bool zero = x.IsScalar() && x.Scalar() == "0";
-                                  c.attrib.pid = zero ? 0 : r.positive(x, xk, 4194304);
-                                }},
-                               {"binary",
-                                [&](const YAML::Node& x, const std::string& xk) {
-                                  c.attrib.binary = r.string(x, xk);
-                                  if (!c.attrib.binary.empty() && c.attrib.binary.front() != '/') {
-                                    r.fail(x, xk, "expected an absolute path or \"\"");
-                                  }
-                                }},
-                               {"recipes",
-                                [&](const YAML::Node& x, const std::string& xk) {
-                                  parse_recipe_list(r, x, xk, source, c.attrib.recipes);
-                                }},
-                               {"recipe_files",
-                                [&](const YAML::Node& x, const std::string& xk) {
-                                  if (x.IsNull()) return;
-                                  if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
-                                  for (size_t i = 0; i < x.size(); ++i) {
-                                    const auto ik = fmt::format("{}[{}]", xk, i);
-                                    const auto path = r.string(x[i], ik);
-                                    if (path.empty()) r.fail(x[i], ik, "expected a path");
-                                    c.attrib.recipe_files.push_back(
-                                        resolve_recipe_file(path, source));
-                                  }
-                                }},
-                               {"identity", [&](const YAML::Node& x, const std::string& xk) {
-                                  parse_identity_rules(r, x, xk, source, c.attrib.identity);
-                                }}});
+                    r.mapping(
+                        v, kk,
+                        {{"enabled", enabled(c.attrib.enabled)},
+                         {"layers", enabled(c.attrib.layers)},
+                         {"pid",
+                          [&](const YAML::Node& x, const std::string& xk) {
+                            // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
+                            const bool zero = x.IsScalar() && x.Scalar() == "0";
+                            c.attrib.pid = zero ? 0 : r.positive(x, xk, 4194304);
+                          }},
+                         {"binary",
+                          [&](const YAML::Node& x, const std::string& xk) {
+                            c.attrib.binary = r.string(x, xk);
+                            if (!c.attrib.binary.empty() && c.attrib.binary.front() != '/') {
+                              r.fail(x, xk, "expected an absolute path or \"\"");
+                            }
+                          }},
+                         {"recipes",
+                          [&](const YAML::Node& x, const std::string& xk) {
+                            parse_recipe_list(r, x, xk, source, c.attrib.recipes);
+                          }},
+                         {"recipe_files",
+                          [&](const YAML::Node& x, const std::string& xk) {
+                            if (x.IsNull()) return;
+                            if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
+                            for (size_t i = 0; i < x.size(); ++i) {
+                              const auto ik = fmt::format("{}[{}]", xk, i);
+                              const auto path = r.string(x[i], ik);
+                              if (path.empty()) r.fail(x[i], ik, "expected a path");
+                              c.attrib.recipe_files.push_back(resolve_recipe_file(path, source));
+                            }
+                          }},
+                         {"identity", [&](const YAML::Node& x, const std::string& xk) {
+                            parse_identity_rules(r, x, xk, source, c.attrib.identity);
+                          }}});
                   }},
              });
        }},

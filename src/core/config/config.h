@@ -40,8 +40,8 @@ struct BlockConfig {
   bool operator==(const BlockConfig&) const = default;
 };
 
-// An identity rule (probes.attrib.identity; matching in core/config/identity_rules.h): the tenant and
-// agent of a process without the SDK, from its cgroup path, name, command line or environment.
+// An identity rule (probes.attrib.identity; matching in core/config/identity_rules.h): the tenant
+// and agent of a process without the SDK, from its cgroup path, name, command line or environment.
 struct IdentityRule {
   std::string from;     // cgroup | comm | cmdline | env
   std::string env;      // the variable's name, for from: env
@@ -80,7 +80,7 @@ struct AttribConfig {
   bool layers = false;
   uint32_t pid = 0;    // attach to this process only; 0: every process that maps an SDK binary
   std::string binary;  // attach to this executable or library only; empty: discover them
-  std::vector<Recipe> recipes;            // inline recipes
+  std::vector<Recipe> recipes;  // inline recipes
   // Recipe files (read at start); relative ones as resolve_recipe_file() found them.
   std::vector<std::string> recipe_files;
   // Tenant and agent of processes without the SDK (recipe spans), first match wins.
@@ -146,7 +146,7 @@ struct BreakerSettings {
   uint32_t slow_ms = 200;
   uint32_t trip_after = 3;
   uint32_t quiet_s = 30;
-  std::string socket = "/run/tailcause/breaker.sock";           // "": no socket
+  std::string socket = "/run/tailcause/breaker.sock";  // "": no socket
   // Who may connect: the socket's group ("": the daemon's own; a name or a numeric gid) and
   // mode (owner read-write, the group nothing or write too, others nothing).
   std::string socket_group;

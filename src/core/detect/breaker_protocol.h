@@ -9,8 +9,9 @@
 //   ping                ->  ok pong
 //   cache TENANT CACHE  ->  ok healthy|breakdown competition_permille=C miss_permille=R lookups=N
 //                           (the daemon's cache breakdown verdict and competition index for
-//                           the tenant's vector cache, over its window: core/detect/cache_breakdown.h;
-//                           a pair never seen is "healthy" with N = 0)
+//                           the tenant's vector cache, over its window:
+//                           core/detect/cache_breakdown.h; a pair never seen is "healthy" with N =
+//                           0)
 // Anything else        ->  error KIND DETAIL   (KIND: breaker_error_name())
 // M is how long until an open breaker may close (rounded up, so an open breaker never says 0;
 // a further slow stage extends it); 0 when closed. TENANT and AGENT are percent-encoded: space,

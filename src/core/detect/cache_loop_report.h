@@ -20,10 +20,10 @@ namespace tailcause::core {
 struct CacheLoopSummary {
   std::string tenant, cache;
   uint64_t warmups = 0, warmed_entries = 0, rebalances = 0;
-  std::optional<uint64_t> quota_bytes;  // set by the last rebalance
-  uint64_t first_action_ns = 0;         // CLOCK_MONOTONIC
-  uint64_t lookups_before = 0, hits_before = 0;  // before the first warm-up or rebalance
-  uint64_t lookups_after = 0, hits_after = 0;    // since
+  std::optional<uint64_t> quota_bytes;            // set by the last rebalance
+  uint64_t first_action_ns = 0;                   // CLOCK_MONOTONIC
+  uint64_t lookups_before = 0, hits_before = 0;   // before the first warm-up or rebalance
+  uint64_t lookups_after = 0, hits_after = 0;     // since
   std::optional<double> hit_rate_before() const;  // none without lookups
   std::optional<double> hit_rate_after() const;
 };

@@ -132,10 +132,9 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
   if (r.network_peer) r.network_peer_ns = raw.span.peer.wait_ns;
   if (raw.span.waker_tid && raw.span.waker_ns &&
       raw.span.waker_component < ATTRIB_KERNEL_COMPONENTS) {
-    r.waker =
-        Waker{raw.span.waker_tid, raw.span.waker_ns,
-              static_cast<Component>(raw.span.waker_component), raw.span.waker_wait == ATTRIB_LOCK,
-              raw.span.waker_wait == ATTRIB_NETWORK};
+    r.waker = Waker{raw.span.waker_tid, raw.span.waker_ns,
+                    static_cast<Component>(raw.span.waker_component),
+                    raw.span.waker_wait == ATTRIB_LOCK, raw.span.waker_wait == ATTRIB_NETWORK};
   }
   return r;
 }
