@@ -2,7 +2,7 @@
 // The names tailcause shows the world, each spelled once: the components a stage's wall time
 // splits into, and every metric family the daemon exports. The journal's columns, the OTLP
 // attributes, the `glitches` listing, the reports and the probe families derive from here, so a
-// rename here renames everywhere (tests/unit/test_schema.cpp checks the derived lists).
+// rename here renames everywhere (tests/unit/core/detect/test_schema.cpp checks the derived lists).
 // Pure: no I/O.
 #pragma once
 
