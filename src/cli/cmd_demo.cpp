@@ -176,40 +176,93 @@ class AgentProcess {
   int status_ = 0;
 };
 
+// --agent, or the example agent found next to this executable or in PATH.
+fs::path locate_agent(const DemoOptions& o) {
+  if (!o.agent.empty()) return fs::absolute(o.agent);  // validated: an executable file
+  std::vector<std::string> looked;
+  auto found = find_agent(looked);
+  if (!found) {
+    throw daemon::StartupError(
+        fmt::format("cannot find the example agent {} (looked in {}); build it with "
+                    "`cmake --build build --target rag-agent` or pass --agent PATH",
+                    kAgentName, fmt::join(looked, ", ")));
+  }
+  return *found;
+}
+
+// Two tenants, ta and tb, for `seconds`; the fault (if any) on ta.
+std::vector<std::string> agent_args(const DemoOptions& o, double seconds) {
+  std::vector<std::string> args{
+      "--tenants",     "ta,tb", "--rate",     fmt::format("{}", kAgentRate),
+      "--concurrency", "2",     "--duration", fmt::format("{}", seconds)};
+  if (o.fault != "none") args.insert(args.end(), {"--fault", o.fault + ":ta"});
+  return args;
+}
+
+// Collects while the agent runs; stops it on Ctrl-C or once it overran --duration by
+// kOverrunSeconds. Returns whether it overran.
+bool collect_while_running(AgentProcess& process, daemon::Collection& collection,
+                           Progress& progress, const daemon::RunFlags& flags, double seconds) {
+  bool overran = false;
+  double next_checkpoint = 1.0;
+  while (process.running()) {
+    if (flags.stop) process.stop();
+    if (collection.elapsed_seconds() > seconds + kOverrunSeconds) {
+      if (!overran)
+        spdlog::error("demo: the agent overran --duration by {:.0f} s: stopping it",
+                      kOverrunSeconds);
+      overran = true;
+      process.stop();
+    }
+    collection.poll(100);
+    const uint64_t g = collection.glitches();
+    const double elapsed = collection.elapsed_seconds();
+    if (elapsed >= next_checkpoint) {  // the agent's cgroups go when it exits
+      collection.checkpoint();
+      next_checkpoint = elapsed + 1.0;
+    }
+    progress.update(elapsed,
+                    fmt::format("{}{} glitch{}", elapsed > seconds ? "agent finishing, " : "", g,
+                                g == 1 ? "" : "es"));
+  }
+  return overran;
+}
+
+// The diagnosis on stdout: the headline and tables, or JSON with what the demo ran.
+void print_report(const DemoOptions& o, const core::Diagnosis& d, const AgentProcess& process,
+                  const fs::path& agent, double seconds) {
+  if (!o.json) {
+    fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));
+    return;
+  }
+  auto j = core::diagnosis_json(d);
+  j["demo"] = {{"fault", o.fault},
+               {"fault_tenant", o.fault == "none" ? nlohmann::json(nullptr) : nlohmann::json("ta")},
+               {"tenants", {"ta", "tb"}},
+               {"duration_seconds", seconds},
+               {"agent", agent.string()},
+               {"agent_pid", process.pid()},
+               {"agent_exit", process.describe_exit()},
+               {"interrupted", process.stopped_by_us()}};
+  fmt::print("{}\n", j.dump(2));
+}
+
 }  // namespace
 
 int run_demo(const CommonOptions& common, const DemoOptions& o) {
   const uint64_t duration_ns = core::parse_duration_ns(o.duration);  // validated
-  fs::path agent;
-  if (!o.agent.empty()) {
-    agent = fs::absolute(o.agent);  // validated: an executable file
-  } else {
-    std::vector<std::string> looked;
-    auto found = find_agent(looked);
-    if (!found) {
-      throw daemon::StartupError(
-          fmt::format("cannot find the example agent {} (looked in {}); build it with "
-                      "`cmake --build build --target rag-agent` or pass --agent PATH",
-                      kAgentName, fmt::join(looked, ", ")));
-    }
-    agent = *found;
-  }
-
+  const fs::path agent = locate_agent(o);
   // Attribute only the agent's processes, whatever else carries the SDK on this host.
   CommonOptions options = common;
   if (options.pid == 0 && options.binary.empty()) options.binary = agent.string();
   const auto startup = daemon::prepare(options);
 
   const double seconds = static_cast<double>(duration_ns) * 1e-9;
-  std::vector<std::string> args{
-      "--tenants",     "ta,tb", "--rate",     fmt::format("{}", kAgentRate),
-      "--concurrency", "2",     "--duration", fmt::format("{}", seconds)};
-  if (o.fault != "none") args.insert(args.end(), {"--fault", o.fault + ":ta"});
-
+  const std::vector<std::string> args = agent_args(o, seconds);
   daemon::RunFlags flags;
   daemon::SignalRouting signals(flags, /*reload=*/false);
-  std::optional<AgentProcess> process;
-  bool agent_failed = false, overran = false;
+  std::optional<AgentProcess> process;  // outlives the collection: stopped after it ends
+  bool agent_failed = false;
   {
     daemon::Collection collection(startup,
                                   duration_ns + static_cast<uint64_t>(kOverrunSeconds * 1e9));
@@ -218,27 +271,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
                  o.fault);
     process.emplace(agent, args);
     Progress progress(fmt::format("demo, fault {}", o.fault), seconds);
-    double next_checkpoint = 1.0;
-    while (process->running()) {
-      if (flags.stop) process->stop();
-      if (collection.elapsed_seconds() > seconds + kOverrunSeconds) {
-        if (!overran)
-          spdlog::error("demo: the agent overran --duration by {:.0f} s: stopping it",
-                        kOverrunSeconds);
-        overran = true;
-        process->stop();
-      }
-      collection.poll(100);
-      const uint64_t g = collection.glitches();
-      const double elapsed = collection.elapsed_seconds();
-      if (elapsed >= next_checkpoint) {  // the agent's cgroups go when it exits
-        collection.checkpoint();
-        next_checkpoint = elapsed + 1.0;
-      }
-      progress.update(elapsed,
-                      fmt::format("{}{} glitch{}", elapsed > seconds ? "agent finishing, " : "", g,
-                                  g == 1 ? "" : "es"));
-    }
+    const bool overran = collect_while_running(*process, collection, progress, flags, seconds);
     // Records of the last requests may still sit in the ring buffer.
     for (int i = 0; i < 5; ++i) collection.poll(100);
     agent_failed = overran || (!process->succeeded() && !process->stopped_by_us());
@@ -250,21 +283,7 @@ int run_demo(const CommonOptions& common, const DemoOptions& o) {
       fmt::print(stderr, "tailcause demo: the agent {}; its last output:\n{}\n",
                  process->describe_exit(), process->log_tail(15));
     }
-    if (o.json) {
-      auto j = core::diagnosis_json(d);
-      j["demo"] = {
-          {"fault", o.fault},
-          {"fault_tenant", o.fault == "none" ? nlohmann::json(nullptr) : nlohmann::json("ta")},
-          {"tenants", {"ta", "tb"}},
-          {"duration_seconds", seconds},
-          {"agent", agent.string()},
-          {"agent_pid", process->pid()},
-          {"agent_exit", process->describe_exit()},
-          {"interrupted", process->stopped_by_us()}};
-      fmt::print("{}\n", j.dump(2));
-    } else {
-      fmt::print("{}\n\n{}", core::diagnosis_headline(d), core::render_diagnosis_text(d));
-    }
+    print_report(o, d, *process, agent, seconds);
   }
   return agent_failed ? 1 : 0;
 }

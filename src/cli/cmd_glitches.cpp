@@ -4,13 +4,14 @@
 // TRACE, one glitched request's propagation tree (who waited on whom, for how long and why). Reads
 // the journal a running daemon may be writing (SQLite WAL allows it); never creates one.
 #include <fmt/format.h>
-#include <time.h>
 
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/config/duration.h"
+#include "core/host/clock.h"
 #include "core/trace/propagation.h"
 #include "daemon/startup.h"
 #include "export/glitch_listing.h"
@@ -19,12 +20,6 @@
 
 namespace tailcause::cli {
 namespace {
-
-int64_t unix_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // "in the last 1h for tenant ta, stage generation": what the listing covers.
 std::string describe(const GlitchesOptions& o) {
@@ -89,19 +84,23 @@ int show_propagation(const std::string& path, const std::string& prefix, bool js
   return 0;
 }
 
-}  // namespace
-
-int list_glitches(const GlitchesOptions& o) {
+// The rows the flags ask for (--since, --tenant, --stage, --limit).
+exporter::JournalFilter journal_filter(const GlitchesOptions& o) {
   exporter::JournalFilter filter;
   if (o.since) {  // validated: more than zero
     const uint64_t back = core::parse_duration_ns(*o.since);
-    const int64_t now = unix_now_ns();
+    const int64_t now = core::realtime_ns();
     filter.since_ns = static_cast<int64_t>(back) >= now ? 0 : now - static_cast<int64_t>(back);
   }
   filter.tenant = o.tenant;
   filter.stage = o.stage;
   filter.limit = o.limit;
+  return filter;
+}
 
+// The journal to read: --journal, else the configuration's journal.path; nothing (and why, on
+// stderr) when the journal is disabled or the file is missing.
+std::optional<std::string> journal_path(const GlitchesOptions& o) {
   std::string path = o.journal_path;
   if (path.empty()) {
     try {
@@ -116,7 +115,7 @@ int list_glitches(const GlitchesOptions& o) {
                  "tailcause glitches: the journal is disabled (journal.path is empty in {}); "
                  "pass --journal PATH to read one\n",
                  o.config_path.empty() ? "the defaults" : o.config_path);
-      return 1;
+      return std::nullopt;
     }
   }
   // Opening would create an empty journal: a missing file is reported instead.
@@ -126,8 +125,18 @@ int list_glitches(const GlitchesOptions& o) {
                "tailcause glitches: no journal at {}{} (the daemon creates it when it runs with "
                "journal.path set; pass --journal PATH or --config FILE to read another)\n",
                path, ec && ec != std::errc::no_such_file_or_directory ? ": " + ec.message() : "");
-    return 1;
+    return std::nullopt;
   }
+  return path;
+}
+
+}  // namespace
+
+int list_glitches(const GlitchesOptions& o) {
+  const exporter::JournalFilter filter = journal_filter(o);
+  const std::optional<std::string> found = journal_path(o);
+  if (!found) return 1;
+  const std::string& path = *found;
 
   if (o.show) return show_propagation(path, *o.show, o.json);
 

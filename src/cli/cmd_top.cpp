@@ -75,27 +75,33 @@ std::vector<core::TopRow> fetch(ApiClient& api, std::string& status) {
   }
 }
 
-}  // namespace
-
-int run_top(const TopOptions& options) {
-  ApiClient api(options.url);
-  core::TopScreen screen;
-  screen.source = options.url;
-  screen.sort = core::top_sort_for_key(options.sort.empty() ? 'p' : options.sort[0])
-                    .value_or(core::TopSort::p99);
-  const char* no_color = std::getenv("NO_COLOR");
-  const bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
-  screen.color = tty && !(no_color && *no_color) && !options.no_color;
-
-  if (!tty || options.once) {
-    screen.width = 200;
-    screen.height = 10000;
-    screen.color = false;
-    auto rows = fetch(api, screen.status);
-    for (const auto& line : core::render_top(rows, screen)) fmt::print("{}\n", line);
-    return screen.status.rfind("error", 0) == 0 ? 1 : 0;
+// One frame at the terminal's current size, drawn over the last one.
+void draw(const std::vector<core::TopRow>& rows, core::TopScreen& screen) {
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    screen.width = ws.ws_col;
+    screen.height = ws.ws_row;
   }
+  std::string frame = "\x1b[H";
+  for (const auto& line : core::render_top(rows, screen)) frame += line + "\x1b[K\r\n";
+  frame += "\x1b[J";
+  fmt::print("{}", frame);
+  std::fflush(stdout);
+}
 
+// Not a terminal, or --once: one plain frame on stdout; 1 when the API could not be read.
+int print_once(ApiClient& api, core::TopScreen& screen) {
+  screen.width = 200;
+  screen.height = 10000;
+  screen.color = false;
+  auto rows = fetch(api, screen.status);
+  for (const auto& line : core::render_top(rows, screen)) fmt::print("{}\n", line);
+  return screen.status.rfind("error", 0) == 0 ? 1 : 0;
+}
+
+// The live view until q, Ctrl-C or a stop signal: fetch every interval, redraw on a key, a
+// resize or new rows.
+void run_live(ApiClient& api, core::TopScreen& screen, int interval_ms) {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigaction(SIGINT, &sa, nullptr);
@@ -109,37 +115,40 @@ int run_top(const TopOptions& options) {
   while (!g_stop) {
     if (Clock::now() >= next) {
       rows = fetch(api, screen.status);
-      next = Clock::now() + std::chrono::milliseconds(options.interval_ms);
+      next = Clock::now() + std::chrono::milliseconds(interval_ms);
       redraw = true;
     }
-    if (redraw) {
-      winsize ws{};
-      if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
-        screen.width = ws.ws_col;
-        screen.height = ws.ws_row;
-      }
-      std::string frame = "\x1b[H";
-      for (const auto& line : core::render_top(rows, screen)) frame += line + "\x1b[K\r\n";
-      frame += "\x1b[J";
-      fmt::print("{}", frame);
-      std::fflush(stdout);
-      redraw = false;
-    }
+    if (redraw) draw(rows, screen);
+    redraw = false;
     pollfd in{STDIN_FILENO, POLLIN, 0};
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-    if (poll(&in, 1, static_cast<int>(std::clamp<int64_t>(wait.count(), 0, 250))) > 0) {
-      char key = 0;
-      if (read(STDIN_FILENO, &key, 1) == 1) {
-        if (key == 'q' || key == 'Q' || key == 3 /* Ctrl-C in raw mode */) break;
-        if (auto s = core::top_sort_for_key(key)) {
-          screen.sort = *s;
-          redraw = true;
-        }
-      }
-    } else {
+    if (poll(&in, 1, static_cast<int>(std::clamp<int64_t>(wait.count(), 0, 250))) <= 0) {
       redraw = true;  // a resize shows at once
+      continue;
+    }
+    char key = 0;
+    if (read(STDIN_FILENO, &key, 1) != 1) continue;
+    if (key == 'q' || key == 'Q' || key == 3 /* Ctrl-C in raw mode */) return;
+    if (auto sort = core::top_sort_for_key(key)) {
+      screen.sort = *sort;
+      redraw = true;
     }
   }
+}
+
+}  // namespace
+
+int run_top(const TopOptions& options) {
+  ApiClient api(options.url);
+  core::TopScreen screen;
+  screen.source = options.url;
+  screen.sort = core::top_sort_for_key(options.sort.empty() ? 'p' : options.sort[0])
+                    .value_or(core::TopSort::p99);
+  const char* no_color = std::getenv("NO_COLOR");
+  const bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+  screen.color = tty && !(no_color && *no_color) && !options.no_color;
+  if (!tty || options.once) return print_once(api, screen);
+  run_live(api, screen, options.interval_ms);
   return 0;
 }
 

@@ -7,23 +7,18 @@
 
 #include <stdexcept>
 
+#include "core/record/utf8.h"
+
 namespace tailcause::cli {
 namespace {
 
-// The next code point of UTF-8 `s` from `at` (advanced past it); U+FFFD for a bad sequence,
-// so that a stray byte shows as one box rather than ending the label.
+// The next code point of UTF-8 `s` from `at` (advanced past it); U+FFFD for a bad sequence
+// (core::decode_utf8: overlongs and surrogates included), so that a stray byte shows as one box
+// rather than ending the label.
 char32_t next_code_point(std::string_view s, size_t& at) {
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char lead = byte(at++);
-  if (lead < 0x80) return lead;
-  const int more = lead >= 0xf0 ? 3 : lead >= 0xe0 ? 2 : lead >= 0xc0 ? 1 : -1;
-  if (more < 0 || lead > 0xf4) return 0xfffd;
-  char32_t cp = lead & (0x3f >> more);
-  for (int i = 0; i < more; ++i) {
-    if (at >= s.size() || (byte(at) & 0xc0) != 0x80) return 0xfffd;
-    cp = cp << 6 | (byte(at++) & 0x3f);
-  }
-  return cp;
+  const core::Utf8Char c = core::decode_utf8(s, at);
+  at += c.length;
+  return c.code_point;
 }
 
 void blend(core::Raster& r, int left, int top, const FT_Bitmap& bitmap, uint32_t rgb) {

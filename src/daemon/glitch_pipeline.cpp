@@ -6,7 +6,6 @@
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cctype>
@@ -19,6 +18,7 @@
 
 #include "bpf/attrib.h"
 #include "core/detect/breaker_protocol.h"
+#include "core/host/clock.h"
 #include "core/host/proc_cgroup.h"
 #include "core/trace/propagation.h"
 #include "core/record/schema.h"
@@ -33,16 +33,8 @@ namespace tailcause::daemon {
 namespace {
 
 constexpr size_t kMaxQueuedGlitches = 10000;  // between two journal writes (about a second)
-constexpr auto kJournalInterval = std::chrono::seconds(1);
+constexpr auto kHousekeepingInterval = std::chrono::seconds(1);
 constexpr uint64_t kPruneEveryNs = 60'000'000'000;
-
-int64_t realtime_minus_monotonic_ns() {
-  timespec rt{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &rt);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  return (static_cast<int64_t>(rt.tv_sec) - mono.tv_sec) * 1'000'000'000LL +
-         (rt.tv_nsec - mono.tv_nsec);
-}
 
 core::AnalyzerSettings analyzer_settings(const core::Config& config, const PipelineOptions& o) {
   core::AnalyzerSettings s = core::AnalyzerSettings::from(config);
@@ -214,22 +206,21 @@ void make_parent_dir(const std::string& path) {
 GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions options)
     : config_(config), options_(options) {
   analyzer_ = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config_, options_));
-  unix_offset_ns_ = realtime_minus_monotonic_ns();
+  unix_offset_ns_ = core::realtime_minus_monotonic_ns();
   analyzer_->set_unix_offset_ns(unix_offset_ns_);
   stage_heatmap_ = std::make_shared<core::StageHeatmap>(
       core::StageHeatmapLimits{.window_s = config_.ui.history_s});
   incidents_ = std::make_unique<core::IncidentDetector>(core::incident_config(config_));
   // Keys in the journal stay unique over restarts: this run's start time, then the detector.
   incident_key_prefix_ = fmt::format(
-      "{}-{}", realtime_minus_monotonic_ns() + static_cast<int64_t>(exporter::monotonic_now_ns()),
+      "{}-{}", core::realtime_minus_monotonic_ns() + static_cast<int64_t>(core::monotonic_ns()),
       getpid());
   const auto& b = config_.breaker;
   if (options_.persist_breaker && !b.state_file.empty()) {
     try {
-      if (exporter::load_breaker_state(analyzer_->breaker(), b.state_file,
-                                       exporter::monotonic_now_ns())) {
+      if (exporter::load_breaker_state(analyzer_->breaker(), b.state_file, core::monotonic_ns())) {
         spdlog::info("circuit breakers restored from {} ({} open)", b.state_file,
-                     analyzer_->breaker().open_breakers(exporter::monotonic_now_ns()).size());
+                     analyzer_->breaker().open_breakers(core::monotonic_ns()).size());
       }
     } catch (const exporter::BreakerStoreError& e) {
       // A damaged state file must not keep the daemon down: start closed, say so.
@@ -256,8 +247,8 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
             request.agent = sdk_label(request.agent, ATTRIB_NAME_SIZE);
             request.cache = sdk_label(request.cache, ATTRIB_NAME_SIZE);
             std::lock_guard lock(mu_);
-            return core::answer_breaker_request(analyzer_->breaker(), request,
-                                                exporter::monotonic_now_ns(), &analyzer_->caches());
+            return core::answer_breaker_request(analyzer_->breaker(), request, core::monotonic_ns(),
+                                                &analyzer_->caches());
           });
       socket_->set_access(b.socket_mode, socket_group(b.socket_group));
       socket_->start();
@@ -269,7 +260,7 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
   } catch (const exporter::BreakerSocketError& e) {
     throw PipelineError(fmt::format("breaker socket: {}", e.what()));
   }
-  journal_thread_ = std::thread([this] { journal_loop(); });
+  housekeeping_thread_ = std::thread([this] { housekeeping_loop(); });
 }
 
 GlitchPipeline::~GlitchPipeline() { stop(); }
@@ -340,7 +331,7 @@ void GlitchPipeline::reconfigure(const core::Config& config) {
   // The incident detector keeps its baselines unless its settings changed; then its open
   // incidents end here and a new one learns afresh.
   if (core::incident_config(config) != incidents_->config()) {
-    incidents_->end_all(exporter::monotonic_now_ns());
+    incidents_->end_all(core::monotonic_ns());
     for (auto& i : incidents_->drain_changed()) {
       std::string key = incident_key(i);
       incident_queue_.emplace_back(std::move(key), std::move(i));
@@ -402,91 +393,119 @@ void GlitchPipeline::observe(const core::Record& record) {
   }
 }
 
-void GlitchPipeline::journal_loop() {
-  uint64_t last_prune = 0;
+void GlitchPipeline::housekeeping_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    wake_.wait_for(lock, kJournalInterval, [this] { return stopping_; });
+    wake_.wait_for(lock, kHousekeepingInterval, [this] { return stopping_; });
     const bool last = stopping_;
-    const uint64_t now = exporter::monotonic_now_ns();
-    analyzer_->tick(now);
-    std::vector<QueuedGlitch> batch;
-    batch.swap(queue_);
-    std::vector<exporter::PropagationRow> trees;
-    trees.swap(tree_queue_);
+    const uint64_t now = core::monotonic_ns();
+    tick_detectors_locked(now, last);
     // Renewed under the lock, so a stage and its glitch share one offset.
-    unix_offset_ns_ = realtime_minus_monotonic_ns();
+    unix_offset_ns_ = core::realtime_minus_monotonic_ns();
     analyzer_->set_unix_offset_ns(unix_offset_ns_);
-    // Incidents that opened, grew or ended; at the end, those under way end with the daemon.
-    incidents_->tick(now);
-    if (last) incidents_->end_all(now);
-    std::vector<std::pair<std::string, core::Incident>> changed;
-    changed.swap(incident_queue_);
-    for (auto& i : incidents_->drain_changed()) {
-      std::string key = incident_key(i);
-      changed.emplace_back(std::move(key), std::move(i));
-    }
-    const int64_t offset = unix_offset_ns_;
-    // The breaker file is rewritten only when its state changed.
-    std::optional<core::CircuitBreaker> breaker_copy;
-    if (options_.persist_breaker && !config_.breaker.state_file.empty()) {
-      std::string state = analyzer_->breaker().serialize();
-      if (state != last_breaker_state_) {
-        breaker_copy = analyzer_->breaker();
-        last_breaker_state_ = std::move(state);
-      }
-    }
+    const Round round = take_round_locked(now);
     lock.unlock();
-
-    if (journal_ && !batch.empty()) {
-      std::vector<exporter::GlitchRow> rows;
-      rows.reserve(batch.size());
-      for (const auto& q : batch) rows.push_back(journal_row(q.glitch, q.unix_offset_ns));
-      try {
-        journal_->append(rows);
-        journal_written_ += rows.size();
-      } catch (const exporter::JournalError& e) {
-        journal_dropped_ += rows.size();
-        spdlog::warn("journal: {} glitches not written: {}", rows.size(), e.what());
-      }
-    }
-    if (journal_ && !trees.empty()) {
-      try {
-        journal_->write_propagation(trees);
-      } catch (const std::exception& e) {  // JournalError
-        spdlog::warn("journal: {} propagation trees not written: {}", trees.size(), e.what());
-      }
-    }
-    if (journal_ && !changed.empty()) {
-      std::vector<exporter::IncidentRow> rows;
-      for (auto& [key, i] : changed) rows.push_back(incident_row(i, key, offset));
-      try {
-        journal_->write_incidents(rows);
-      } catch (const std::exception& e) {  // JournalError
-        spdlog::warn("journal: {} incident updates not written: {}", rows.size(), e.what());
-      }
-    }
-    for (const auto& [key, i] : changed) {
-      if (!i.active) spdlog::info("incident ended: tenant {}: {}", i.tenant, i.describe());
-    }
-    if (journal_ && now - last_prune >= kPruneEveryNs) {
-      last_prune = now;
-      try {
-        journal_->prune();
-      } catch (const exporter::JournalError& e) {
-        spdlog::warn("journal: prune failed: {}", e.what());
-      }
-    }
-    if (breaker_copy) {
-      try {
-        exporter::save_breaker_state(*breaker_copy, config_.breaker.state_file, now);
-      } catch (const exporter::BreakerStoreError& e) {
-        spdlog::warn("{}", e.what());
-        last_breaker_state_.clear();  // try again next time
-      }
-    }
+    write_journal(round);
+    save_breaker(round);
     lock.lock();
     if (last) return;
+  }
+}
+
+// The detectors' time-driven work: windows that closed, incidents that opened, grew or ended;
+// at the end, those under way end with the daemon.
+void GlitchPipeline::tick_detectors_locked(uint64_t now_ns, bool last) {
+  analyzer_->tick(now_ns);
+  incidents_->tick(now_ns);
+  if (last) incidents_->end_all(now_ns);
+}
+
+GlitchPipeline::Round GlitchPipeline::take_round_locked(uint64_t now_ns) {
+  Round round;
+  round.now_ns = now_ns;
+  round.glitches.swap(queue_);
+  round.trees.swap(tree_queue_);
+  round.incidents.swap(incident_queue_);
+  for (auto& i : incidents_->drain_changed()) {
+    std::string key = incident_key(i);
+    round.incidents.emplace_back(std::move(key), std::move(i));
+  }
+  round.unix_offset_ns = unix_offset_ns_;
+  // The breaker file is rewritten only when its state changed.
+  if (options_.persist_breaker && !config_.breaker.state_file.empty()) {
+    std::string state = analyzer_->breaker().serialize();
+    if (state != last_breaker_state_) {
+      round.breaker = analyzer_->breaker();
+      last_breaker_state_ = std::move(state);
+    }
+  }
+  return round;
+}
+
+void GlitchPipeline::write_journal(const Round& round) {
+  append_glitches(round.glitches);
+  write_trees(round.trees);
+  report_incidents(round);
+  prune_journal(round.now_ns);
+}
+
+void GlitchPipeline::append_glitches(const std::vector<QueuedGlitch>& glitches) {
+  if (!journal_ || glitches.empty()) return;
+  std::vector<exporter::GlitchRow> rows;
+  rows.reserve(glitches.size());
+  for (const auto& q : glitches) rows.push_back(journal_row(q.glitch, q.unix_offset_ns));
+  try {
+    journal_->append(rows);
+    journal_written_ += rows.size();
+  } catch (const exporter::JournalError& e) {
+    journal_dropped_ += rows.size();
+    spdlog::warn("journal: {} glitches not written: {}", rows.size(), e.what());
+  }
+}
+
+void GlitchPipeline::write_trees(const std::vector<exporter::PropagationRow>& trees) {
+  if (!journal_ || trees.empty()) return;
+  try {
+    journal_->write_propagation(trees);
+  } catch (const std::exception& e) {  // JournalError
+    spdlog::warn("journal: {} propagation trees not written: {}", trees.size(), e.what());
+  }
+}
+
+void GlitchPipeline::report_incidents(const Round& round) {
+  if (journal_ && !round.incidents.empty()) {
+    std::vector<exporter::IncidentRow> rows;
+    for (const auto& [key, i] : round.incidents) {
+      rows.push_back(incident_row(i, key, round.unix_offset_ns));
+    }
+    try {
+      journal_->write_incidents(rows);
+    } catch (const std::exception& e) {  // JournalError
+      spdlog::warn("journal: {} incident updates not written: {}", rows.size(), e.what());
+    }
+  }
+  for (const auto& [key, i] : round.incidents) {
+    if (!i.active) spdlog::info("incident ended: tenant {}: {}", i.tenant, i.describe());
+  }
+}
+
+void GlitchPipeline::prune_journal(uint64_t now_ns) {
+  if (!journal_ || now_ns - last_prune_ns_ < kPruneEveryNs) return;
+  last_prune_ns_ = now_ns;
+  try {
+    journal_->prune();
+  } catch (const exporter::JournalError& e) {
+    spdlog::warn("journal: prune failed: {}", e.what());
+  }
+}
+
+void GlitchPipeline::save_breaker(const Round& round) {
+  if (!round.breaker) return;
+  try {
+    exporter::save_breaker_state(*round.breaker, config_.breaker.state_file, round.now_ns);
+  } catch (const exporter::BreakerStoreError& e) {
+    spdlog::warn("{}", e.what());
+    last_breaker_state_.clear();  // try again next time
   }
 }
 
@@ -498,7 +517,7 @@ void GlitchPipeline::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (journal_thread_.joinable()) journal_thread_.join();  // its last round flushes
+  if (housekeeping_thread_.joinable()) housekeeping_thread_.join();  // its last round flushes
   if (otlp_) otlp_->stop();
   if (socket_) socket_->stop();
 }
@@ -506,7 +525,7 @@ void GlitchPipeline::stop() {
 void GlitchPipeline::collect(core::MetricSet& out) {
   {
     std::lock_guard lock(mu_);
-    analyzer_->collect(out, exporter::monotonic_now_ns());
+    analyzer_->collect(out, core::monotonic_ns());
     incidents_->collect(out);
     if (journal_) {
       out.add(core::metric::kJournalGlitchesWritten, core::MetricType::Counter,
@@ -522,7 +541,7 @@ void GlitchPipeline::collect(core::MetricSet& out) {
 
 core::AnalyzerSummary GlitchPipeline::summary() {
   std::lock_guard lock(mu_);
-  core::AnalyzerSummary s = analyzer_->summary(exporter::monotonic_now_ns());
+  core::AnalyzerSummary s = analyzer_->summary(core::monotonic_ns());
   s.incidents = incidents_->incidents();
   return s;
 }

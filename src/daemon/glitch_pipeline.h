@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.h"
@@ -79,7 +81,6 @@ class GlitchPipeline {
   std::vector<core::Incident> incidents();
 
  private:
-  void journal_loop();
   void install_hints_locked();          // the verdicts' evidence from set_'s families
   probes::RouteLookup* route_lookup();  // opened on first use; nullptr when it cannot be
   std::string incident_key(const core::Incident& i) const;
@@ -88,21 +89,43 @@ class GlitchPipeline {
   PipelineOptions options_;
   probes::ProbeSet* set_ = nullptr;
 
-  // A glitch for the journal thread, with the Unix clock offset its stage was counted under in
-  // the stage heatmap: the two agree to the nanosecond, so a heatmap cell lists its glitches.
+  // A glitch for the housekeeping thread, with the Unix clock offset its stage was counted under
+  // in the stage heatmap: the two agree to the nanosecond, so a heatmap cell lists its glitches.
   struct QueuedGlitch {
     core::Glitch glitch;
     int64_t unix_offset_ns;
   };
 
+  // What one housekeeping round takes out from under mu_ for the sinks.
+  struct Round {
+    uint64_t now_ns = 0;
+    std::vector<QueuedGlitch> glitches;
+    std::vector<exporter::PropagationRow> trees;
+    std::vector<std::pair<std::string, core::Incident>> incidents;  // (journal key, incident)
+    int64_t unix_offset_ns = 0;
+    std::optional<core::CircuitBreaker> breaker;  // to save: its state changed
+  };
+  // Every second, and once more when stopping: ticks the detectors, then writes to the
+  // journal and saves the breaker outside the lock.
+  void housekeeping_loop();
+  void tick_detectors_locked(uint64_t now_ns, bool last);  // `last`: the daemon is stopping
+  Round take_round_locked(uint64_t now_ns);
+  void write_journal(const Round& round);  // each piece below does nothing without a journal
+  void append_glitches(const std::vector<QueuedGlitch>& glitches);
+  void write_trees(const std::vector<exporter::PropagationRow>& trees);
+  void report_incidents(const Round& round);  // journals them; logs those that ended
+  void prune_journal(uint64_t now_ns);
+  void save_breaker(const Round& round);
+
   std::mutex mu_;  // guards analyzer_, queue_, tree_queue_, unix_offset_ns_
   std::unique_ptr<core::GlitchAnalyzer> analyzer_;
-  std::vector<QueuedGlitch> queue_;                   // for the journal thread
+  std::vector<QueuedGlitch> queue_;                   // for the housekeeping thread
   std::vector<exporter::PropagationRow> tree_queue_;  // glitched requests' trees, likewise
   int64_t unix_offset_ns_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC, renewed every second
   std::shared_ptr<core::StageHeatmap> stage_heatmap_;
   std::unique_ptr<core::IncidentDetector> incidents_;
-  // (journal key, incident) from a detector replaced by reconfigure(), for the journal thread.
+  // (journal key, incident) from a detector replaced by reconfigure(), for the housekeeping
+  // thread.
   std::vector<std::pair<std::string, core::Incident>> incident_queue_;
   uint64_t incident_epoch_ = 0;               // detectors so far: their ids restart at 1
   std::string incident_key_prefix_;           // unique to this run, for the journal's keys
@@ -115,7 +138,8 @@ class GlitchPipeline {
   std::unique_ptr<exporter::Journal> journal_;
   std::unique_ptr<exporter::OtlpExporter> otlp_;
   std::unique_ptr<exporter::BreakerSocket> socket_;
-  std::thread journal_thread_;
+  std::thread housekeeping_thread_;
+  uint64_t last_prune_ns_ = 0;  // the housekeeping thread's
   std::condition_variable wake_;
   bool stopping_ = false;
   bool stopped_ = false;

@@ -91,6 +91,38 @@ void ensure_directory(const std::string& path) {
   chmod(dir.c_str(), 0755);  // whatever the umask: agents must reach the socket inside
 }
 
+// A socket file left at `path` by a daemon that is gone is removed; anything else there (a
+// file, a live daemon's socket) is an error.
+void remove_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw BreakerSocketError(fmt::format("breaker socket {}: {}", path, errno_text(errno)));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    throw BreakerSocketError(
+        fmt::format("breaker socket {}: the path exists and is not a socket; remove it or set "
+                    "breaker.socket to another path",
+                    path));
+  }
+  int err = probe_socket(path);
+  if (err == 0) {
+    throw BreakerSocketError(fmt::format(
+        "breaker socket {}: another process (an tailcause daemon?) already answers there; "
+        "stop it or set breaker.socket to another path",
+        path));
+  }
+  if (err != ECONNREFUSED) {
+    throw BreakerSocketError(fmt::format("breaker socket {}: cannot check the existing socket: {}",
+                                         path, errno_text(err)));
+  }
+  spdlog::info("breaker socket {}: replacing a stale socket file", path);
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw BreakerSocketError(fmt::format("breaker socket {}: cannot remove the stale socket: {}",
+                                         path, errno_text(errno)));
+  }
+}
+
 }  // namespace
 
 BreakerSocket::BreakerSocket(std::string path, Provider provider, BreakerSocketLimits limits)
@@ -105,34 +137,7 @@ void BreakerSocket::bind_socket() {
                                          sizeof(sockaddr_un{}.sun_path) - 1));
   }
   ensure_directory(path_);
-
-  struct stat st {};
-  if (lstat(path_.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      throw BreakerSocketError(
-          fmt::format("breaker socket {}: the path exists and is not a socket; remove it or set "
-                      "breaker.socket to another path",
-                      path_));
-    }
-    int err = probe_socket(path_);
-    if (err == 0) {
-      throw BreakerSocketError(fmt::format(
-          "breaker socket {}: another process (an tailcause daemon?) already answers there; "
-          "stop it or set breaker.socket to another path",
-          path_));
-    }
-    if (err != ECONNREFUSED) {
-      throw BreakerSocketError(fmt::format(
-          "breaker socket {}: cannot check the existing socket: {}", path_, errno_text(err)));
-    }
-    spdlog::info("breaker socket {}: replacing a stale socket file", path_);
-    if (unlink(path_.c_str()) != 0 && errno != ENOENT) {
-      throw BreakerSocketError(fmt::format("breaker socket {}: cannot remove the stale socket: {}",
-                                           path_, errno_text(errno)));
-    }
-  } else if (errno != ENOENT) {
-    throw BreakerSocketError(fmt::format("breaker socket {}: {}", path_, errno_text(errno)));
-  }
+  remove_stale_socket(path_);
 
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
@@ -158,6 +163,7 @@ void BreakerSocket::bind_socket() {
         "group, or have CAP_CHOWN)",
         path_, *group_, errno_text(err)));
   }
+  struct stat st {};
   if (chmod(path_.c_str(), mode_) != 0 || listen(fd, kBacklog) != 0 ||
       lstat(path_.c_str(), &st) != 0) {
     err = errno;

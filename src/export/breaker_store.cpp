@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <charconv>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -16,6 +15,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "core/host/clock.h"
 
 namespace tailcause::exporter {
 
@@ -83,11 +84,7 @@ std::string current_boot_id() {
   return id;
 }
 
-uint64_t monotonic_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t monotonic_now_ns() { return core::monotonic_ns(); }  // read in core/host/clock.h
 
 void save_breaker_state(const core::CircuitBreaker& breaker, const std::string& path,
                         uint64_t now_ns, const std::string& boot_id) {

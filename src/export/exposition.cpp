@@ -9,33 +9,12 @@
 #include <optional>
 #include <vector>
 
+#include "core/record/utf8.h"
+
 namespace tailcause::exporter {
 namespace {
 
 using core::MetricType;
-
-// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, at most
-// U+10FFFF), or 0 when the bytes there are not one.
-size_t utf8_sequence(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(1) >= 0xA0) return 0;  // UTF-16 surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
-    return 4;
-  }
-  return 0;
-}
 
 // Escapes backslash and newline (and the double quote when `quotes`). Cgroup names and other
 // label sources are arbitrary bytes, but Prometheus rejects the whole scrape on invalid UTF-8,
@@ -45,7 +24,7 @@ std::string escape(std::string_view s, bool quotes) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     const char c = s[i];
-    const size_t n = utf8_sequence(s, i);
+    const size_t n = core::utf8_sequence_length(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";
       ++i;

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
+#include "core/host/clock.h"
 #include "export/exposition.h"
 #include "ui_page.h"  // generated from src/export/ui/ (kUiPage)
 
@@ -41,12 +41,6 @@ void* on_uri(void*, const char* uri, MHD_Connection*) {
 void on_completed(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
   delete static_cast<RequestState*>(*state);
   *state = nullptr;
-}
-
-int64_t unix_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // The listening socket, bound and listening; throws naming the reason (EADDRINUSE...).
@@ -148,7 +142,7 @@ HttpServer::Reply HttpServer::answer(std::string_view method, std::string_view p
   const std::string_view query = q == std::string_view::npos ? "" : path.substr(q + 1);
   path = path.substr(0, q);
   if (path == "/api/v1" || path.starts_with("/api/v1/")) {
-    return api_.handle(path.substr(7), query, unix_now_ns());
+    return api_.handle(path.substr(7), query, core::realtime_ns());
   }
   if (path == "/metrics") {
     core::MetricSet set;

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/detect/glitch_detector.h"
+#include "core/record/stage_kind.h"
 #include "otlp/trace_service.pb.h"
 #include "core/trace/propagation.h"
 #include "core/trace/trace_ids.h"
@@ -47,7 +48,7 @@ uint64_t unix_ns(uint64_t mono_ns, int64_t offset_ns) {
   return t > 0 ? static_cast<uint64_t>(t) : 0;
 }
 
-constexpr uint32_t kGenerationKind = 3;  // TAILCAUSE_STAGE_GENERATION
+constexpr uint32_t kGenerationKind = core::stage_kind_value(core::StageKind::generation);
 
 void set_model(Attributes* a, std::string_view detail) {
   const ModelName m = split_model(detail);

@@ -207,19 +207,7 @@ void OtlpExporter::send(const std::vector<core::RequestTrace>& batch, size_t spa
   const milliseconds timeout(settings_.timeout_ms ? settings_.timeout_ms : 1);
 
   for (uint32_t attempt = 1;; ++attempt) {
-    milliseconds limit = timeout;
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) {
-        const auto left = duration_cast<milliseconds>(stop_deadline_ - Clock::now());
-        if (left <= milliseconds(0)) return drop(DropReason::shutdown, spans);
-        limit = std::min(limit, left);
-      }
-    }
-    client_->set_connection_timeout(limit);
-    client_->set_read_timeout(limit);
-    client_->set_write_timeout(limit);
-
+    if (!limit_attempt(timeout, spans)) return;
     const auto t0 = Clock::now();
     httplib::Result res =
         client_->Post(endpoint_.path, body_headers, body, "application/x-protobuf");
@@ -235,18 +223,10 @@ void OtlpExporter::send(const std::vector<core::RequestTrace>& batch, size_t spa
       drop(DropReason::rejected, rejected);
       return;
     }
-    const bool retry = !res || retryable_status(res->status);
-    {
-      std::lock_guard lock(mu_);
-      if (Clock::now() - last_error_log_ >= kErrorLogInterval) {
-        last_error_log_ = Clock::now();
-        spdlog::warn("OTLP export to {} failed: {} ({} spans, {})", settings_.endpoint,
-                     res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error()),
-                     spans, retry ? "retrying" : "dropped");
-      }
-      if (!retry) return drop(DropReason::rejected, spans);
-      if (attempt >= tuning_.max_attempts) return drop(DropReason::retries_exhausted, spans);
-    }
+    const bool retryable = !res || retryable_status(res->status);
+    const std::string failure =
+        res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error());
+    if (!retry_failed(failure, retryable, spans, attempt)) return;
     milliseconds delay = duration_cast<milliseconds>(backoff * jitter(rng));
     if (res && res->has_header("Retry-After")) {
       if (auto asked = parse_retry_after(res->get_header_value("Retry-After"),
@@ -260,6 +240,44 @@ void OtlpExporter::send(const std::vector<core::RequestTrace>& batch, size_t spa
       return drop(DropReason::shutdown, spans);
     }
   }
+}
+
+bool OtlpExporter::limit_attempt(milliseconds timeout, size_t spans) {
+  milliseconds limit = timeout;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      const auto left = duration_cast<milliseconds>(stop_deadline_ - Clock::now());
+      if (left <= milliseconds(0)) {
+        drop(DropReason::shutdown, spans);
+        return false;
+      }
+      limit = std::min(limit, left);
+    }
+  }
+  client_->set_connection_timeout(limit);
+  client_->set_read_timeout(limit);
+  client_->set_write_timeout(limit);
+  return true;
+}
+
+bool OtlpExporter::retry_failed(const std::string& failure, bool retryable, size_t spans,
+                                uint32_t attempt) {
+  std::lock_guard lock(mu_);
+  if (Clock::now() - last_error_log_ >= kErrorLogInterval) {
+    last_error_log_ = Clock::now();
+    spdlog::warn("OTLP export to {} failed: {} ({} spans, {})", settings_.endpoint, failure, spans,
+                 retryable ? "retrying" : "dropped");
+  }
+  if (!retryable) {
+    drop(DropReason::rejected, spans);
+    return false;
+  }
+  if (attempt >= tuning_.max_attempts) {
+    drop(DropReason::retries_exhausted, spans);
+    return false;
+  }
+  return true;
 }
 
 void OtlpExporter::stop() {

@@ -95,6 +95,12 @@ class OtlpExporter {
   };
   void run();
   void send(const std::vector<core::RequestTrace>& batch, size_t spans);
+  // Sets the client's timeouts for one attempt: `timeout`, or what is left before stop()'s
+  // deadline. False, the batch dropped, when nothing is left.
+  bool limit_attempt(std::chrono::milliseconds timeout, size_t spans);
+  // Logs a failed attempt (at most every 30 s). False, the batch dropped, when it is not tried
+  // again: a final answer, or the last attempt.
+  bool retry_failed(const std::string& failure, bool retryable, size_t spans, uint32_t attempt);
   // Waits `delay` before a retry; false when stop()'s deadline comes first.
   bool wait_to_retry(std::chrono::steady_clock::duration delay);
   void drop(DropReason r, uint64_t spans);  // caller holds mu_

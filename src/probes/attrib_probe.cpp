@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "bpf/attrib.h"
+#include "core/host/clock.h"
 #include "core/record/schema.h"
 #include "core/trace/trace_ids.h"
 #include "probes/bpf_loader.h"
@@ -47,13 +47,6 @@ struct overloaded : Ts... {
 template <class... Ts>
 overloaded(Ts...) -> overloaded<Ts...>;  // clang 14 lacks C++20's aggregate deduction
 
-double realtime_minus_monotonic() {
-  timespec rt{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &rt);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  return (rt.tv_sec - mono.tv_sec) + (rt.tv_nsec - mono.tv_nsec) * 1e-9;
-}
-
 bool process_alive(uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
 
 // Whether the kernel's BTF (null: none) has the tracepoint `name` (its btf_trace_ typedef).
@@ -70,6 +63,34 @@ struct StopOnFailure {
   }
 };
 
+// What the family needs of the kernel, and the binary and process it is narrowed to (if any).
+void require_kernel_and_target(const Features& features, const std::string& binary, pid_t pid) {
+  std::string missing;
+  if (!features.tp_btf) missing += " BTF tracepoints";
+  if (!features.task_storage) missing += " task storage";
+  if (!features.ringbuf) missing += " BPF ring buffer";
+  if (!missing.empty()) {
+    throw ProbeError("attrib: the kernel lacks" + missing + " (needs Linux 5.15 or later)");
+  }
+  if (!binary.empty() && access(binary.c_str(), R_OK) != 0) {
+    throw ProbeError(fmt::format("attrib: binary {}: {}", binary, strerror(errno)));
+  }
+  if (pid && !process_alive(pid)) throw ProbeError(fmt::format("attrib: no process {}", pid));
+}
+
+// Whether USDT probes attach as uprobe_multi links. With --pid, only where their pid filter
+// passes every thread of the process (Linux 6.10 on).
+bool use_uprobe_multi(const Features& features, pid_t only_pid) {
+  const bool multi = features.uprobe_multi && (only_pid == 0 || features.uprobe_multi_pid_filter);
+  if (features.uprobe_multi && !multi) {
+    spdlog::info(
+        "attrib: this kernel's uprobe_multi pid filter matches one thread, so process "
+        "{}'s probes attach as perf-event uprobes",
+        only_pid);
+  }
+  return multi;
+}
+
 }  // namespace
 
 TAILCAUSE_SKELETON_DESTROY(attrib_bpf)
@@ -79,29 +100,45 @@ AttribProbe::~AttribProbe() { stop(); }
 
 void AttribProbe::start(const ProbeContext& ctx) {
   stop();
+  take_settings(ctx);
+  const StopOnFailure guard{*this};
+  require_kernel_and_target(ctx.features, only_binary_, only_pid_);
+  const bool multi = load_programs(ctx);
+  track_usdt_binaries(multi);
+  cgroups_ = &ctx.cgroups;
+  attach_core_programs(ctx);
+  load_recipes(ctx.config.attrib);
+  try {
+    identity_.configure(core::IdentityRules(ctx.config.attrib.identity));
+  } catch (const std::exception& e) {  // the config parser checked them: not expected
+    spdlog::error("attrib: {}; identity rules ignored", e.what());
+  }
+  ring_ = std::make_unique<RingReader>(bpf_map__fd(skel_->maps.attrib_events),
+                                       [this](std::span<const std::byte> r) { on_record(r); });
+  attach_binaries();
+  rescan_recipes();
+  last_gc_ = Clock::now();
+  spdlog::info("attrib: attached ({} binar{} with tailcause probes{})", usdt_->size(),
+               usdt_->size() == 1 ? "y" : "ies",
+               only_pid_ ? fmt::format(", process {} only", only_pid_) : std::string());
+}
+
+// This start's settings and a fresh aggregator; the counters restart.
+void AttribProbe::take_settings(const ProbeContext& ctx) {
   const auto& cfg = ctx.config.attrib;
   only_pid_ = static_cast<pid_t>(cfg.pid);
   layers_ = cfg.layers;
   only_binary_ = cfg.binary;
   aggregator_ = std::make_unique<core::StageAggregator>(ctx.config.top_k);
-  aggregator_->set_clock_offset(realtime_minus_monotonic());
+  aggregator_->set_clock_offset(static_cast<double>(core::realtime_minus_monotonic_ns()) * 1e-9);
   if (ctx.on_record) observer_ = *ctx.on_record;
   trace_salt_ = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32);
   records_ = malformed_ = 0;
-  const StopOnFailure guard{*this};
-  std::string missing;
-  if (!ctx.features.tp_btf) missing += " BTF tracepoints";
-  if (!ctx.features.task_storage) missing += " task storage";
-  if (!ctx.features.ringbuf) missing += " BPF ring buffer";
-  if (!missing.empty()) {
-    throw ProbeError("attrib: the kernel lacks" + missing + " (needs Linux 5.15 or later)");
-  }
-  if (!only_binary_.empty() && access(only_binary_.c_str(), R_OK) != 0) {
-    throw ProbeError(fmt::format("attrib: binary {}: {}", only_binary_, strerror(errno)));
-  }
-  if (only_pid_ && !process_alive(only_pid_)) {
-    throw ProbeError(fmt::format("attrib: no process {}", only_pid_));
-  }
+}
+
+// Opens the BPF object, sets its constants and which programs load, and loads it. Returns
+// whether the USDT programs were loaded for uprobe_multi links.
+bool AttribProbe::load_programs(const ProbeContext& ctx) {
   const bpf_object_open_opts opts = open_options(ctx.features);
   skel_.reset(attrib_bpf__open_opts(&opts));
   if (!skel_) check(errno ? -errno : -EINVAL, kFamily, "open BPF object");
@@ -114,16 +151,8 @@ void AttribProbe::start(const ProbeContext& ctx) {
   set_reclaim_autoload(ctx.features);
   set_remap_autoload(ctx.features);
   fill_syscall_classes(skel_->rodata->syscall_class);
-  // uprobe_multi links take programs loaded for them (and then only them). With --pid, only
-  // where their pid filter passes every thread of the process (Linux 6.10 on).
-  const bool multi =
-      ctx.features.uprobe_multi && (only_pid_ == 0 || ctx.features.uprobe_multi_pid_filter);
-  if (ctx.features.uprobe_multi && !multi) {
-    spdlog::info(
-        "attrib: this kernel's uprobe_multi pid filter matches one thread, so process "
-        "{}'s probes attach as perf-event uprobes",
-        only_pid_);
-  }
+  // uprobe_multi links take programs loaded for them (and then only them).
+  const bool multi = use_uprobe_multi(ctx.features, only_pid_);
   bpf_program* prog;
   bpf_object__for_each_program(prog, skel_->obj) {
     if (multi && std::strcmp(bpf_program__section_name(prog), "usdt") == 0) {
@@ -131,6 +160,11 @@ void AttribProbe::start(const ProbeContext& ctx) {
     }
   }
   check(attrib_bpf__load(skel_.get()), kFamily, "load BPF programs");
+  return multi;
+}
+
+// The attachments of USDT probes, which write their argument specs into libbpf's map.
+void AttribProbe::track_usdt_binaries(bool multi) {
   const bpf_map* specs = bpf_object__find_map_by_name(skel_->obj, "__bpf_usdt_specs");
   if (!specs || bpf_map__value_size(specs) != sizeof(UsdtSpec)) {
     throw ProbeError("attrib: libbpf's USDT argument spec map is not the layout this build knows");
@@ -138,34 +172,24 @@ void AttribProbe::start(const ProbeContext& ctx) {
   usdt_ = std::make_unique<UsdtBinaries>([this](const MappedBinary& b) { return usdt_programs(b); },
                                          bpf_map__fd(specs), bpf_map__max_entries(specs), multi,
                                          release_grace_);
-  cgroups_ = &ctx.cgroups;
-  attach_core_programs(ctx);
-  load_recipes(cfg);
-  try {
-    identity_.configure(core::IdentityRules(cfg.identity));
-  } catch (const std::exception& e) {  // the config parser checked them: not expected
-    spdlog::error("attrib: {}; identity rules ignored", e.what());
-  }
-  ring_ = std::make_unique<RingReader>(bpf_map__fd(skel_->maps.attrib_events),
-                                       [this](std::span<const std::byte> r) { on_record(r); });
-  if (!only_binary_.empty()) {
-    auto sites = std::make_shared<UsdtSites>(read_usdt_sites(only_binary_, kUsdtProvider));
-    MappedBinary b{{}, only_binary_, {}, sites, {}};
-    for (const auto& site : sites->sites) b.probes.insert(site.name);
-    if (b.probes.empty()) {
-      throw ProbeError("attrib: " + only_binary_ + " carries no tailcause USDT probes");
-    }
-    if (!usdt_->attach(b, only_pid_ ? only_pid_ : -1)) {
-      throw ProbeError("attrib: cannot attach to " + only_binary_);
-    }
-  } else {
+}
+
+// The one binary probes.attrib.binary names (for one process when narrowed to one), or else
+// every binary with tailcause probes that running processes map.
+void AttribProbe::attach_binaries() {
+  if (only_binary_.empty()) {
     rescan();
+    return;
   }
-  rescan_recipes();
-  last_gc_ = Clock::now();
-  spdlog::info("attrib: attached ({} binar{} with tailcause probes{})", usdt_->size(),
-               usdt_->size() == 1 ? "y" : "ies",
-               only_pid_ ? fmt::format(", process {} only", only_pid_) : std::string());
+  auto sites = std::make_shared<UsdtSites>(read_usdt_sites(only_binary_, kUsdtProvider));
+  MappedBinary b{{}, only_binary_, {}, sites, {}};
+  for (const auto& site : sites->sites) b.probes.insert(site.name);
+  if (b.probes.empty()) {
+    throw ProbeError("attrib: " + only_binary_ + " carries no tailcause USDT probes");
+  }
+  if (!usdt_->attach(b, only_pid_ ? only_pid_ : -1)) {
+    throw ProbeError("attrib: cannot attach to " + only_binary_);
+  }
 }
 
 void AttribProbe::attach_core_programs(const ProbeContext& ctx) {
@@ -471,7 +495,15 @@ int64_t AttribProbe::spans_in_process_gates() const {
 void AttribProbe::collect(core::MetricSet& out) {
   if (!skel_) return;
   drain();  // what finished before the scrape is in it; attaching waits for the next tick
+  read_kernel_totals();
+  aggregator_->collect(out);
+  collect_kernel_counters(out);
+  collect_recipes(out);
+  collect_usdt(out);
+}
 
+// The kernel's per-CPU SDK error counts and layer histograms, summed into the aggregator.
+void AttribProbe::read_kernel_totals() {
   std::map<std::string, uint64_t> errors;
   const int err_fd = bpf_map__fd(skel_->maps.attrib_sdk_errors);
   for (uint32_t k = 0; k < ATTRIB_KERNEL_ERRORS; ++k) {
@@ -489,8 +521,9 @@ void AttribProbe::collect(core::MetricSet& out) {
     }
   }
   aggregator_->set_layers(layers);
-  aggregator_->collect(out);
+}
 
+void AttribProbe::collect_kernel_counters(core::MetricSet& out) const {
   out.add(core::metric::kEventsLost, core::MetricType::Counter,
           "Events dropped because a BPF map or ring buffer was full", {{"source", kFamily}},
           static_cast<double>(events_lost()));
@@ -502,6 +535,9 @@ void AttribProbe::collect(core::MetricSet& out) {
           "Stage and recipe spans open on the node now (the attribution's scheduler programs "
           "work only while one is open in the task's process)",
           {}, static_cast<double>(spans_in_progress()));
+}
+
+void AttribProbe::collect_recipes(core::MetricSet& out) const {
   for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
     const core::Recipe& r = recipes_.recipes()[i];
     const core::Labels labels{{"library", r.library}, {"symbol", r.symbol}};
@@ -522,6 +558,9 @@ void AttribProbe::collect(core::MetricSet& out) {
             "library_mismatch, library_unmapped)",
             with_state, 1);
   }
+}
+
+void AttribProbe::collect_usdt(core::MetricSet& out) const {
   out.add(core::metric::kUsdtAttachedBinaries, core::MetricType::Gauge,
           "Executables and libraries whose tailcause USDT probes are attached", {},
           static_cast<double>(usdt_->size()));

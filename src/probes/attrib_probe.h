@@ -99,6 +99,11 @@ class AttribProbe final : public ProbeFamily {
   void drain();
   // The programs for the tailcause probes a binary carries (layer probes only when asked).
   std::vector<UsdtProgram> usdt_programs(const MappedBinary& binary) const;
+  // The pieces of start(), in order.
+  void take_settings(const ProbeContext& ctx);
+  bool load_programs(const ProbeContext& ctx);
+  void track_usdt_binaries(bool multi);
+  void attach_binaries();
   void attach_core_programs(const ProbeContext& ctx);
   void attach_major_faults();
   void attach_remap_feed();
@@ -114,6 +119,11 @@ class AttribProbe final : public ProbeFamily {
   void set_remap_autoload(const Features& features);
   void load_recipes(const core::AttribConfig& config);
   void handle_pending();
+  // The pieces of collect(), in order.
+  void read_kernel_totals();
+  void collect_kernel_counters(core::MetricSet& out) const;
+  void collect_recipes(core::MetricSet& out) const;
+  void collect_usdt(core::MetricSet& out) const;
   uint64_t lost(uint32_t kind) const;
   // Deletes requests of processes in `dead` (or of any dead process when `all_dead`).
   void free_requests(const std::set<uint32_t>& dead, bool all_dead);

@@ -170,19 +170,9 @@ std::optional<std::pair<std::string, uint64_t>> file_offset_of(uintptr_t addr) {
   return std::nullopt;
 }
 
-// Whether a uprobe_multi link's pid filter lets every thread of the process through. Linux 6.6
-// to 6.9 compared it with the thread id (fixed in 6.10, "bpf: fix multi-uprobe PID filtering
-// logic"), so `--pid` would trace only a process's main thread there. Tried, not read from the
-// version: a link with our own pid on a function called from a second thread, counted by a
-// program that adds one to an array slot.
-Feature probe_uprobe_multi_pid_filter() {
-  Feature f{"uprobe_multi_pid_filter", false, ""};
-  const std::string fallback = "; --pid attaches one perf-event uprobe per site";
-  const Fd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "pid_probe", 4, 8, 1, nullptr));
-  if (!map) {
-    f.detail = "map: " + err_text(errno) + fallback;
-    return f;
-  }
+// A uprobe_multi program that adds one to slot 0 of the array `map_fd` at each call; errno
+// says why when it does not load.
+Fd load_call_counter(int map_fd) {
   const bpf_insn count_call[] = {
       // *(u32 *)(r10 - 4) = 0; r2 = r10 - 4; r1 = &map; r0 = bpf_map_lookup_elem(r1, r2)
       {.code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .src_reg = 0, .off = -4, .imm = 0},
@@ -191,16 +181,18 @@ Feature probe_uprobe_multi_pid_filter() {
        .src_reg = BPF_REG_10,
        .off = 0,
        .imm = 0},
+      // NOLINTNEXTLINE(misc-redundant-expression): BPF_ADD and BPF_K are both 0; spelled out
       {.code = BPF_ALU64 | BPF_ADD | BPF_K,
        .dst_reg = BPF_REG_2,
        .src_reg = 0,
        .off = 0,
        .imm = -4},
+      // NOLINTNEXTLINE(misc-redundant-expression): BPF_LD and BPF_IMM are both 0; spelled out
       {.code = BPF_LD | BPF_DW | BPF_IMM,
        .dst_reg = BPF_REG_1,
        .src_reg = BPF_PSEUDO_MAP_FD,
        .off = 0,
-       .imm = map.get()},
+       .imm = map_fd},
       {.code = 0, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
       {.code = BPF_JMP | BPF_CALL,
        .dst_reg = 0,
@@ -220,8 +212,24 @@ Feature probe_uprobe_multi_pid_filter() {
   };
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = static_cast<bpf_attach_type>(kAttachUprobeMulti));
-  const Fd prog(bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pid_probe", "GPL", count_call,
-                              sizeof count_call / sizeof count_call[0], &opts));
+  return Fd(bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pid_probe", "GPL", count_call,
+                          sizeof count_call / sizeof count_call[0], &opts));
+}
+
+// Whether a uprobe_multi link's pid filter lets every thread of the process through. Linux 6.6
+// to 6.9 compared it with the thread id (fixed in 6.10, "bpf: fix multi-uprobe PID filtering
+// logic"), so `--pid` would trace only a process's main thread there. Tried, not read from the
+// version: a link with our own pid on a function called from a second thread, counted by
+// load_call_counter()'s program.
+Feature probe_uprobe_multi_pid_filter() {
+  Feature f{"uprobe_multi_pid_filter", false, ""};
+  const std::string fallback = "; --pid attaches one perf-event uprobe per site";
+  const Fd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "pid_probe", 4, 8, 1, nullptr));
+  if (!map) {
+    f.detail = "map: " + err_text(errno) + fallback;
+    return f;
+  }
+  const Fd prog = load_call_counter(map.get());
   if (!prog) {
     f.detail = "load: " + err_text(errno) + fallback;
     return f;
@@ -255,23 +263,54 @@ Feature probe_uprobe_multi_pid_filter() {
   return f;
 }
 
+// The configured BTF file, parsed into `out` when it is valid.
+Feature probe_btf_file(Features& out) {
+  Feature f{"btf", false, out.btf_path};
+  if (!std::filesystem::exists(out.btf_path)) {
+    f.detail = out.btf_path + " does not exist (kernel built without CONFIG_DEBUG_INFO_BTF?)";
+    return f;
+  }
+  out.parsed_btf.set(parse_btf(out.btf_path));
+  if (!out.parsed_btf.get()) {
+    f.detail = out.btf_path + " is not valid BTF: " + err_text(errno);
+  } else {
+    f.available = true;
+  }
+  return f;
+}
+
+// The per-CPU run queues, by address: in the BTF (the configured one, else the kernel's) and in
+// /proc/kallsyms.
+Feature probe_runqueues_ksym(const btf* custom, const btf* kernel) {
+  Feature f{"runqueues_ksym", false, ""};
+  const btf* b = custom ? custom : kernel;
+  if (!b) {
+    f.detail = "needs BTF";
+  } else if (btf__find_by_name_kind(b, "runqueues", BTF_KIND_VAR) < 0) {
+    f.detail = "per-CPU variable runqueues not in BTF";
+  } else if (!kallsyms_has("runqueues")) {
+    f.detail =
+        "runqueues not in /proc/kallsyms (CONFIG_KALLSYMS_ALL off); sampled via the current task";
+  } else {
+    f.available = true;
+  }
+  return f;
+}
+
+Feature probe_kprobe_pmu() {
+  Feature f{"kprobe", false, ""};
+  f.available = std::filesystem::exists("/sys/bus/event_source/devices/kprobe/type");
+  f.detail = f.available ? "optional" : "kernel has no kprobe PMU (CONFIG_KPROBES off); optional";
+  return f;
+}
+
 }  // namespace
 
 Features probe_features(const std::string& btf_path) {
   Features out;
   out.btf_path = btf_path.empty() ? kKernelBtf : btf_path;
 
-  Feature btf_f{"btf", false, out.btf_path};
-  if (!std::filesystem::exists(out.btf_path)) {
-    btf_f.detail = out.btf_path + " does not exist (kernel built without CONFIG_DEBUG_INFO_BTF?)";
-  } else {
-    out.parsed_btf.set(parse_btf(out.btf_path));
-    if (!out.parsed_btf.get()) {
-      btf_f.detail = out.btf_path + " is not valid BTF: " + err_text(errno);
-    } else {
-      btf_f.available = true;
-    }
-  }
+  Feature btf_f = probe_btf_file(out);
   out.btf = btf_f.available;
   out.list.push_back(btf_f);
   const btf* custom = out.parsed_btf.get();
@@ -280,66 +319,28 @@ Features probe_features(const std::string& btf_path) {
   // configured BTF is the kernel's: it is several megabytes).
   const bool custom_is_kernel = out.btf_path == kKernelBtf;
   Handle<btf> own_kernel(custom_is_kernel ? nullptr : btf__load_vmlinux_btf());
-  if (libbpf_get_error(own_kernel.get())) own_kernel.release();
+  // An error pointer is nothing to free: let go of it unfreed.
+  if (libbpf_get_error(own_kernel.get())) (void)own_kernel.release();
   const btf* kernel = custom_is_kernel ? custom : own_kernel.get();
 
-  Feature tp_btf =
-      probe_tracing("tp_btf", kernel, "btf_trace_sched_switch", BTF_KIND_TYPEDEF, BPF_TRACE_RAW_TP);
-  out.tp_btf = tp_btf.available;
-  out.list.push_back(tp_btf);
-
-  Feature raw = probe_raw_tp();
-  out.raw_tp = raw.available;
-  out.list.push_back(raw);
-
-  Feature rb = probe_map("ringbuf", BPF_MAP_TYPE_RINGBUF);
-  out.ringbuf = rb.available;
-  out.list.push_back(rb);
-
-  Feature ts = probe_map("task_storage", BPF_MAP_TYPE_TASK_STORAGE);
-  out.task_storage = ts.available;
-  out.list.push_back(ts);
-
-  Feature pe = probe_perf_event();
-  out.perf_event = pe.available;
-  out.list.push_back(pe);
-
-  Feature rq{"runqueues_ksym", false, ""};
-  if (custom || kernel) {
-    const btf* b = custom ? custom : kernel;
-    if (btf__find_by_name_kind(b, "runqueues", BTF_KIND_VAR) < 0) {
-      rq.detail = "per-CPU variable runqueues not in BTF";
-    } else if (!kallsyms_has("runqueues")) {
-      rq.detail =
-          "runqueues not in /proc/kallsyms (CONFIG_KALLSYMS_ALL off); sampled via the current task";
-    } else {
-      rq.available = true;
-    }
-  } else {
-    rq.detail = "needs BTF";
-  }
-  out.runqueues_ksym = rq.available;
-  out.list.push_back(rq);
-
-  Feature kp{"kprobe", false, ""};
-  kp.available = std::filesystem::exists("/sys/bus/event_source/devices/kprobe/type");
-  kp.detail = kp.available ? "optional" : "kernel has no kprobe PMU (CONFIG_KPROBES off); optional";
-  out.kprobes = kp.available;
-  out.list.push_back(kp);
-
+  // Each probe's result goes to its flag and to the list `probes` prints.
+  auto record = [&out](bool Features::*flag, Feature f) {
+    out.*flag = f.available;
+    out.list.push_back(std::move(f));
+  };
+  record(&Features::tp_btf, probe_tracing("tp_btf", kernel, "btf_trace_sched_switch",
+                                          BTF_KIND_TYPEDEF, BPF_TRACE_RAW_TP));
+  record(&Features::raw_tp, probe_raw_tp());
+  record(&Features::ringbuf, probe_map("ringbuf", BPF_MAP_TYPE_RINGBUF));
+  record(&Features::task_storage, probe_map("task_storage", BPF_MAP_TYPE_TASK_STORAGE));
+  record(&Features::perf_event, probe_perf_event());
+  record(&Features::runqueues_ksym, probe_runqueues_ksym(custom, kernel));
+  record(&Features::kprobes, probe_kprobe_pmu());
   Feature fe = probe_tracing("fentry", kernel, "vfs_read", BTF_KIND_FUNC, BPF_TRACE_FENTRY);
   if (!fe.available) fe.detail += "; optional";
-  out.fentry = fe.available;
-  out.list.push_back(fe);
-
-  Feature um = probe_uprobe_multi();
-  out.uprobe_multi = um.available;
-  out.list.push_back(um);
-  if (out.uprobe_multi) {
-    Feature pf = probe_uprobe_multi_pid_filter();
-    out.uprobe_multi_pid_filter = pf.available;
-    out.list.push_back(pf);
-  }
+  record(&Features::fentry, std::move(fe));
+  record(&Features::uprobe_multi, probe_uprobe_multi());
+  if (out.uprobe_multi) record(&Features::uprobe_multi_pid_filter, probe_uprobe_multi_pid_filter());
 
   return out;
 }

@@ -77,6 +77,19 @@ bool can_tell_writes_apart() {
   return true;
 }
 
+// Whether page-cache misses leave out the pages writes add; a warning says why when not.
+bool exclude_writes() {
+  if (can_tell_writes_apart()) return true;
+  spdlog::warn("memory: page-cache misses include pages added by writes ({})",
+#if defined(__x86_64__) || defined(__aarch64__)
+               "kernel lacks bpf_task_pt_regs()"
+#else
+               "reads and writes are told apart on x86-64 and arm64 only"
+#endif
+  );
+  return false;
+}
+
 int open_major_fault_event(int cpu) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
@@ -170,16 +183,7 @@ void MemoryProbe::start(const ProbeContext& ctx) {
   check(bpf_map__set_max_entries(skel->maps.process_memory, max_processes_), kFamily,
         "size process_memory map");
 
-  skel->rodata->exclude_writes = can_tell_writes_apart();
-  if (!skel->rodata->exclude_writes) {
-    spdlog::warn("memory: page-cache misses include pages added by writes ({})",
-#if defined(__x86_64__) || defined(__aarch64__)
-                 "kernel lacks bpf_task_pt_regs()"
-#else
-                 "reads and writes are told apart on x86-64 and arm64 only"
-#endif
-    );
-  }
+  skel->rodata->exclude_writes = exclude_writes();
   bpf_program__set_autoload(skel->progs.major_fault, ctx.features.perf_event);
   const auto memcg_layout = memcg_reclaim_layout(ctx.features, ctx.cgroups.layout());
   if (!memcg_layout) {

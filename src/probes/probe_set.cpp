@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/host/clock.h"
 #include "core/record/schema.h"
 #include "probes/families.h"
 
@@ -35,11 +35,8 @@ ProbeSet::ProbeSet(Features features, CgroupLayout layout)
 
 ProbeSet::~ProbeSet() { stop_all(); }
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
+// The probes' name for it (probe_family.h); the clock is read in core/host/clock.h.
+uint64_t monotonic_ns() { return core::monotonic_ns(); }
 
 ProbeContext ProbeSet::context() {
   return ProbeContext{features_, config_, *cgroups_, signals_,
@@ -57,38 +54,46 @@ void ProbeSet::apply(const core::Config& config) {
   // while it loads or detaches (seconds: BTF parsing, verification, uprobe grace periods):
   // plan and take out under the lock, stop and load outside it, install under it again.
   std::lock_guard applying(apply_mu_);
+  Reload reload = plan_reload(config);
+  stop_in_parallel(reload.stopping);
+  Loaded loaded = load_families(reload.to_start);
+  install(reload.to_start, loaded);
+}
+
+// Takes in `config`, and takes out the families it stops or restarts; those it keeps run on.
+ProbeSet::Reload ProbeSet::plan_reload(const core::Config& config) {
   const auto& entries = known_families();
-  std::vector<std::unique_ptr<ProbeFamily>> stopping;
-  std::unique_ptr<CgroupNames> old_cgroups;  // outlives the families stopped below
-  std::vector<size_t> to_start;
-  {
-    std::lock_guard lock(mu_);
-    const core::Config before = config_;
-    const bool first = !configured_;
-    config_ = config;
-    configured_ = true;
-    if (!first && !(before.cgroup == config.cgroup)) {
-      // Names refer to the hierarchy: every family restarts below (same_settings is false).
-      old_cgroups = std::exchange(
-          cgroups_, std::make_unique<CgroupNames>(detect_cgroup_layout(config.cgroup)));
-      layout_ = cgroups_->layout();
-    }
-    set_bpf_stats(config.bpf_stats);
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const auto& entry = entries[i];
-      Running& r = families_[i];
-      const bool want = entry.enabled(config);
-      const bool keep = !first && r.family && want && entry.same_settings(before, config);
-      if (keep) continue;
-      if (r.family) stopping.push_back(std::move(r.family));
-      r.status.enabled = want;
-      r.status.attached = false;
-      r.status.error = want ? "" : "disabled in configuration";
-      if (want) to_start.push_back(i);
-    }
-    rebuild_epoll();  // the collector must not wait on rings that are going away
+  Reload reload;
+  std::lock_guard lock(mu_);
+  const core::Config before = config_;
+  const bool first = !configured_;
+  config_ = config;
+  configured_ = true;
+  if (!first && !(before.cgroup == config.cgroup)) {
+    // Names refer to the hierarchy: every family restarts below (same_settings is false).
+    reload.old_cgroups =
+        std::exchange(cgroups_, std::make_unique<CgroupNames>(detect_cgroup_layout(config.cgroup)));
+    layout_ = cgroups_->layout();
   }
-  stop_in_parallel(stopping);
+  set_bpf_stats(config.bpf_stats);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& entry = entries[i];
+    Running& r = families_[i];
+    const bool want = entry.enabled(config);
+    const bool keep = !first && r.family && want && entry.same_settings(before, config);
+    if (keep) continue;
+    if (r.family) reload.stopping.push_back(std::move(r.family));
+    r.status.enabled = want;
+    r.status.attached = false;
+    r.status.error = want ? "" : "disabled in configuration";
+    if (want) reload.to_start.push_back(i);
+  }
+  rebuild_epoll();  // the collector must not wait on rings that are going away
+  return reload;
+}
+
+ProbeSet::Loaded ProbeSet::load_families(const std::vector<size_t>& to_start) {
+  const auto& entries = known_families();
   // The BTF is parsed once for all the loaders (the features probe's copy at the first start),
   // and dropped when they are done: several MB the daemon does not need between starts. Only
   // apply() touches it.
@@ -101,8 +106,8 @@ void ProbeSet::apply(const core::Config& config) {
   // the memory peak (a parsed kernel BTF per loader) stays bounded by the CPU count. The context
   // refers to config_ and cgroups_, which only apply() changes, and apply() is serialised.
   const ProbeContext ctx = context();
-  std::vector<std::unique_ptr<ProbeFamily>> started(entries.size());
-  std::vector<std::string> errors(entries.size());
+  Loaded loaded{std::vector<std::unique_ptr<ProbeFamily>>(entries.size()),
+                std::vector<std::string>(entries.size())};
   std::vector<std::thread> loaders;
   std::atomic<size_t> next{0};
   const size_t n_loaders =
@@ -114,9 +119,9 @@ void ProbeSet::apply(const core::Config& config) {
         auto family = entries[i].make();
         try {
           family->start(ctx);
-          started[i] = std::move(family);
+          loaded.families[i] = std::move(family);
         } catch (const std::exception& e) {
-          errors[i] = e.what();
+          loaded.errors[i] = e.what();
         }
       }
     });
@@ -127,18 +132,23 @@ void ProbeSet::apply(const core::Config& config) {
   // Hand them back, or they stay in the daemon's RSS for its whole life.
   features_.parsed_btf.drop();
   if (!to_start.empty()) malloc_trim(0);
+  return loaded;
+}
 
+// Puts the families that started in place and reports those that did not.
+void ProbeSet::install(const std::vector<size_t>& to_start, Loaded& loaded) {
+  const auto& entries = known_families();
   std::lock_guard lock(mu_);
   for (size_t i : to_start) {
     Running& r = families_[i];
-    if (started[i]) {
-      r.family = std::move(started[i]);
+    if (loaded.families[i]) {
+      r.family = std::move(loaded.families[i]);
       r.status.attached = true;
       ++r.status.generation;
       spdlog::info("probe {}: attached", entries[i].name);
     } else {
-      r.status.error = errors[i];
-      spdlog::warn("probe {}: not attached: {}", entries[i].name, errors[i]);
+      r.status.error = loaded.errors[i];
+      spdlog::warn("probe {}: not attached: {}", entries[i].name, loaded.errors[i]);
     }
   }
   rebuild_epoll();

@@ -62,8 +62,22 @@ class ProbeSet {
     std::unique_ptr<ProbeFamily> family;
     FamilyStatus status;
   };
+  // What apply() changes, planned under mu_: the families taken out to stop, those to start.
+  struct Reload {
+    std::vector<std::unique_ptr<ProbeFamily>> stopping;
+    std::unique_ptr<CgroupNames> old_cgroups;  // outlives the families stopped
+    std::vector<size_t> to_start;              // indices in known_families()
+  };
+  // The families loaded, by index in known_families(): null where the start failed, with why.
+  struct Loaded {
+    std::vector<std::unique_ptr<ProbeFamily>> families;
+    std::vector<std::string> errors;
+  };
   ProbeContext context();
-  void rebuild_epoll();  // under mu_
+  Reload plan_reload(const core::Config& config);                     // takes mu_
+  Loaded load_families(const std::vector<size_t>& to_start);          // outside mu_
+  void install(const std::vector<size_t>& to_start, Loaded& loaded);  // takes mu_
+  void rebuild_epoll();                                               // under mu_
   static void stop_in_parallel(std::vector<std::unique_ptr<ProbeFamily>>& families);
   void set_bpf_stats(bool on);
 

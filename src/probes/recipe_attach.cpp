@@ -61,50 +61,67 @@ void RecipeAttacher::configure(bpf_program* entry, bpf_program* ret,
 
 void RecipeAttacher::sync(pid_t only_pid) {
   if (recipes_.empty() || !entry_) return;
-  std::map<BinaryId, std::pair<std::string, std::string>> found;  // reachable path, maps path
+  Found found;
   std::vector<std::string> runtimes;
   for (const auto& r : recipes_) runtimes.push_back(core::recipe_runtime(r.library));
   if (!only_pid) lookalike_.assign(recipes_.size(), "");  // a full scan sees every process
   bool listed = false;
   const std::vector<pid_t> pids = only_pid ? std::vector<pid_t>{only_pid} : maps_.scan_list(listed);
-  for (pid_t pid : pids) {
-    std::vector<bool> matched_here(recipes_.size(), false);
-    std::vector<std::string> similar_here(recipes_.size());
-    for (const MapsEntry& e : maps_.of(pid)) {
-      bool wanted = false;
-      for (size_t i = 0; i < recipes_.size(); ++i) {
-        if (recipe_matches(recipes_[i].library, e.path)) {
-          wanted = ever_matched_[i] = matched_here[i] = true;
-        } else if (similar_here[i].empty() && core::looks_like(runtimes[i], e.path)) {
-          similar_here[i] = e.path;
-        }
-      }
-      if (!wanted || found.count(e.id)) continue;
-      if (auto path = reachable_path(pid, e); !path.empty()) {
-        found.emplace(e.id, std::make_pair(path, e.path));
-      }
-    }
-    // A process of the recipe's runtime that no recipe for the same symbol covers: said once.
-    for (size_t i = 0; i < recipes_.size(); ++i) {
-      if (similar_here[i].empty() || matched_here[i]) continue;
-      bool covered = false;
-      for (size_t j = 0; j < recipes_.size() && !covered; ++j) {
-        covered = matched_here[j] && recipes_[j].symbol == recipes_[i].symbol;
-      }
-      if (covered) continue;
-      if (reported_.insert("lookalike " + recipes_[i].source + " " + similar_here[i]).second) {
-        spdlog::warn(
-            "attrib: recipe {}: process {} maps {}, which looks like {}, but no file it maps "
-            "matches {}: its calls are not traced (add the file to the recipe's library list)",
-            recipes_[i].source, pid, similar_here[i], runtimes[i], recipes_[i].library);
-      }
-      lookalike_[i] = fmt::format("process {} maps {}", pid, similar_here[i]);
-    }
-  }
+  for (pid_t pid : pids) scan_process(pid, runtimes, found);
   if (listed) maps_.keep_only(pids);
   for (const auto& [id, paths] : found) {
     if (!libraries_.count(id)) attach(id, paths.first, paths.second);
   }
+  release_unmapped(found);
+  if (!first_sync_done_) {
+    first_sync_done_ = true;
+    say_unmatched();
+  }
+}
+
+void RecipeAttacher::scan_process(pid_t pid, const std::vector<std::string>& runtimes,
+                                  Found& found) {
+  std::vector<bool> matched_here(recipes_.size(), false);
+  std::vector<std::string> similar_here(recipes_.size());
+  for (const MapsEntry& e : maps_.of(pid)) {
+    bool wanted = false;
+    for (size_t i = 0; i < recipes_.size(); ++i) {
+      if (recipe_matches(recipes_[i].library, e.path)) {
+        wanted = ever_matched_[i] = matched_here[i] = true;
+      } else if (similar_here[i].empty() && core::looks_like(runtimes[i], e.path)) {
+        similar_here[i] = e.path;
+      }
+    }
+    if (!wanted || found.count(e.id)) continue;
+    if (auto path = reachable_path(pid, e); !path.empty()) {
+      found.emplace(e.id, std::make_pair(path, e.path));
+    }
+  }
+  note_lookalikes(pid, runtimes, matched_here, similar_here);
+}
+
+// A process of the recipe's runtime that no recipe for the same symbol covers: said once.
+void RecipeAttacher::note_lookalikes(pid_t pid, const std::vector<std::string>& runtimes,
+                                     const std::vector<bool>& matched_here,
+                                     const std::vector<std::string>& similar_here) {
+  for (size_t i = 0; i < recipes_.size(); ++i) {
+    if (similar_here[i].empty() || matched_here[i]) continue;
+    bool covered = false;
+    for (size_t j = 0; j < recipes_.size() && !covered; ++j) {
+      covered = matched_here[j] && recipes_[j].symbol == recipes_[i].symbol;
+    }
+    if (covered) continue;
+    if (reported_.insert("lookalike " + recipes_[i].source + " " + similar_here[i]).second) {
+      spdlog::warn(
+          "attrib: recipe {}: process {} maps {}, which looks like {}, but no file it maps "
+          "matches {}: its calls are not traced (add the file to the recipe's library list)",
+          recipes_[i].source, pid, similar_here[i], runtimes[i], recipes_[i].library);
+    }
+    lookalike_[i] = fmt::format("process {} maps {}", pid, similar_here[i]);
+  }
+}
+
+void RecipeAttacher::release_unmapped(const Found& found) {
   for (auto it = libraries_.begin(); it != libraries_.end();) {
     if (found.count(it->first)) {
       ++it;
@@ -113,13 +130,14 @@ void RecipeAttacher::sync(pid_t only_pid) {
     spdlog::info("attrib: released recipes in {} (no process maps it)", it->second.path);
     it = libraries_.erase(it);
   }
-  if (!first_sync_done_) {
-    first_sync_done_ = true;
-    for (size_t i = 0; i < recipes_.size(); ++i) {
-      if (!ever_matched_[i]) {
-        spdlog::info("attrib: recipe {}: no running process maps {} yet; attached when one does",
-                     recipes_[i].source, recipes_[i].library);
-      }
+}
+
+// After the first scan: the recipes whose library no running process maps yet.
+void RecipeAttacher::say_unmatched() const {
+  for (size_t i = 0; i < recipes_.size(); ++i) {
+    if (!ever_matched_[i]) {
+      spdlog::info("attrib: recipe {}: no running process maps {} yet; attached when one does",
+                   recipes_[i].source, recipes_[i].library);
     }
   }
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.h"
@@ -64,6 +65,16 @@ class RecipeAttacher {
     std::set<size_t> attached;      // recipe indexes attached here
     std::set<size_t> matched;       // recipe indexes whose library glob matches it
   };
+  // Files a recipe matches: (path that reaches it from here, path the process maps it by).
+  using Found = std::map<BinaryId, std::pair<std::string, std::string>>;
+  // The pieces of sync(): one process's maps into `found`, its look-alike files (`runtimes`:
+  // each recipe's runtime), libraries no process maps any more, recipes never matched.
+  void scan_process(pid_t pid, const std::vector<std::string>& runtimes, Found& found);
+  void note_lookalikes(pid_t pid, const std::vector<std::string>& runtimes,
+                       const std::vector<bool>& matched_here,
+                       const std::vector<std::string>& similar_here);
+  void release_unmapped(const Found& found);
+  void say_unmatched() const;
   // `path` reaches the file from here; `mapped_as` is the path the process maps it by.
   void attach(const BinaryId& id, const std::string& path, const std::string& mapped_as);
   void report(const std::string& problem);

@@ -112,17 +112,7 @@ size_t RingReader::consume() {
         break;
       }
       if (!(header & BPF_RINGBUF_DISCARD_BIT)) {
-        const Pos start = (off + BPF_RINGBUF_HDR_SZ) & mask;
-        if (start + len <= size_) {
-          sink_({data_ + start, len});
-        } else {
-          const size_t first = size_ - start;
-          wrapped_.resize(len);
-          std::memcpy(wrapped_.data(), data_ + start, first);
-          std::memcpy(wrapped_.data() + first, data_, len - first);
-          ++wrapped_records_;
-          sink_({wrapped_.data(), len});
-        }
+        hand((off + BPF_RINGBUF_HDR_SZ) & mask, len);
         ++handed;
       }
       cons += (len + BPF_RINGBUF_HDR_SZ + 7) & ~Pos{7};
@@ -140,6 +130,19 @@ size_t RingReader::consume() {
     if (load_acquire(producer_) == cons) break;
   }
   return handed;
+}
+
+void RingReader::hand(size_t start, size_t len) {
+  if (start + len <= size_) {
+    sink_({data_ + start, len});
+    return;
+  }
+  const size_t first = size_ - start;
+  wrapped_.resize(len);
+  std::memcpy(wrapped_.data(), data_ + start, first);
+  std::memcpy(wrapped_.data() + first, data_, len - first);
+  ++wrapped_records_;
+  sink_({wrapped_.data(), len});
 }
 
 }  // namespace tailcause::probes

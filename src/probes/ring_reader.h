@@ -55,6 +55,9 @@ class RingReader {
   uint64_t wrapped_records() const { return wrapped_records_; }
 
  private:
+  // Hands the record at data offset `start` to the sink, put together first when it wraps.
+  void hand(size_t start, size_t len);
+
   Fd map_fd_;
   size_t page_ = 0;
   size_t size_ = 0;           // data area, a power of two

@@ -190,15 +190,9 @@ void SchedProbe::start(const ProbeContext& ctx) {
   // the sparse rate rather than at the dense one with most samples dropped.
   Sampler sampler;
   if (runqlen) {
-    std::string failure;
-    sampler = attach_runqlen_sampler(
+    sampler = start_runqlen_sampler(
         by_ksym ? skel->progs.sample_runqlen_ksym : skel->progs.sample_runqlen_task,
-        sc.runqlen_sparse_hz, failure);
-    if (sampler.links.empty() && !warned_no_runqlen_) {
-      warned_no_runqlen_ = true;
-      spdlog::warn("sched: run-queue length not sampled: {}",
-                   failure.empty() ? "no online CPU" : failure);
-    }
+        sc.runqlen_sparse_hz);
   }
   skel_ = std::move(skel);
   sampler_ = std::move(sampler);
@@ -208,6 +202,17 @@ void SchedProbe::start(const ProbeContext& ctx) {
                    : fmt::format(", run-queue length of {} CPUs via {} at {}/{} Hz",
                                  sampler_.links.size(), by_ksym ? "runqueues" : "current task",
                                  sc.runqlen_sparse_hz, sc.runqlen_dense_hz));
+}
+
+SchedProbe::Sampler SchedProbe::start_runqlen_sampler(bpf_program* prog, uint32_t hz) {
+  std::string failure;
+  Sampler sampler = attach_runqlen_sampler(prog, hz, failure);
+  if (sampler.links.empty() && !warned_no_runqlen_) {
+    warned_no_runqlen_ = true;
+    spdlog::warn("sched: run-queue length not sampled: {}",
+                 failure.empty() ? "no online CPU" : failure);
+  }
+  return sampler;
 }
 
 SchedProbe::Sampler SchedProbe::attach_runqlen_sampler(bpf_program* prog, uint32_t hz,

@@ -54,6 +54,8 @@ class SchedProbe final : public ProbeFamily {
   // A cpu-clock event firing `hz` times a second on every online CPU, each running `prog`;
   // empty, with `failure` said, when one of them cannot be opened or attached.
   static Sampler attach_runqlen_sampler(bpf_program* prog, uint32_t hz, std::string& failure);
+  // The same at start(), which says once why there is none.
+  Sampler start_runqlen_sampler(bpf_program* prog, uint32_t hz);
   std::optional<std::string> cgroup_name(uint64_t id);
   void collect_cgroups(core::MetricSet& out);
   void collect_preemptions(core::MetricSet& out);

@@ -137,7 +137,7 @@ void ThrottleProbe::read_now(NodeSignals& signals) {
   std::map<std::string, Reading> next;
   for (const auto& [id, name] : cgroups_->all()) {
     if (name == "/") continue;  // the root has no bandwidth limit of its own
-    if (auto r = read_cgroup(id, name)) next.emplace(name, std::move(*r));
+    if (auto r = read_cgroup(id, name)) next.emplace(name, *r);
   }
   // Forget the continuity of vanished cgroups (bounded memory); FoldedSeries keeps what a
   // folded one had counted.

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/trace/trace_ids.h"
+#include "core/record/stage_kind.h"
 #include "core/record/traceparent.h"
 #include "export/otlp_encode.h"
 #include "export/otlp_exporter.h"
@@ -69,7 +70,8 @@ core::RequestTrace glitch_trace() {
   gen.component_ns[size_t(Component::cpu_throttled)] = 400 * ms;
   gen.component_ns[size_t(Component::on_cpu)] = 150 * ms;
   gen.component_ns[size_t(Component::unattributed)] = 50 * ms;
-  gen.kind = 3;  // generation, naming its model as the SDK passes it
+  gen.kind =
+      core::stage_kind_value(core::StageKind::generation);  // naming its model, as the SDK does
   gen.detail = "openai:gpt-4o-mini";
   t.stages = {emb, stage(r.id, "retrieval", 1200 * ms, 1300 * ms, 4243), gen,
               stage(r.id, "tool", 1900 * ms, 1950 * ms, 4243)};

@@ -9,14 +9,13 @@
 #include "core/report/diagnosis.h"
 #include "daemon/glitch_pipeline.h"
 #include "export/journal.h"
+#include "stage_builder.h"
 #include "temp_dir.h"
 
 namespace tailcause::daemon {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
-constexpr size_t kOnCpu = static_cast<size_t>(core::Component::on_cpu);
-constexpr size_t kBlockIo = static_cast<size_t>(core::Component::block_io);
 
 uint64_t monotonic_ns() {
   timespec ts{};
@@ -31,20 +30,19 @@ std::vector<core::StageRecord> retrievals(const std::string& tenant, int normal,
   const int n = normal + slow;
   const uint64_t now = monotonic_ns();
   for (int i = 0; i < n; i++) {
-    core::StageRecord r;
-    r.id.request_id = static_cast<uint64_t>(i + 1);
-    r.id.pid = 4242;
-    r.id.tenant = tenant;
-    r.id.agent = "rag";
-    r.stage = "retrieval";
-    r.kind = 3;
     const uint64_t base = (3 + (i % 3 == 0 ? 1 : 0)) * ms;
     const uint64_t wall = i < normal ? base : 5 * base;
-    r.component_ns[kOnCpu] = base;
-    r.component_ns[kBlockIo] = wall - base;
-    r.end_ns = now - static_cast<uint64_t>(n - i) * 10 * ms;
-    r.start_ns = r.end_ns - wall;
-    out.push_back(r);
+    out.push_back(testing::StageBuilder()
+                      .request(static_cast<uint64_t>(i + 1))
+                      .pid(4242)
+                      .tenant(tenant)
+                      .agent("rag")
+                      .stage("retrieval")
+                      .kind(core::StageKind::generation)
+                      .component(core::Component::on_cpu, base)
+                      .component(core::Component::block_io, wall - base)
+                      .end_ns(now - static_cast<uint64_t>(n - i) * 10 * ms)
+                      .build());
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "bpf/attrib.h"
 #include "core/trace/propagation.h"
 #include "export/journal.h"
+#include "stage_builder.h"
 #include "temp_dir.h"
 
 namespace tailcause::daemon {
@@ -32,19 +33,18 @@ uint64_t monotonic_ns() {
 // A finished stage of `wall_ms`, all of it on CPU, that ended just now.
 core::StageRecord stage(const std::string& tenant, uint64_t request, uint64_t wall_ms,
                         const std::string& name = "generation") {
-  core::StageRecord r;
-  r.id.request_id = request;
-  r.id.pid = 4242;
-  r.id.tenant = tenant;
-  r.id.agent = "rag";
-  r.id.trace_id = "0123456789abcdef0123456789abcd" + std::to_string(10 + request % 90);
-  r.tid = 4242;
-  r.stage = name;
-  r.kind = 3;
-  r.end_ns = monotonic_ns();
-  r.start_ns = r.end_ns - wall_ms * ms;
-  r.component_ns[static_cast<size_t>(core::Component::on_cpu)] = wall_ms * ms;
-  return r;
+  return testing::StageBuilder()
+      .request(request)
+      .pid(4242)
+      .tenant(tenant)
+      .agent("rag")
+      .trace_id("0123456789abcdef0123456789abcd" + std::to_string(10 + request % 90))
+      .tid(4242)
+      .stage(name)
+      .kind(core::StageKind::generation)
+      .end_ns(monotonic_ns())
+      .component(core::Component::on_cpu, wall_ms * ms)
+      .build();
 }
 
 // Only the sinks a test names: no breaker socket, no OTLP, no default paths under /var.

@@ -15,6 +15,7 @@
 
 #include "daemon/daemon.h"
 #include "probes/cgroup_names.h"
+#include "stage_builder.h"
 #include "temp_dir.h"
 #include "free_port.h"
 
@@ -53,17 +54,15 @@ struct Fixture {
 };
 
 core::StageRecord slow_stage(uint64_t wall_ms) {
-  core::StageRecord r;
-  r.id.request_id = 1;
-  r.id.pid = 7;
-  r.id.tenant = "ta";
-  r.id.agent = "rag";
-  r.stage = "generation";
-  r.kind = 3;
-  r.start_ns = 1'000'000'000;
-  r.end_ns = r.start_ns + wall_ms * ms;
-  r.component_ns[static_cast<size_t>(core::Component::on_cpu)] = wall_ms * ms;
-  return r;
+  return testing::StageBuilder()
+      .request(1)
+      .pid(7)
+      .tenant("ta")
+      .agent("rag")
+      .stage(core::StageKind::generation)
+      .start_ns(1'000'000'000)
+      .component(core::Component::on_cpu, wall_ms * ms)
+      .build();
 }
 
 TEST(DaemonReload, ABadConfigurationIsRejectedAndTheRunningOneKept) {

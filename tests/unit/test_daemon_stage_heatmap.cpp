@@ -10,6 +10,7 @@
 #include "daemon/glitch_pipeline.h"
 #include "export/api/api.h"
 #include "export/breaker_store.h"
+#include "stage_builder.h"
 #include "temp_dir.h"
 
 namespace tailcause::daemon {
@@ -46,19 +47,20 @@ TEST(DaemonStageHeatmap, EachCellListsExactlyItsGlitches) {
   const uint64_t walls[] = {50 * ms, (1ull << 28) - 1, 1ull << 28, 300 * ms, 50 * ms};
   size_t owner = 0, slow = 0;
   for (uint64_t i = 0; i < 800; ++i) {
-    core::StageRecord r;
-    r.id.request_id = i + 1;
-    r.id.pid = 4242;
-    r.id.tenant = i % 2 ? "ta" : "tb";
-    r.id.agent = "rag";
-    r.stage = "generation";
-    r.kind = 4;
     const uint64_t wall = walls[i % 5];
-    r.end_ns = now - (800 - i) * 4 * ms;
-    r.start_ns = r.end_ns - wall;
-    r.component_ns[static_cast<size_t>(core::Component::on_cpu)] = wall;
-    if (i % 97 == 0) r.kind = core::StageRecord::kWorkerSpanKind;
-    if (i % 89 == 0) r.flags |= ATTRIB_SPAN_ABORTED;
+    const core::StageRecord r =
+        testing::StageBuilder()
+            .request(i + 1)
+            .pid(4242)
+            .tenant(i % 2 ? "ta" : "tb")
+            .agent("rag")
+            .stage("generation")
+            .kind(i % 97 == 0 ? core::StageRecord::kWorkerSpanKind
+                              : core::stage_kind_value(core::StageKind::tool))
+            .flags(i % 89 == 0 ? ATTRIB_SPAN_ABORTED : 0)
+            .end_ns(now - (800 - i) * 4 * ms)
+            .component(core::Component::on_cpu, wall)
+            .build();
     p.observe(r);
     if (r.owner_stage()) ++owner, slow += wall > 200 * ms;
   }

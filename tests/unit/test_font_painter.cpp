@@ -86,6 +86,16 @@ TEST(FontPainter, DecodesUtf8Arrows) {
   EXPECT_GT(painter.width("a\xe2z", 10), painter.width("az", 10));
 }
 
+TEST(FontPainter, DrawsOverlongAndSurrogateBytesAsReplacementGlyphs) {
+  // The strict decoder (core/record/utf8.h): an overlong '/' (C0 AF) is two bad bytes, not a
+  // slash, and a UTF-16 surrogate (ED A0 80) is three; each draws one U+FFFD.
+  const FontPainter& painter = system_painter();
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(painter.width("a\xc0\xafz", 10), painter.width("a" + fffd + fffd + "z", 10));
+  EXPECT_NE(painter.width("a\xc0\xafz", 10), painter.width("a/z", 10));
+  EXPECT_EQ(painter.width("a\xed\xa0\x80z", 10), painter.width("a" + fffd + fffd + fffd + "z", 10));
+}
+
 TEST(FontPainter, BlendsTheColourOverTheBackground) {
   const FontPainter& painter = system_painter();
   core::Raster r = blank(100, 30, 0x40);  // dark grey

@@ -12,6 +12,7 @@
 #include "core/trace/trace_ids.h"
 #include "export/otlp_encode.h"
 #include "otlp/trace_service.pb.h"
+#include "stage_builder.h"
 
 namespace tailcause::exporter {
 namespace {
@@ -43,17 +44,17 @@ std::map<std::string, Value> attrs(
 std::string bytes(const std::string& hex) { return *hex_to_bytes(hex); }
 
 core::StageRecord stage(const char* name, uint64_t start, uint64_t end, uint32_t tid) {
-  core::StageRecord s;
-  s.id.request_id = 7;
-  s.id.pid = 4242;
-  s.id.tenant = "acme";
-  s.id.agent = "rag";
-  s.id.trace_id = kTraceId;
-  s.stage = name;
-  s.tid = tid;
-  s.start_ns = start;
-  s.end_ns = end;
-  return s;
+  return testing::StageBuilder()
+      .request(7)
+      .pid(4242)
+      .tenant("acme")
+      .agent("rag")
+      .trace_id(kTraceId)
+      .stage(name)
+      .tid(tid)
+      .start_ns(start)
+      .end_ns(end)
+      .build();
 }
 
 core::RequestTrace sample_trace() {
@@ -355,7 +356,7 @@ TEST(OtlpEncode, RequestSpanIsAChildOfTheAgentsTraceparent) {
 
 TEST(OtlpEncode, GenerationModelAndProvider) {
   auto t = sample_trace();
-  t.stages[2].kind = 3;  // generation
+  t.stages[2].kind = core::stage_kind_value(core::StageKind::generation);
   t.stages[2].detail = "ollama:llama3:8b";
   const auto req = decode({t});
   const auto& spans = req.resource_spans(0).scope_spans(0).spans();

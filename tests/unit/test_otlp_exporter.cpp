@@ -23,6 +23,7 @@
 #include "export/otlp_exporter.h"
 #include "export/otlp_gzip.h"
 #include "otlp/trace_service.pb.h"
+#include "stage_builder.h"
 
 namespace tailcause::exporter {
 #if defined(__SANITIZE_ADDRESS__)
@@ -163,13 +164,13 @@ core::RequestTrace make_trace(uint64_t n, size_t stages = 0, bool glitch = false
   t.trace_id = core::derive_trace_id(100, n, 42);
   t.unix_offset_ns = 1'700'000'000'000'000'000;
   for (size_t i = 0; i < stages; ++i) {
-    core::StageRecord s;
-    s.id = t.request.id;
-    s.stage = "generation";
-    s.tid = 101;
-    s.start_ns = t.request.start_ns + i * 1000;
-    s.end_ns = s.start_ns + 500;
-    t.stages.push_back(s);
+    t.stages.push_back(testing::StageBuilder()
+                           .identity(t.request.id)
+                           .stage("generation")
+                           .tid(101)
+                           .start_ns(t.request.start_ns + i * 1000)
+                           .wall_ns(500)
+                           .build());
   }
   if (glitch) {
     core::Glitch g;

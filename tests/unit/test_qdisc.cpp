@@ -18,6 +18,7 @@
 #include "core/host/qdisc.h"
 #include "core/detect/verdict.h"
 #include "probes/qdisc_stats.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
@@ -117,15 +118,14 @@ TEST(EvidenceBoardQdisc, Bounded) {
 }
 
 StageRecord tool_stage(uint64_t network_ms, uint64_t cpu_ms) {
-  StageRecord r;
-  r.id.tenant = "ta";
-  r.id.agent = "rag-agent";
-  r.stage = "tool";
-  r.start_ns = 10 * s;
-  r.component_ns[index_of(Component::network)] = network_ms * ms;
-  r.component_ns[index_of(Component::on_cpu)] = cpu_ms * ms;
-  r.end_ns = r.start_ns + (network_ms + cpu_ms) * ms;
-  return r;
+  return testing::StageBuilder()
+      .tenant("ta")
+      .agent("rag-agent")
+      .stage("tool")
+      .start_ns(10 * s)
+      .component(Component::network, network_ms * ms)
+      .component(Component::on_cpu, cpu_ms * ms)
+      .build();
 }
 
 TEST(VerdictQdisc, NetworkVerdictNamesTheQdisc) {

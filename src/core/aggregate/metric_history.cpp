@@ -88,54 +88,12 @@ void MetricHistory::add(const MetricSet& scrape, int64_t unix_ns) {
       continue;
     }
     if (!settings_.families.count(family.name) || family.type == MetricType::Gauge) continue;
-    const bool histogram = family.type == MetricType::Histogram;
+    const bool hourly =
+        family.type == MetricType::Histogram && settings_.hourly_families.count(family.name);
     for (const auto& sample : family.samples) {
-      const uint32_t id = intern(family, sample);
-      if (id == 0) continue;
-      HistorySeries& s = series_.at(id);
-      Baseline& base = baselines_[id];
-      const bool first = base.seen_ns == 0;
-      base.seen_ns = unix_ns;
       HistoryDelta d;
-      d.id = id;
-      if (histogram) {
-        std::vector<uint64_t> cum = cumulative_of(sample.histogram);
-        if (cum.size() != s.bounds.size() + 1) {  // the bounds changed: start again
-          s.bounds.clear();
-          for (const auto& b : sample.histogram.buckets) s.bounds.push_back(b.first);
-          base.cumulative.clear();
-        }
-        bool reset = base.cumulative.size() != cum.size();
-        for (size_t i = 0; !reset && i < cum.size(); ++i) reset = cum[i] < base.cumulative[i];
-        const double prev_sum = reset ? 0 : base.value;
-        std::vector<uint64_t> delta_cum(cum.size());
-        for (size_t i = 0; i < cum.size(); ++i)
-          delta_cum[i] = cum[i] - (reset ? 0 : base.cumulative[i]);
-        d.buckets.resize(cum.size());
-        for (size_t i = 0; i < cum.size(); ++i) {
-          const uint64_t below = i == 0 ? 0 : delta_cum[i - 1];
-          d.buckets[i] = delta_cum[i] >= below ? delta_cum[i] - below : 0;
-        }
-        d.value = std::max(0.0, sample.histogram.sum - prev_sum);
-        base.cumulative = std::move(cum);
-        base.value = sample.histogram.sum;
-        if (first || delta_cum.back() == 0) continue;
-      } else {
-        const bool reset = sample.value < base.value;
-        d.value = sample.value - (reset ? 0 : base.value);
-        base.value = sample.value;
-        if (first || d.value == 0) continue;
-      }
-      if (histogram && settings_.hourly_families.count(family.name)) {
-        const int64_t hour = unix_ns / kHourNs * 3600;
-        if (hours_.empty() || hours_.back().start_unix_s != hour) {
-          hours_.push_back(HistoryHour{hour, {}});
-          while (hours_.size() > settings_.hours) hours_.pop_front();
-        }
-        HistoryDelta& h = hours_.back().deltas[id];
-        h.id = id;
-        add_into(h, d);
-      }
+      if (!delta_of(family, sample, unix_ns, d)) continue;
+      if (hourly) add_to_hour(unix_ns, d);
       tick.deltas.push_back(std::move(d));
     }
   }
@@ -145,6 +103,61 @@ void MetricHistory::add(const MetricSet& scrape, int64_t unix_ns) {
   while (ticks_.size() > settings_.slots) ticks_.pop_front();
   // Once per ring's length, forget series that are gone (a tenant's cgroup removed).
   if (++adds_ % settings_.slots == 0) forget_unused(unix_ns);
+}
+
+bool MetricHistory::delta_of(const MetricFamily& family, const Sample& sample, int64_t unix_ns,
+                             HistoryDelta& d) {
+  const uint32_t id = intern(family, sample);
+  if (id == 0) return false;
+  HistorySeries& s = series_.at(id);
+  Baseline& base = baselines_[id];
+  const bool first = base.seen_ns == 0;
+  base.seen_ns = unix_ns;
+  d.id = id;
+  if (family.type == MetricType::Histogram) {
+    const bool counted = histogram_delta(sample.histogram, s, base, d);
+    return !first && counted;
+  }
+  const bool reset = sample.value < base.value;
+  d.value = sample.value - (reset ? 0 : base.value);
+  base.value = sample.value;
+  return !first && d.value != 0;
+}
+
+bool MetricHistory::histogram_delta(const HistogramData& h, HistorySeries& s, Baseline& base,
+                                    HistoryDelta& d) {
+  std::vector<uint64_t> cum = cumulative_of(h);
+  if (cum.size() != s.bounds.size() + 1) {  // the bounds changed: start again
+    s.bounds.clear();
+    for (const auto& b : h.buckets) s.bounds.push_back(b.first);
+    base.cumulative.clear();
+  }
+  bool reset = base.cumulative.size() != cum.size();
+  for (size_t i = 0; !reset && i < cum.size(); ++i) reset = cum[i] < base.cumulative[i];
+  const double prev_sum = reset ? 0 : base.value;
+  std::vector<uint64_t> delta_cum(cum.size());
+  for (size_t i = 0; i < cum.size(); ++i) delta_cum[i] = cum[i] - (reset ? 0 : base.cumulative[i]);
+  d.buckets.resize(cum.size());
+  for (size_t i = 0; i < cum.size(); ++i) {
+    const uint64_t below = i == 0 ? 0 : delta_cum[i - 1];
+    d.buckets[i] = delta_cum[i] >= below ? delta_cum[i] - below : 0;
+  }
+  d.value = std::max(0.0, h.sum - prev_sum);
+  base.cumulative = std::move(cum);
+  base.value = h.sum;
+  return delta_cum.back() != 0;
+}
+
+// The hourly view (TCP service pairs): one slot per wall-clock hour, the oldest dropped.
+void MetricHistory::add_to_hour(int64_t unix_ns, const HistoryDelta& d) {
+  const int64_t hour = unix_ns / kHourNs * 3600;
+  if (hours_.empty() || hours_.back().start_unix_s != hour) {
+    hours_.push_back(HistoryHour{hour, {}});
+    while (hours_.size() > settings_.hours) hours_.pop_front();
+  }
+  HistoryDelta& h = hours_.back().deltas[d.id];
+  h.id = d.id;
+  add_into(h, d);
 }
 
 void MetricHistory::forget_unused(int64_t now_ns) {

@@ -91,6 +91,13 @@ class MetricHistory {
     int64_t seen_ns = 0;               // the last scrape that had it
   };
   uint32_t intern(const MetricFamily& family, const Sample& sample);
+  // One sample's delta against its series' baseline, which it then replaces; false when there is
+  // none to keep (a dropped series, its first scrape, or nothing new).
+  bool delta_of(const MetricFamily& family, const Sample& sample, int64_t unix_ns, HistoryDelta& d);
+  // A histogram's bucket and sum deltas; false when it counted nothing new.
+  static bool histogram_delta(const HistogramData& h, HistorySeries& s, Baseline& base,
+                              HistoryDelta& d);
+  void add_to_hour(int64_t unix_ns, const HistoryDelta& d);
   void forget_unused(int64_t now_ns);
 
   HistorySettings settings_;

@@ -6,6 +6,7 @@
 
 #include "core/aggregate/histogram_conversion.h"
 #include "core/record/schema.h"
+#include "core/record/stage_kind.h"
 
 namespace tailcause::core {
 namespace {
@@ -82,7 +83,8 @@ void StageAggregator::count_identity_errors(const Identity& id) {
 void StageAggregator::add(const StageRecord& r) {
   auto [tenant, agent] = labels(r.id);
   // Fixed stage names are bounded by the SDK; free names compete for slots.
-  std::string stage = r.kind == 6 ? stages_.admit(r.stage) : r.stage;
+  const bool free_name = r.kind == stage_kind_value(StageKind::other);
+  std::string stage = free_name ? stages_.admit(r.stage) : r.stage;
   if (r.invalid_name) count_error(kErrorInvalidUtf8);
   StageSeries& s = stage_series_[StageKey{std::move(tenant), std::move(agent), std::move(stage)}];
   // A worker span is part of a stage that its owner thread times; an aborted one is cut short.

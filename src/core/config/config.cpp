@@ -41,6 +41,43 @@ bool has_space(const std::string& s) {
   return false;
 }
 
+// A recipe's library: one, or a list of them (the same code shipped as a shared library and
+// linked into a Python extension module): one recipe per library.
+void parse_libraries(const Reader& r, const YAML::Node& v, const std::string& k,
+                     std::vector<std::string>& libraries) {
+  auto one = [&](const YAML::Node& item, const std::string& ik) {
+    std::string lib = r.string(item, ik);
+    if (lib.empty() || has_space(lib)) {
+      r.fail(item, ik, "expected a library path or file-name glob (libllama.so*)");
+    }
+    if (lib.find('/') != std::string::npos && lib.front() != '/') {
+      r.fail(item, ik, "a path must be absolute (or give a file-name glob)");
+    }
+    libraries.push_back(std::move(lib));
+  };
+  if (v.IsSequence()) {
+    if (v.size() == 0) r.fail(v, k, "expected at least one library");
+    for (size_t i = 0; i < v.size(); ++i) one(v[i], fmt::format("{}[{}]", k, i));
+  } else {
+    one(v, k);
+  }
+}
+
+// A span recipe names its stage; the others count toward the thread's current one.
+void check_recipe(const Reader& r, const Recipe& recipe, bool has_libraries, bool has_stage,
+                  const std::string& key, int line) {
+  if (!has_libraries) r.fail_at(line, key + ".library", "missing");
+  if (recipe.symbol.empty()) r.fail_at(line, key + ".symbol", "missing");
+  if (recipe.kind == "span" && !has_stage) {
+    r.fail_at(line, key + ".stage", "missing (a span recipe names its stage)");
+  }
+  if (recipe.kind != "span" && has_stage) {
+    r.fail_at(r.key_line(key + ".stage").value_or(line), key + ".stage",
+              "only span recipes name a stage (" + recipe.kind +
+                  " counts toward the thread's current one)");
+  }
+}
+
 // One recipe: {library, symbol, stage, kind}, checked as a whole once its keys are read; a
 // list of libraries gives one recipe per library.
 std::vector<Recipe> parse_recipe(Reader& r, const YAML::Node& n, const std::string& key,
@@ -51,27 +88,8 @@ std::vector<Recipe> parse_recipe(Reader& r, const YAML::Node& n, const std::stri
   recipe.source = fmt::format("{}:{}", source, n.Mark().line + 1);
   bool has_stage = false;
   r.mapping(n, key,
-            {{"library",
-              [&](const YAML::Node& v, const std::string& k) {
-                // One library, or a list of them (the same code shipped as a shared library and
-                // linked into a Python extension module): one recipe per library.
-                auto one = [&](const YAML::Node& item, const std::string& ik) {
-                  std::string lib = r.string(item, ik);
-                  if (lib.empty() || has_space(lib)) {
-                    r.fail(item, ik, "expected a library path or file-name glob (libllama.so*)");
-                  }
-                  if (lib.find('/') != std::string::npos && lib.front() != '/') {
-                    r.fail(item, ik, "a path must be absolute (or give a file-name glob)");
-                  }
-                  libraries.push_back(std::move(lib));
-                };
-                if (v.IsSequence()) {
-                  if (v.size() == 0) r.fail(v, k, "expected at least one library");
-                  for (size_t i = 0; i < v.size(); ++i) one(v[i], fmt::format("{}[{}]", k, i));
-                } else {
-                  one(v, k);
-                }
-              }},
+            {{"library", [&](const YAML::Node& v,
+                             const std::string& k) { parse_libraries(r, v, k, libraries); }},
              {"symbol",
               [&](const YAML::Node& v, const std::string& k) {
                 recipe.symbol = r.string(v, k);
@@ -94,17 +112,7 @@ std::vector<Recipe> parse_recipe(Reader& r, const YAML::Node& n, const std::stri
              {"kind", [&](const YAML::Node& v, const std::string& k) {
                 recipe.kind = r.one_of(v, k, {"span", "gpu_sync", "count"});
               }}});
-  const int line = n.Mark().line + 1;
-  if (libraries.empty()) r.fail_at(line, key + ".library", "missing");
-  if (recipe.symbol.empty()) r.fail_at(line, key + ".symbol", "missing");
-  if (recipe.kind == "span" && !has_stage) {
-    r.fail_at(line, key + ".stage", "missing (a span recipe names its stage)");
-  }
-  if (recipe.kind != "span" && has_stage) {
-    r.fail_at(r.key_line(key + ".stage").value_or(line), key + ".stage",
-              "only span recipes name a stage (" + recipe.kind +
-                  " counts toward the thread's current one)");
-  }
+  check_recipe(r, recipe, !libraries.empty(), has_stage, key, n.Mark().line + 1);
   std::vector<Recipe> out;
   for (auto& lib : libraries) {
     out.push_back(recipe);
@@ -163,6 +171,171 @@ void parse_identity_rules(Reader& r, const YAML::Node& n, const std::string& key
     }
     out.push_back(std::move(rule));
   }
+}
+
+// listen: HOST:PORT as parse_listen() takes it.
+std::string parse_listen_key(const Reader& r, const YAML::Node& n, const std::string& k) {
+  std::string listen = r.string(n, k);
+  try {
+    parse_listen(listen);
+  } catch (const ConfigError& e) {
+    r.fail(n, k, e.what());
+  }
+  return listen;
+}
+
+// ui: how often the daemon samples its own metrics for the web UI and `top`, and how far back.
+void ui_section(Reader& r, const YAML::Node& n, const std::string& k, UiSettings& ui) {
+  r.mapping(n, k,
+            {{"tick_s", [&](const YAML::Node& v,
+                            const std::string& kk) { ui.tick_s = r.positive(v, kk, 60); }},
+             {"history_s", [&](const YAML::Node& v, const std::string& kk) {
+                ui.history_s = r.positive(v, kk, 6 * 3600);
+              }}});
+}
+
+// cgroup: the hierarchy's version and mount point, or "auto" for each.
+void cgroup_section(Reader& r, const YAML::Node& n, const std::string& k, CgroupConfig& cg) {
+  r.mapping(n, k,
+            {{"version",
+              [&](const YAML::Node& v, const std::string& kk) {
+                cg.version = r.one_of(v, kk, {"auto", "v1", "v2"});
+              }},
+             {"root", [&](const YAML::Node& v, const std::string& kk) {
+                cg.root = r.string(v, kk);
+                if (cg.root != "auto" && (cg.root.empty() || cg.root.front() != '/')) {
+                  r.fail(v, kk, "expected an absolute path or 'auto'");
+                }
+              }}});
+}
+
+// probes.sched: the scheduler family and its run-queue sampling rates.
+void sched_section(Reader& r, const YAML::Node& n, const std::string& k, SchedConfig& s) {
+  r.mapping(n, k,
+            {{"enabled", flag_handler(r, s.enabled)},
+             {"runqlen_dense_hz",
+              [&](const YAML::Node& x, const std::string& xk) {
+                s.runqlen_dense_hz = r.positive(x, xk, 1000);
+              }},
+             {"runqlen_sparse_hz", [&](const YAML::Node& x, const std::string& xk) {
+                s.runqlen_sparse_hz = r.positive(x, xk, 1000);
+              }}});
+}
+
+// probes.throttle: the CPU throttling family and how often it reads cpu.stat.
+void throttle_section(Reader& r, const YAML::Node& n, const std::string& k, ThrottleConfig& t) {
+  r.mapping(n, k,
+            {{"enabled", flag_handler(r, t.enabled)},
+             {"interval_ms", [&](const YAML::Node& x, const std::string& xk) {
+                t.interval_ms = r.positive(x, xk, 60000);
+              }}});
+}
+
+// probes.attrib.recipe_files: paths, resolved against the configuration's own directory.
+void parse_recipe_files(const Reader& r, const YAML::Node& x, const std::string& xk,
+                        std::string_view source, std::vector<std::string>& out) {
+  if (x.IsNull()) return;
+  if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto ik = fmt::format("{}[{}]", xk, i);
+    const auto path = r.string(x[i], ik);
+    if (path.empty()) r.fail(x[i], ik, "expected a path");
+    out.push_back(resolve_recipe_file(path, source));
+  }
+}
+
+// probes.attrib: the SDK's USDT probes, uprobe recipes and identity rules.
+void attrib_section(Reader& r, const YAML::Node& n, const std::string& k, AttribConfig& a,
+                    std::string_view source) {
+  r.mapping(
+      n, k,
+      {{"enabled", flag_handler(r, a.enabled)},
+       {"layers", flag_handler(r, a.layers)},
+       {"pid",
+        [&](const YAML::Node& x, const std::string& xk) {
+          // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
+          const bool zero = x.IsScalar() && x.Scalar() == "0";
+          a.pid = zero ? 0 : r.positive(x, xk, 4194304);
+        }},
+       {"binary",
+        [&](const YAML::Node& x, const std::string& xk) {
+          a.binary = r.string(x, xk);
+          if (!a.binary.empty() && a.binary.front() != '/') {
+            r.fail(x, xk, "expected an absolute path or \"\"");
+          }
+        }},
+       {"recipes", [&](const YAML::Node& x,
+                       const std::string& xk) { parse_recipe_list(r, x, xk, source, a.recipes); }},
+       {"recipe_files",
+        [&](const YAML::Node& x, const std::string& xk) {
+          parse_recipe_files(r, x, xk, source, a.recipe_files);
+        }},
+       {"identity", [&](const YAML::Node& x, const std::string& xk) {
+          parse_identity_rules(r, x, xk, source, a.identity);
+        }}});
+}
+
+// probes: one section per probe family.
+void probes_section(Reader& r, const YAML::Node& n, const std::string& k, Config& c,
+                    std::string_view source) {
+  // The families with nothing to set but enabled.
+  auto enabled_only = [&r](bool& field) -> Reader::Handler {
+    return [&r, &field](const YAML::Node& v, const std::string& kk) {
+      r.mapping(v, kk, {{"enabled", flag_handler(r, field)}});
+    };
+  };
+  r.mapping(n, k,
+            {{"sched", section_handler(r, c.sched, sched_section)},
+             {"throttle", section_handler(r, c.throttle, throttle_section)},
+             {"tcp", enabled_only(c.tcp.enabled)},
+             {"memory", enabled_only(c.memory.enabled)},
+             {"block", enabled_only(c.block.enabled)},
+             {"attrib", [&](const YAML::Node& v, const std::string& kk) {
+                attrib_section(r, v, kk, c.attrib, source);
+              }}});
+}
+
+// Every top-level key of the configuration file.
+std::map<std::string, Reader::Handler> top_level_handlers(Reader& r, Config& c,
+                                                          std::string_view source) {
+  std::map<std::string, Reader::Handler> top = glitch_section_handlers(r, c);
+  top.merge(std::map<std::string, Reader::Handler>{
+      {"listen", [&r, &c](const YAML::Node& n,
+                          const std::string& k) { c.listen = parse_listen_key(r, n, k); }},
+      {"top_k",
+       [&r, &c](const YAML::Node& n, const std::string& k) { c.top_k = r.positive(n, k, 100000); }},
+      {"ui", section_handler(r, c.ui, ui_section)},
+      {"btf", [&r, &c](const YAML::Node& n, const std::string& k) { c.btf = r.string(n, k); }},
+      {"bpf_stats", flag_handler(r, c.bpf_stats)},
+      {"cgroup", section_handler(r, c.cgroup, cgroup_section)},
+      {"probes", [&r, &c, source](const YAML::Node& n,
+                                  const std::string& k) { probes_section(r, n, k, c, source); }},
+      {"journal", section_handler(r, c.journal, journal_section)},
+      {"otlp", section_handler(r, c.otlp, otlp_section)},
+      {"kubernetes", section_handler(r, c.kubernetes, kubernetes_section)},
+  });
+  return top;
+}
+
+// The sparse run-queue sampling rate must not exceed the dense one.
+void check_sched_rates(const Reader& r, const SchedConfig& s) {
+  if (s.runqlen_sparse_hz <= s.runqlen_dense_hz) return;
+  // Point at the rate the file set: the sparse one if it did, else the dense one.
+  const std::string sparse = "probes.sched.runqlen_sparse_hz";
+  const std::string dense = "probes.sched.runqlen_dense_hz";
+  const std::string& key = r.key_line(sparse) ? sparse : dense;
+  r.fail_at(r.key_line(key).value_or(1), key,
+            fmt::format("runqlen_sparse_hz ({}) must not exceed runqlen_dense_hz ({})",
+                        s.runqlen_sparse_hz, s.runqlen_dense_hz));
+}
+
+// The UI's history must hold 2 to kMaxUiSlots ticks.
+void check_ui_history(const Reader& r, const UiSettings& ui) {
+  if (ui.history_s >= 2 * ui.tick_s && ui.history_s / ui.tick_s <= UiSettings::kMaxUiSlots) return;
+  const std::string key = r.key_line("ui.history_s") ? "ui.history_s" : "ui.tick_s";
+  r.fail_at(r.key_line(key).value_or(1), key,
+            fmt::format("history_s ({}) must hold 2 to {} ticks of tick_s ({})", ui.history_s,
+                        UiSettings::kMaxUiSlots, ui.tick_s));
 }
 
 }  // namespace
@@ -228,144 +401,10 @@ Config parse_config(std::string_view yaml_text, std::string_view source, Config 
   const YAML::Node root = load_yaml_document(yaml_text, source);
   Config c = std::move(base);
   Reader r(source);
-  auto enabled = [&](bool& field) {
-    return [&r, &field](const YAML::Node& n, const std::string& k) { field = r.boolean(n, k); };
-  };
-  std::map<std::string, Reader::Handler> top = glitch_section_handlers(r, c);
-  top.merge(std::map<std::string, Reader::Handler>{
-      {"listen",
-       [&](const YAML::Node& n, const std::string& k) {
-         c.listen = r.string(n, k);
-         try {
-           parse_listen(c.listen);
-         } catch (const ConfigError& e) {
-           r.fail(n, k, e.what());
-         }
-       }},
-      {"top_k",
-       [&](const YAML::Node& n, const std::string& k) { c.top_k = r.positive(n, k, 100000); }},
-      {"ui",
-       [&](const YAML::Node& n, const std::string& k) {
-         r.mapping(n, k,
-                   {{"tick_s", [&](const YAML::Node& v,
-                                   const std::string& kk) { c.ui.tick_s = r.positive(v, kk, 60); }},
-                    {"history_s", [&](const YAML::Node& v, const std::string& kk) {
-                       c.ui.history_s = r.positive(v, kk, 6 * 3600);
-                     }}});
-       }},
-      {"btf", [&](const YAML::Node& n, const std::string& k) { c.btf = r.string(n, k); }},
-      {"bpf_stats", enabled(c.bpf_stats)},
-      {"cgroup",
-       [&](const YAML::Node& n, const std::string& k) {
-         r.mapping(n, k,
-                   {{"version",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       c.cgroup.version = r.one_of(v, kk, {"auto", "v1", "v2"});
-                     }},
-                    {"root", [&](const YAML::Node& v, const std::string& kk) {
-                       c.cgroup.root = r.string(v, kk);
-                       if (c.cgroup.root != "auto" &&
-                           (c.cgroup.root.empty() || c.cgroup.root.front() != '/')) {
-                         r.fail(v, kk, "expected an absolute path or 'auto'");
-                       }
-                     }}});
-       }},
-      {"probes",
-       [&](const YAML::Node& n, const std::string& k) {
-         r.mapping(
-             n, k,
-             {
-                 {"sched",
-                  [&](const YAML::Node& v, const std::string& kk) {
-                    r.mapping(
-                        v, kk,
-                        {{"enabled", enabled(c.sched.enabled)},
-                         {"runqlen_dense_hz",
-                          [&](const YAML::Node& x, const std::string& xk) {
-                            c.sched.runqlen_dense_hz = r.positive(x, xk, 1000);
-                          }},
-                         {"runqlen_sparse_hz", [&](const YAML::Node& x, const std::string& xk) {
-                            c.sched.runqlen_sparse_hz = r.positive(x, xk, 1000);
-                          }}});
-                  }},
-                 {"throttle",
-                  [&](const YAML::Node& v, const std::string& kk) {
-                    r.mapping(v, kk,
-                              {{"enabled", enabled(c.throttle.enabled)},
-                               {"interval_ms", [&](const YAML::Node& x, const std::string& xk) {
-                                  c.throttle.interval_ms = r.positive(x, xk, 60000);
-                                }}});
-                  }},
-                 {"tcp",
-                  [&](const YAML::Node& v, const std::string& kk) {
-                    r.mapping(v, kk, {{"enabled", enabled(c.tcp.enabled)}});
-                  }},
-                 {"memory",
-                  [&](const YAML::Node& v, const std::string& kk) {
-                    r.mapping(v, kk, {{"enabled", enabled(c.memory.enabled)}});
-                  }},
-                 {"block",
-                  [&](const YAML::Node& v, const std::string& kk) {
-                    r.mapping(v, kk, {{"enabled", enabled(c.block.enabled)}});
-                  }},
-                 {"attrib",
-                  [&](const YAML::Node& v, const std::string& kk) {
-                    r.mapping(
-                        v, kk,
-                        {{"enabled", enabled(c.attrib.enabled)},
-                         {"layers", enabled(c.attrib.layers)},
-                         {"pid",
-                          [&](const YAML::Node& x, const std::string& xk) {
-                            // 0 (every process) or a pid up to Linux's PID_MAX_LIMIT.
-                            const bool zero = x.IsScalar() && x.Scalar() == "0";
-                            c.attrib.pid = zero ? 0 : r.positive(x, xk, 4194304);
-                          }},
-                         {"binary",
-                          [&](const YAML::Node& x, const std::string& xk) {
-                            c.attrib.binary = r.string(x, xk);
-                            if (!c.attrib.binary.empty() && c.attrib.binary.front() != '/') {
-                              r.fail(x, xk, "expected an absolute path or \"\"");
-                            }
-                          }},
-                         {"recipes",
-                          [&](const YAML::Node& x, const std::string& xk) {
-                            parse_recipe_list(r, x, xk, source, c.attrib.recipes);
-                          }},
-                         {"recipe_files",
-                          [&](const YAML::Node& x, const std::string& xk) {
-                            if (x.IsNull()) return;
-                            if (!x.IsSequence()) r.fail(x, xk, "expected a list of paths");
-                            for (size_t i = 0; i < x.size(); ++i) {
-                              const auto ik = fmt::format("{}[{}]", xk, i);
-                              const auto path = r.string(x[i], ik);
-                              if (path.empty()) r.fail(x[i], ik, "expected a path");
-                              c.attrib.recipe_files.push_back(resolve_recipe_file(path, source));
-                            }
-                          }},
-                         {"identity", [&](const YAML::Node& x, const std::string& xk) {
-                            parse_identity_rules(r, x, xk, source, c.attrib.identity);
-                          }}});
-                  }},
-             });
-       }},
-  });
-  r.mapping(root, "", top);
-  if (c.sched.runqlen_sparse_hz > c.sched.runqlen_dense_hz) {
-    // Point at the rate the file set: the sparse one if it did, else the dense one.
-    const std::string sparse = "probes.sched.runqlen_sparse_hz";
-    const std::string dense = "probes.sched.runqlen_dense_hz";
-    const std::string& key = r.key_line(sparse) ? sparse : dense;
-    r.fail_at(r.key_line(key).value_or(1), key,
-              fmt::format("runqlen_sparse_hz ({}) must not exceed runqlen_dense_hz ({})",
-                          c.sched.runqlen_sparse_hz, c.sched.runqlen_dense_hz));
-  }
-  if (c.ui.history_s < 2 * c.ui.tick_s || c.ui.history_s / c.ui.tick_s > UiSettings::kMaxUiSlots) {
-    const std::string key = r.key_line("ui.history_s") ? "ui.history_s" : "ui.tick_s";
-    r.fail_at(r.key_line(key).value_or(1), key,
-              fmt::format("history_s ({}) must hold 2 to {} ticks of tick_s ({})", c.ui.history_s,
-                          UiSettings::kMaxUiSlots, c.ui.tick_s));
-  }
-  check_glitch_sections(r, c);
+  r.mapping(root, "", top_level_handlers(r, c, source));
+  check_sched_rates(r, c.sched);
+  check_ui_history(r, c.ui);
+  check_otlp_section(r, c.otlp);
   return c;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The configuration sections of the glitch path: detectors (glitch, cache_breakdown, entropy,
-// breaker) and sinks (journal, otlp), and the OTLP endpoint check.
+// The configuration sections of the glitch path's detectors: glitch (with its SLOs, also read
+// from a glitch.slo_file), cache_breakdown, entropy and breaker, one function per section.
 #include <algorithm>
 #include <cctype>
 
@@ -11,14 +11,6 @@
 namespace tailcause::core {
 
 namespace {
-
-// Milliseconds, 1 ms to one hour. A function, not a local lambda: the section handlers call it
-// after glitch_section_handlers() has returned, so a local would be gone by then.
-Reader::Handler ms_handler(Reader& r, uint32_t& field) {
-  return [&r, &field](const YAML::Node& n, const std::string& k) {
-    field = r.positive(n, k, 3600000);
-  };
-}
 
 // glitch.incident: the sustained-slowdown detector (core/detect/incident_detector.h).
 void incident_section(Reader& r, const YAML::Node& n, const std::string& k, IncidentSettings& i) {
@@ -104,6 +96,87 @@ std::map<std::string, Reader::Handler> slo_handlers(Reader& r, GlitchSettings& g
            }}};
 }
 
+// glitch: the SLOs, how far over its P99 a stage glitches, and the incident detector.
+void glitch_section(Reader& r, const YAML::Node& n, const std::string& k, GlitchSettings& g) {
+  auto h = slo_handlers(r, g);
+  h.emplace("slo_file",
+            [&](const YAML::Node& v, const std::string& kk) { g.slo_file = r.string(v, kk); });
+  h.emplace("p99_factor", [&](const YAML::Node& v, const std::string& kk) {
+    g.p99_factor = r.number(v, kk, 1.0, 1000.0);
+  });
+  h.emplace("min_samples", [&](const YAML::Node& v, const std::string& kk) {
+    g.min_samples = r.positive(v, kk, 1000000);
+  });
+  h.emplace("recipe_noise_floor_ms", [&](const YAML::Node& v, const std::string& kk) {
+    g.recipe_noise_floor_ms = static_cast<uint32_t>(r.number(v, kk, 0, 3600000));
+  });
+  h.emplace("incident", section_handler(r, g.incident, incident_section));
+  r.mapping(n, k, h);
+}
+
+// cache_breakdown: a tenant's vector cache whose misses and stale results pass a ratio.
+void cache_breakdown_section(Reader& r, const YAML::Node& n, const std::string& k,
+                             CacheBreakdownSettings& b) {
+  r.mapping(
+      n, k,
+      {{"window_s",
+        [&](const YAML::Node& v, const std::string& kk) { b.window_s = r.positive(v, kk, 86400); }},
+       {"min_lookups", [&](const YAML::Node& v,
+                           const std::string& kk) { b.min_lookups = r.positive(v, kk, 1000000); }},
+       {"ratio",
+        [&](const YAML::Node& v, const std::string& kk) { b.ratio = r.number(v, kk, 0.01, 1.0); }},
+       {"warmup_s", [&](const YAML::Node& v, const std::string& kk) {
+          b.warmup_s = static_cast<uint32_t>(r.number(v, kk, 0, 86400));
+        }}});
+}
+
+// entropy: output-entropy spikes held over consecutive outputs.
+void entropy_section(Reader& r, const YAML::Node& n, const std::string& k, EntropySettings& e) {
+  r.mapping(n, k,
+            {{"rise", [&](const YAML::Node& v,
+                          const std::string& kk) { e.rise = r.number(v, kk, 0.01, 100.0); }},
+             {"outputs", [&](const YAML::Node& v,
+                             const std::string& kk) { e.outputs = r.positive(v, kk, 1000); }},
+             {"correlation_ms", ms_handler(r, e.correlation_ms)}});
+}
+
+// breaker.socket: "" or an absolute path that fits sun_path (108 bytes with the NUL).
+std::string parse_socket_path(const Reader& r, const YAML::Node& v, const std::string& key) {
+  std::string socket = r.path_or_empty(v, key);
+  if (socket.size() > 107) r.fail(v, key, "longer than 107 bytes");
+  return socket;
+}
+
+std::string parse_socket_group(const Reader& r, const YAML::Node& v, const std::string& key) {
+  std::string group = r.string(v, key);
+  if (!is_group_name(group)) {
+    r.fail(v, key, "expected a group name or a numeric gid (\"\": the daemon's own)");
+  }
+  return group;
+}
+
+// breaker: when the circuit breaker trips, and the socket it answers on.
+void breaker_section(Reader& r, const YAML::Node& n, const std::string& k, BreakerSettings& b) {
+  r.mapping(
+      n, k,
+      {{"slow_ms", ms_handler(r, b.slow_ms)},
+       {"trip_after", [&](const YAML::Node& v,
+                          const std::string& kk) { b.trip_after = r.positive(v, kk, 1000); }},
+       {"quiet_s",
+        [&](const YAML::Node& v, const std::string& kk) { b.quiet_s = r.positive(v, kk, 86400); }},
+       {"socket", [&](const YAML::Node& v,
+                      const std::string& kk) { b.socket = parse_socket_path(r, v, kk); }},
+       {"socket_group",
+        [&](const YAML::Node& v, const std::string& kk) {
+          b.socket_group = parse_socket_group(r, v, kk);
+        }},
+       {"socket_mode", [&](const YAML::Node& v,
+                           const std::string& kk) { b.socket_mode = parse_socket_mode(r, v, kk); }},
+       {"state_file", [&](const YAML::Node& v, const std::string& kk) {
+          b.state_file = r.path_or_empty(v, kk);
+        }}});
+}
+
 }  // namespace
 
 void apply_slo_file(std::string_view yaml_text, std::string_view source, GlitchSettings& g) {
@@ -120,272 +193,9 @@ void apply_slo_file(std::string_view yaml_text, std::string_view source, GlitchS
 }
 
 std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c) {
-  return {
-      {"glitch",
-       [&](const YAML::Node& n, const std::string& k) {
-         auto& g = c.glitch;
-         auto h = slo_handlers(r, g);
-         h.emplace("slo_file", [&](const YAML::Node& v, const std::string& kk) {
-           g.slo_file = r.string(v, kk);
-         });
-         h.emplace("p99_factor", [&](const YAML::Node& v, const std::string& kk) {
-           g.p99_factor = r.number(v, kk, 1.0, 1000.0);
-         });
-         h.emplace("min_samples", [&](const YAML::Node& v, const std::string& kk) {
-           g.min_samples = r.positive(v, kk, 1000000);
-         });
-         h.emplace("recipe_noise_floor_ms", [&](const YAML::Node& v, const std::string& kk) {
-           g.recipe_noise_floor_ms = static_cast<uint32_t>(r.number(v, kk, 0, 3600000));
-         });
-         h.emplace("incident", [&](const YAML::Node& v, const std::string& kk) {
-           incident_section(r, v, kk, g.incident);
-         });
-         r.mapping(n, k, h);
-       }},
-      {"cache_breakdown",
-       [&](const YAML::Node& n, const std::string& k) {
-         auto& b = c.cache_breakdown;
-         r.mapping(
-             n, k,
-             {{"window_s", [&](const YAML::Node& v,
-                               const std::string& kk) { b.window_s = r.positive(v, kk, 86400); }},
-              {"min_lookups",
-               [&](const YAML::Node& v, const std::string& kk) {
-                 b.min_lookups = r.positive(v, kk, 1000000);
-               }},
-              {"ratio", [&](const YAML::Node& v,
-                            const std::string& kk) { b.ratio = r.number(v, kk, 0.01, 1.0); }},
-              {"warmup_s", [&](const YAML::Node& v, const std::string& kk) {
-                 b.warmup_s = static_cast<uint32_t>(r.number(v, kk, 0, 86400));
-               }}});
-       }},
-      {"entropy",
-       [&](const YAML::Node& n, const std::string& k) {
-         auto& e = c.entropy;
-         r.mapping(
-             n, k,
-             {{"rise", [&](const YAML::Node& v,
-                           const std::string& kk) { e.rise = r.number(v, kk, 0.01, 100.0); }},
-              {"outputs", [&](const YAML::Node& v,
-                              const std::string& kk) { e.outputs = r.positive(v, kk, 1000); }},
-              {"correlation_ms", ms_handler(r, e.correlation_ms)}});
-       }},
-      {"breaker",
-       [&](const YAML::Node& n, const std::string& k) {
-         auto& b = c.breaker;
-         r.mapping(
-             n, k,
-             {{"slow_ms", ms_handler(r, b.slow_ms)},
-              {"trip_after",
-               [&](const YAML::Node& v, const std::string& kk) {
-                 b.trip_after = r.positive(v, kk, 1000);
-               }},
-              {"quiet_s", [&](const YAML::Node& v,
-                              const std::string& kk) { b.quiet_s = r.positive(v, kk, 86400); }},
-              {"socket",
-               [&](const YAML::Node& v, const std::string& kk) {
-                 b.socket = r.path_or_empty(v, kk);
-                 // sun_path holds 108 bytes with the NUL.
-                 if (b.socket.size() > 107) r.fail(v, kk, "longer than 107 bytes");
-               }},
-              {"socket_group",
-               [&](const YAML::Node& v, const std::string& kk) {
-                 b.socket_group = r.string(v, kk);
-                 if (!is_group_name(b.socket_group)) {
-                   r.fail(v, kk, "expected a group name or a numeric gid (\"\": the daemon's own)");
-                 }
-               }},
-              {"socket_mode",
-               [&](const YAML::Node& v, const std::string& kk) {
-                 b.socket_mode = parse_socket_mode(r, v, kk);
-               }},
-              {"state_file", [&](const YAML::Node& v, const std::string& kk) {
-                 b.state_file = r.path_or_empty(v, kk);
-               }}});
-       }},
-      {"journal",
-       [&](const YAML::Node& n, const std::string& k) {
-         auto& j = c.journal;
-         r.mapping(n, k,
-                   {{"path", [&](const YAML::Node& v,
-                                 const std::string& kk) { j.path = r.path_or_empty(v, kk); }},
-                    {"max_age_h",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       j.max_age_h = r.positive(v, kk, 24 * 3650);
-                     }},
-                    {"max_mb", [&](const YAML::Node& v, const std::string& kk) {
-                       j.max_mb = r.positive(v, kk, 1024 * 1024);
-                     }}});
-       }},
-      {"kubernetes",
-       [&](const YAML::Node& n, const std::string& k) {
-         auto& kc = c.kubernetes;
-         auto flag = [&](bool& field) {
-           return [&r, &field](const YAML::Node& v, const std::string& kk) {
-             field = r.boolean(v, kk);
-           };
-         };
-         r.mapping(
-             n, k,
-             {{"pod_labels", flag(kc.pod_labels)},
-              {"pod_list",
-               [&](const YAML::Node& v, const std::string& kk) {
-                 kc.pod_list = r.string(v, kk);
-                 const bool url =
-                     kc.pod_list.starts_with("http://") || kc.pod_list.starts_with("https://");
-                 if (!kc.pod_list.empty() && !url && kc.pod_list.front() != '/') {
-                   r.fail(v, kk, "expected an absolute path, an http(s):// URL or \"\"");
-                 }
-               }},
-              {"token_file",
-               [&](const YAML::Node& v, const std::string& kk) {
-                 kc.token_file = r.path_or_empty(v, kk);
-               }},
-              {"ca_file", [&](const YAML::Node& v,
-                              const std::string& kk) { kc.ca_file = r.path_or_empty(v, kk); }},
-              {"insecure_skip_tls_verify", flag(kc.insecure_skip_tls_verify)}});
-       }},
-      {"otlp", [&](const YAML::Node& n, const std::string& k) {
-         auto& o = c.otlp;
-         r.mapping(n, k,
-                   {{"endpoint",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       o.endpoint = r.string(v, kk);
-                       if (o.endpoint.empty()) return;
-                       try {
-                         parse_otlp_endpoint(o.endpoint);
-                       } catch (const ConfigError& e) {
-                         r.fail(v, kk, e.what());
-                       }
-                     }},
-                    {"headers",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       if (v.IsNull()) return;
-                       if (!v.IsMap()) r.fail(v, kk, "expected a mapping NAME: VALUE");
-                       for (const auto& item : v) {
-                         const std::string name = item.first.Scalar();
-                         const std::string hk = kk + "." + name;
-                         if (name.empty() || name.find_first_of(" :\r\n\t") != std::string::npos) {
-                           r.fail(item.first, hk, "not an HTTP header name");
-                         }
-                         std::string value = r.string(item.second, hk);
-                         if (value.find_first_of("\r\n") != std::string::npos) {
-                           r.fail(item.second, hk, "a header value cannot hold a line break");
-                         }
-                         o.headers[name] = std::move(value);
-                       }
-                     }},
-                    {"service_name",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       o.service_name = r.string(v, kk);
-                       if (o.service_name.empty()) r.fail(v, kk, "must not be empty");
-                     }},
-                    {"budget_spans_per_s",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       o.budget_spans_per_s = r.positive(v, kk, 1000000);
-                     }},
-                    {"sample_normal",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       o.sample_normal = r.number(v, kk, 0.0, 1.0);
-                     }},
-                    {"queue_spans",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       o.queue_spans = r.positive(v, kk, 10000000);
-                     }},
-                    {"batch_spans",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       o.batch_spans = r.positive(v, kk, 100000);
-                     }},
-                    {"timeout_ms", ms_handler(r, o.timeout_ms)},
-                    {"compression",
-                     [&](const YAML::Node& v, const std::string& kk) {
-                       o.compression = r.one_of(v, kk, {"gzip", "none"});
-                     }},
-                    {"resource_attributes", [&](const YAML::Node& v, const std::string& kk) {
-                       if (v.IsNull()) return;
-                       if (!v.IsMap()) r.fail(v, kk, "expected a mapping KEY: VALUE");
-                       for (const auto& item : v) {
-                         const std::string name = item.first.Scalar();
-                         const std::string ak = kk + "." + name;
-                         if (name.empty()) r.fail(item.first, ak, "empty attribute name");
-                         std::string value = r.string(item.second, ak);
-                         if (name == "service.name") {
-                           r.fail(item.first, ak, "set otlp.service_name instead");
-                         }
-                         o.resource_attributes[name] = std::move(value);
-                       }
-                     }}});
-       }}};
+  return {{"glitch", section_handler(r, c.glitch, glitch_section)},
+          {"cache_breakdown", section_handler(r, c.cache_breakdown, cache_breakdown_section)},
+          {"entropy", section_handler(r, c.entropy, entropy_section)},
+          {"breaker", section_handler(r, c.breaker, breaker_section)}};
 }
-
-void check_glitch_sections(Reader& r, const Config& c) {
-  if (c.otlp.batch_spans > c.otlp.queue_spans) {
-    const std::string key = "otlp.batch_spans";
-    r.fail_at(r.key_line(key).value_or(r.key_line("otlp.queue_spans").value_or(1)), key,
-              fmt::format("batch_spans ({}) must not exceed queue_spans ({})", c.otlp.batch_spans,
-                          c.otlp.queue_spans));
-  }
-}
-
-OtlpEndpoint parse_otlp_endpoint(std::string_view text) {
-  auto bad = [&](const char* why) -> ConfigError {
-    return ConfigError(fmt::format("OTLP endpoint '{}': {}", text, why));
-  };
-  OtlpEndpoint e;
-  std::string_view rest = text;
-  if (rest.starts_with("http://")) {
-    e.scheme = "http";
-    rest.remove_prefix(7);
-  } else if (rest.starts_with("https://")) {
-    e.scheme = "https";
-    rest.remove_prefix(8);
-  } else {
-    throw bad("expected http://HOST:PORT/v1/traces (OTLP/HTTP)");
-  }
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  e.path = slash == std::string_view::npos ? "/v1/traces" : std::string(rest.substr(slash));
-  for (unsigned char ch : e.path) {
-    if (ch <= ' ' || ch == 0x7f || ch == '#')
-      throw bad("the path holds a space or a control character");
-  }
-  if (authority.find('@') != std::string_view::npos)
-    throw bad("credentials belong in otlp.headers");
-  std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos || close < 2) throw bad("unbalanced IPv6 brackets");
-    e.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') throw bad("expected :PORT after the IPv6 host");
-      port = after.substr(1);
-      if (port.empty()) throw bad("empty port");
-    }
-  } else {
-    const auto colon = authority.rfind(':');
-    e.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port = authority.substr(colon + 1);
-      if (port.empty()) throw bad("empty port");
-    }
-  }
-  if (e.host.empty()) throw bad("no host");
-  for (unsigned char ch : e.host) {
-    if (!std::isalnum(ch) && ch != '.' && ch != '-' && ch != '_' && ch != ':') {
-      throw bad("the host holds a character a host name cannot");
-    }
-  }
-  e.port = e.scheme == "https" ? 443 : 80;
-  if (!port.empty()) {
-    unsigned v = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
-    if (ec != std::errc() || end != port.data() + port.size() || v == 0 || v > 65535) {
-      throw bad("port must be 1-65535");
-    }
-    e.port = static_cast<uint16_t>(v);
-  }
-  return e;
-}
-
 }  // namespace tailcause::core

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal to the configuration parser (config.cpp, config_glitch.cpp): the YAML mapping
-// walker that rejects unknown keys and names file, line and dotted key in every error, and the
-// per-section handlers. Not part of the configuration API (config.h).
+// Internal to the configuration parser (config.cpp and the config_<section>.cpp files): the YAML
+// mapping walker that rejects unknown keys and names file, line and dotted key in every error,
+// and the per-section handlers. Not part of the configuration API (config.h).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -134,10 +134,40 @@ class Reader {
   std::map<std::string, int> key_lines_;  // dotted key -> line, for errors found later
 };
 
-// The top-level sections of issue 4's detectors and sinks: glitch, cache_breakdown, entropy,
-// breaker, journal, otlp (config_glitch.cpp).
+// A key that holds true or false.
+inline Reader::Handler flag_handler(Reader& r, bool& field) {
+  return [&r, &field](const YAML::Node& n, const std::string& k) { field = r.boolean(n, k); };
+}
+
+// Milliseconds, 1 ms to one hour. A function, not a local lambda: the section handlers call it
+// after the function that built them has returned, so a local would be gone by then.
+inline Reader::Handler ms_handler(Reader& r, uint32_t& field) {
+  return [&r, &field](const YAML::Node& n, const std::string& k) {
+    field = r.positive(n, k, 3600000);
+  };
+}
+
+// A section read into `settings` by `parse`, so that each section's keys live in a function of
+// their own.
+template <typename Settings>
+Reader::Handler section_handler(Reader& r, Settings& settings,
+                                void (*parse)(Reader&, const YAML::Node&, const std::string&,
+                                              Settings&)) {
+  return [&r, &settings, parse](const YAML::Node& n, const std::string& k) {
+    parse(r, n, k, settings);
+  };
+}
+
+// The top-level sections of issue 4's detectors: glitch, cache_breakdown, entropy, breaker
+// (config_glitch.cpp).
 std::map<std::string, Reader::Handler> glitch_section_handlers(Reader& r, Config& c);
-// Checks across their keys, once the whole file is read.
-void check_glitch_sections(Reader& r, const Config& c);
+// The sinks and the pod names: journal (config_journal.cpp), otlp (config_otlp.cpp), kubernetes
+// (config_kubernetes.cpp).
+void journal_section(Reader& r, const YAML::Node& n, const std::string& k, JournalSettings& j);
+void otlp_section(Reader& r, const YAML::Node& n, const std::string& k, OtlpSettings& o);
+void kubernetes_section(Reader& r, const YAML::Node& n, const std::string& k,
+                        KubernetesSettings& kc);
+// Checks across the otlp section's keys, once the whole file is read.
+void check_otlp_section(Reader& r, const OtlpSettings& o);
 
 }  // namespace tailcause::core

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "core/record/stage_record.h"  // valid_utf8
+#include "core/record/utf8.h"
 
 namespace tailcause::core {
 
@@ -28,20 +28,6 @@ const char* breaker_error_name(BreakerError kind) {
 namespace {
 
 bool is_control(unsigned char ch) { return ch < 0x20 || ch == 0x7f; }
-
-// Length of the valid UTF-8 sequence at s[i] (a byte >= 0x80), 0 when there is none.
-size_t utf8_sequence_at(std::string_view s, size_t i) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  size_t n = 0;
-  if (lead >= 0xc2 && lead <= 0xdf)
-    n = 2;
-  else if (lead >= 0xe0 && lead <= 0xef)
-    n = 3;
-  else if (lead >= 0xf0 && lead <= 0xf4)
-    n = 4;
-  if (n == 0 || i + n > s.size() || !valid_utf8(s.substr(i, n))) return 0;
-  return n;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -210,7 +196,7 @@ std::string breaker_percent_encode(std::string_view raw) {
   for (size_t i = 0; i < raw.size();) {
     const auto ch = static_cast<unsigned char>(raw[i]);
     if (ch >= 0x80) {
-      if (size_t n = utf8_sequence_at(raw, i)) {
+      if (size_t n = utf8_sequence_length(raw, i)) {
         out.append(raw.substr(i, n));
         i += n;
         continue;

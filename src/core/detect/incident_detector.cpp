@@ -54,7 +54,7 @@ std::string Incident::describe() const {
 }
 
 IncidentDetector::IncidentDetector(IncidentConfig config)
-    : config_(std::move(config)),
+    : config_(config),
       enter_factor_(std::pow(config_.factor, kEnterExponent)),
       exit_factor_(std::sqrt(config_.factor)),
       tenants_(config_.top_k),

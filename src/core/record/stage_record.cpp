@@ -8,6 +8,7 @@
 
 #include "bpf/attrib.h"
 #include "core/record/service_pair.h"
+#include "core/record/stage_kind.h"
 #include "core/record/traceparent.h"
 
 namespace tailcause::core {
@@ -37,8 +38,10 @@ static_assert(StageRecord::kWorkerSpanKind == ATTRIB_STAGE_NONE, "one kind for a
 static_assert(kCacheActionNames.size() == ATTRIB_CACHE_ACTIONS);
 static_assert(sizeof(attrib_cache_action_record) % 8 == 0, "no tail padding in the ring");
 
-constexpr std::array<const char*, ATTRIB_STAGE_KINDS> kStageNames = {
-    "prompt", "embedding", "retrieval", "generation", "tool", "response", "other"};
+// core/record/stage_kind.h numbers the stage kinds as the BPF ABI (and the SDK) does.
+static_assert(kStageKinds == ATTRIB_STAGE_KINDS, "one stage kind per ATTRIB_STAGE_* kind");
+static_assert(stage_kind_value(StageKind::other) == ATTRIB_STAGE_OTHER, "other is the last kind");
+constexpr uint32_t kStageOther = stage_kind_value(StageKind::other);
 
 // core/record/schema.h lists the components in the kernel's order, unattributed last.
 static_assert(ATTRIB_KERNEL_COMPONENTS + 1 == kComponents, "unattributed is the last component");
@@ -109,7 +112,7 @@ StageRecord decode_stage(const attrib_stage_record& raw) {
   r.end_ns = raw.span.end_ns;
   r.stage = stage_label(r.kind, c_field(raw.span.stage_name, sizeof raw.span.stage_name),
                         r.flags & ATTRIB_SPAN_NAME_TRUNCATED, &r.invalid_name);
-  if (r.kind < ATTRIB_STAGE_OTHER) {
+  if (r.kind < kStageOther) {
     std::string_view name = c_field(raw.span.stage_name, sizeof raw.span.stage_name);
     if (r.flags & ATTRIB_SPAN_NAME_TRUNCATED) name = trim_partial_utf8(name);
     if (!name.empty() && name != r.stage && valid_utf8(name)) r.detail = std::string(name);
@@ -204,15 +207,6 @@ QualityRecord decode_quality(const attrib_quality_record& raw) {
   return r;
 }
 
-// Length of the UTF-8 sequence a lead byte starts, 0 for a byte that cannot lead one.
-size_t sequence_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xc2 && lead <= 0xdf) return 2;
-  if (lead >= 0xe0 && lead <= 0xef) return 3;
-  if (lead >= 0xf0 && lead <= 0xf4) return 4;
-  return 0;
-}
-
 }  // namespace
 
 std::optional<Component> anomaly_component(std::string_view kind) {
@@ -284,41 +278,6 @@ std::optional<Record> decode_record(std::span<const std::byte> data) {
   return std::nullopt;
 }
 
-bool valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const size_t len = sequence_length(p[i]);
-    if (len == 0 || i + len > n) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) return false;
-    }
-    // Overlong three- and four-byte forms, UTF-16 surrogates, and code points past U+10FFFF.
-    if (len == 3 && ((p[i] == 0xe0 && p[i + 1] < 0xa0) || (p[i] == 0xed && p[i + 1] >= 0xa0))) {
-      return false;
-    }
-    if (len == 4 && ((p[i] == 0xf0 && p[i + 1] < 0x90) || (p[i] == 0xf4 && p[i + 1] >= 0x90))) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
-std::string_view trim_partial_utf8(std::string_view s) {
-  // Walk back over at most three continuation bytes to the last lead byte.
-  size_t start = s.size();
-  for (size_t back = 0; back < 4 && start > 0; ++back) {
-    const auto c = static_cast<unsigned char>(s[start - 1]);
-    --start;
-    if ((c & 0xc0) != 0x80) {
-      const size_t len = sequence_length(c);
-      return len > s.size() - start ? s.substr(0, start) : s;
-    }
-  }
-  return s;
-}
-
 std::string_view c_field(const char* field, size_t size) {
   return std::string_view(field, strnlen(field, size));
 }
@@ -335,7 +294,7 @@ std::string label_value(std::string_view raw, bool truncated, bool* invalid) {
 
 std::string stage_label(uint32_t kind, std::string_view name, bool truncated, bool* invalid) {
   if (kind == ATTRIB_STAGE_NONE) return "none";
-  if (kind < ATTRIB_STAGE_OTHER) return kStageNames[kind];
+  if (kind < kStageOther) return kStageKindNames[kind];
   if (truncated) name = trim_partial_utf8(name);
   if (name.empty()) return "other";
   if (!valid_utf8(name)) {

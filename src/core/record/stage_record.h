@@ -14,6 +14,8 @@
 #include <variant>
 
 #include "core/record/schema.h"
+#include "core/record/stage_kind.h"
+#include "core/record/utf8.h"
 
 namespace tailcause::core {
 
@@ -66,8 +68,8 @@ struct StageRecord {
   uint64_t cgroup_id = 0;
   std::string stage;  // label-ready stage name
   static constexpr uint32_t kWorkerSpanKind = 255;
-  uint32_t kind = 0;   // enum tailcause_stage, or kWorkerSpanKind for a worker span between stages
-  uint32_t flags = 0;  // ATTRIB_SPAN_*
+  uint32_t kind = 0;      // StageKind (stage_kind.h); kWorkerSpanKind: a worker span between stages
+  uint32_t flags = 0;     // ATTRIB_SPAN_*
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC
   uint64_t end_ns = 0;
   std::array<uint64_t, kComponents> component_ns{};  // unattributed included
@@ -174,10 +176,7 @@ using Record = std::variant<StageRecord, RequestRecord, CacheRecord, CacheAction
 // Decodes one ring-buffer record; nullopt when it is too short or of an unknown type.
 std::optional<Record> decode_record(std::span<const std::byte> data);
 
-// Building blocks, public for tests.
-bool valid_utf8(std::string_view s);
-// Drops an incomplete multi-byte sequence at the end (what cutting a string at N bytes leaves).
-std::string_view trim_partial_utf8(std::string_view s);
+// Building blocks, public for tests (UTF-8: core/record/utf8.h).
 // The NUL-terminated prefix of a fixed-size field.
 std::string_view c_field(const char* field, size_t size);
 // A label value from raw bytes: "unknown" when empty, "__invalid__" when not UTF-8.

@@ -230,17 +230,9 @@ std::vector<TenantVerdict> tenant_verdicts(const std::vector<CauseCount>& causes
   return out;
 }
 
-}  // namespace
-
-Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& before,
-                          const MetricSet& after, double duration_seconds,
-                          const DiagnosisOptions& options) {
-  Diagnosis d;
-  d.options = options;
-  d.duration_seconds = duration_seconds;
-  d.glitches = summary.glitches;
-  d.breaker_trips = summary.breaker_trips;
-
+// One row per tenant, by name: its requests, rate, cache breakdown and embedding P99.
+std::vector<TenantReport> tenant_reports(const AnalyzerSummary& summary, double duration_seconds) {
+  std::vector<TenantReport> out;
   for (const auto& t : summary.tenants) {
     TenantReport r;
     r.tenant = t.tenant;
@@ -256,12 +248,16 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
     for (const auto& s : summary.stages)
       if (s.tenant == t.tenant && s.stage == "embedding" && s.count > 0)
         r.embedding_p99_ns = s.p99_ns;
-    d.requests += t.requests;
-    d.tenants.push_back(std::move(r));
+    out.push_back(std::move(r));
   }
-  std::sort(d.tenants.begin(), d.tenants.end(),
+  std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.tenant < b.tenant; });
+  return out;
+}
 
+// One row per tenant and stage, with the component that took most of its time.
+std::vector<StageReport> stage_reports(const AnalyzerSummary& summary) {
+  std::vector<StageReport> out;
   for (const auto& s : summary.stages) {
     StageReport r;
     r.summary = s;
@@ -271,12 +267,28 @@ Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& befor
       if (s.component_ns[c] > best) best = s.component_ns[c], r.leading = static_cast<Component>(c);
     }
     if (total) r.leading_share = static_cast<double>(best) / static_cast<double>(total);
-    d.stages.push_back(std::move(r));
+    out.push_back(std::move(r));
   }
-  std::sort(d.stages.begin(), d.stages.end(), [](const auto& a, const auto& b) {
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
     return std::tie(a.summary.tenant, a.summary.stage) <
            std::tie(b.summary.tenant, b.summary.stage);
   });
+  return out;
+}
+
+}  // namespace
+
+Diagnosis build_diagnosis(const AnalyzerSummary& summary, const MetricSet& before,
+                          const MetricSet& after, double duration_seconds,
+                          const DiagnosisOptions& options) {
+  Diagnosis d;
+  d.options = options;
+  d.duration_seconds = duration_seconds;
+  d.glitches = summary.glitches;
+  d.breaker_trips = summary.breaker_trips;
+  d.tenants = tenant_reports(summary, duration_seconds);
+  for (const auto& t : d.tenants) d.requests += t.requests;
+  d.stages = stage_reports(summary);
 
   // Stage glitches carry the component evidence; slow requests repeat their worst stage's.
   d.top_glitches = summary.top_glitches;

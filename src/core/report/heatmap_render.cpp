@@ -7,6 +7,8 @@
 #include <cmath>
 #include <ctime>
 
+#include "core/record/utf8.h"
+
 namespace tailcause::core {
 namespace {
 
@@ -38,12 +40,6 @@ std::string clock_of(int64_t unix_s, bool hours_only) {
   char buf[16];
   strftime(buf, sizeof buf, hours_only ? "%H:00" : "%H:%M:%S", &local);
   return buf;
-}
-
-// Characters, not bytes: UTF-8 continuation bytes do not count.
-size_t code_points(const std::string& s) {
-  return static_cast<size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
 }
 
 // hsl(h, s, l) with s, l in [0, 1] -> 0xRRGGBB.
@@ -151,7 +147,7 @@ HeatmapLayout heatmap_layout(const HeatmapGrid& g, int left) {
   // At most 8 x labels, and (estimating 7 pixels a character, the same for the SVG and the
   // raster so that both pick the same labels) none running into the next on a narrow grid.
   size_t longest = 0;
-  for (const auto& s : g.x_labels) longest = std::max(longest, code_points(s));
+  for (const auto& s : g.x_labels) longest = std::max(longest, utf8_code_points(s));
   const size_t pitch = 7 * longest + 4;
   l.xstep = std::max(static_cast<size_t>(l.nx + 7) / 8, (pitch + l.cw - 1) / l.cw);
   return l;

@@ -98,10 +98,12 @@ std::vector<TopRow> top_rows(const nlohmann::json& stages, const nlohmann::json&
   return rows;
 }
 
-std::vector<std::string> render_top(const std::vector<TopRow>& input, const TopScreen& screen) {
+namespace {
+
+std::vector<TopRow> sorted(const std::vector<TopRow>& input, TopSort sort) {
   std::vector<TopRow> rows = input;
   std::stable_sort(rows.begin(), rows.end(), [&](const TopRow& a, const TopRow& b) {
-    switch (screen.sort) {
+    switch (sort) {
       case TopSort::p99: return a.p99_s > b.p99_s;
       case TopSort::p50: return a.p50_s > b.p50_s;
       case TopSort::glitches: return a.glitches > b.glitches;
@@ -110,6 +112,49 @@ std::vector<std::string> render_top(const std::vector<TopRow>& input, const TopS
     }
     return false;
   });
+  return rows;
+}
+
+using ColumnWidths = std::array<size_t, std::size(kColumns)>;
+
+// The columns' widths for the shown ones to fit: narrow screens shrink the name columns first.
+ColumnWidths column_widths(const std::vector<size_t>& shown, size_t width) {
+  size_t used = 0;
+  for (size_t i : shown) used += kColumns[i].width + 1;
+  ColumnWidths w{};
+  for (size_t i = 0; i < std::size(kColumns); ++i) w[i] = kColumns[i].width;
+  for (size_t i : {0u, 1u}) {
+    while (used > width && w[i] > 5) {
+      --w[i];
+      --used;
+    }
+  }
+  return w;
+}
+
+// The text of row r in column i (kColumns).
+std::string cell(const TopRow& r, size_t i) {
+  switch (i) {
+    case 0: return r.tenant;
+    case 1: return r.stage;
+    case 2: return std::to_string(r.count);
+    case 3: return duration(r.p50_s);
+    case 4: return duration(r.p99_s);
+    case 5: return r.largest.empty() ? "-" : r.largest;
+    case 6: return fmt::format("{:.0f}", r.glitches);
+    case 7:
+      return r.cache_ratio
+                 ? fmt::format("{:.0f}%{}", *r.cache_ratio * 100, r.cache_breakdown ? "!" : "")
+                 : "-";
+    case 8: return r.breaker_open ? (*r.breaker_open ? "OPEN" : "closed") : "-";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> render_top(const std::vector<TopRow>& input, const TopScreen& screen) {
+  const std::vector<TopRow> rows = sorted(input, screen.sort);
   const size_t width = static_cast<size_t>(std::max(screen.width, 10));
   const bool color = screen.color;
   std::vector<std::string> out;
@@ -125,17 +170,7 @@ std::vector<std::string> render_top(const std::vector<TopRow>& input, const TopS
   std::vector<size_t> shown;
   for (size_t i = 0; i < std::size(kColumns); ++i)
     if (screen.width >= kColumns[i].min_screen) shown.push_back(i);
-  // Narrow screens shrink the name columns first.
-  size_t used = 0;
-  for (size_t i : shown) used += kColumns[i].width + 1;
-  std::array<size_t, std::size(kColumns)> w{};
-  for (size_t i = 0; i < std::size(kColumns); ++i) w[i] = kColumns[i].width;
-  for (size_t i : {0u, 1u}) {
-    while (used > width && w[i] > 5) {
-      --w[i];
-      --used;
-    }
-  }
+  const ColumnWidths w = column_widths(shown, width);
   std::string header;
   for (size_t i : shown) header += fit(kColumns[i].title, w[i], kColumns[i].right) + " ";
   line(header, kReverse);
@@ -143,25 +178,7 @@ std::vector<std::string> render_top(const std::vector<TopRow>& input, const TopS
   for (const TopRow& r : rows) {
     if (static_cast<int>(out.size()) >= screen.height) break;
     std::string text;
-    for (size_t i : shown) {
-      std::string v;
-      switch (i) {
-        case 0: v = r.tenant; break;
-        case 1: v = r.stage; break;
-        case 2: v = std::to_string(r.count); break;
-        case 3: v = duration(r.p50_s); break;
-        case 4: v = duration(r.p99_s); break;
-        case 5: v = r.largest.empty() ? "-" : r.largest; break;
-        case 6: v = fmt::format("{:.0f}", r.glitches); break;
-        case 7:
-          v = r.cache_ratio
-                  ? fmt::format("{:.0f}%{}", *r.cache_ratio * 100, r.cache_breakdown ? "!" : "")
-                  : "-";
-          break;
-        case 8: v = r.breaker_open ? (*r.breaker_open ? "OPEN" : "closed") : "-"; break;
-      }
-      text += fit(v, w[i], kColumns[i].right) + " ";
-    }
+    for (size_t i : shown) text += fit(cell(r, i), w[i], kColumns[i].right) + " ";
     const bool alarm = r.glitches > 0 || r.cache_breakdown || r.breaker_open.value_or(false);
     line(text, alarm ? kRed : nullptr);
   }

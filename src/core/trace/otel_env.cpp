@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// The OTEL_* environment variables read into the OTLP settings (otel_env.h): one function per
+// setting they fill, each warning about what it cannot use.
 #include "core/trace/otel_env.h"
 
 #include <fmt/format.h>
@@ -122,13 +124,18 @@ std::string otlp_traces_url_from_base(std::string_view base) {
   return url + "v1/traces";
 }
 
-std::vector<std::string> apply_otel_env(const OtelEnv& env, OtlpSettings& otlp) {
-  std::vector<std::string> warnings;
-  auto warn = [&](const char* var, const std::string& why) {
-    warnings.push_back(fmt::format("{}: {}; ignored", var, why));
-  };
+namespace {
 
-  // The traces-specific variable is used as is; the general one is a base URL.
+// The warnings apply_otel_env() returns: "VAR: why; ignored" for a variable that was not used.
+struct Warnings {
+  std::vector<std::string> lines;
+  void ignored(const char* var, const std::string& why) {
+    lines.push_back(fmt::format("{}: {}; ignored", var, why));
+  }
+};
+
+// The traces-specific variable is used as is; the general one is a base URL.
+void apply_endpoint(const OtelEnv& env, OtlpSettings& otlp, Warnings& w) {
   std::optional<std::string> url;
   const char* url_var = nullptr;
   if (env.traces_endpoint && !trim(*env.traces_endpoint).empty()) {
@@ -138,23 +145,27 @@ std::vector<std::string> apply_otel_env(const OtelEnv& env, OtlpSettings& otlp) 
     url = otlp_traces_url_from_base(trim(*env.endpoint));
     url_var = "OTEL_EXPORTER_OTLP_ENDPOINT";
   }
-  if (url) {
-    try {
-      parse_otlp_endpoint(*url);
-      otlp.endpoint = *url;
-    } catch (const ConfigError& e) {
-      warn(url_var, e.what());
-    }
+  if (!url) return;
+  try {
+    parse_otlp_endpoint(*url);
+    otlp.endpoint = *url;
+  } catch (const ConfigError& e) {
+    w.ignored(url_var, e.what());
   }
-  if (env.protocol) {
-    const std::string_view p = trim(*env.protocol);
-    if (p != "http/protobuf") {
-      warnings.push_back(fmt::format(
-          "OTEL_EXPORTER_OTLP_PROTOCOL: '{}' is not supported, tailcause sends http/protobuf",
-          shown(p)));
-    }
-  }
+}
 
+// tailcause sends http/protobuf only: another protocol is reported (no setting to leave out).
+void check_protocol(const OtelEnv& env, Warnings& w) {
+  if (!env.protocol) return;
+  const std::string_view p = trim(*env.protocol);
+  if (p != "http/protobuf") {
+    w.lines.push_back(fmt::format(
+        "OTEL_EXPORTER_OTLP_PROTOCOL: '{}' is not supported, tailcause sends http/protobuf",
+        shown(p)));
+  }
+}
+
+void apply_headers(const OtelEnv& env, OtlpSettings& otlp, Warnings& w) {
   for (const auto& [var, value] :
        {std::pair{"OTEL_EXPORTER_OTLP_HEADERS", &env.headers},
         std::pair{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", &env.traces_headers}}) {
@@ -167,9 +178,11 @@ std::vector<std::string> apply_otel_env(const OtelEnv& env, OtlpSettings& otlp) 
       }
       otlp.headers[name] = v;  // the traces-specific list comes second and wins
     }
-    for (const auto& e : errors) warn(var, e);
+    for (const auto& e : errors) w.ignored(var, e);
   }
+}
 
+void apply_timeouts(const OtelEnv& env, OtlpSettings& otlp, Warnings& w) {
   for (const auto& [var, value] :
        {std::pair{"OTEL_EXPORTER_OTLP_TIMEOUT", &env.timeout},
         std::pair{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", &env.traces_timeout}}) {
@@ -177,11 +190,13 @@ std::vector<std::string> apply_otel_env(const OtelEnv& env, OtlpSettings& otlp) 
     if (auto ms = parse_ms(**value)) {
       otlp.timeout_ms = *ms;
     } else {
-      warn(var, fmt::format("'{}' is not a whole number of milliseconds from 1 to 3600000",
-                            shown(**value)));
+      w.ignored(var, fmt::format("'{}' is not a whole number of milliseconds from 1 to 3600000",
+                                 shown(**value)));
     }
   }
+}
 
+void apply_compression(const OtelEnv& env, OtlpSettings& otlp, Warnings& w) {
   for (const auto& [var, value] :
        {std::pair{"OTEL_EXPORTER_OTLP_COMPRESSION", &env.compression},
         std::pair{"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", &env.traces_compression}}) {
@@ -190,10 +205,13 @@ std::vector<std::string> apply_otel_env(const OtelEnv& env, OtlpSettings& otlp) 
     if (c == "gzip" || c == "none") {
       otlp.compression = std::string(c);
     } else {
-      warn(var, fmt::format("'{}' is not gzip or none", shown(c)));
+      w.ignored(var, fmt::format("'{}' is not gzip or none", shown(c)));
     }
   }
+}
 
+// OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME, which wins over a service.name in it.
+void apply_resource(const OtelEnv& env, OtlpSettings& otlp, Warnings& w) {
   if (env.resource_attributes) {
     std::vector<std::string> errors;
     for (auto& [k, v] : parse_otel_key_values(*env.resource_attributes, errors)) {
@@ -203,18 +221,29 @@ std::vector<std::string> apply_otel_env(const OtelEnv& env, OtlpSettings& otlp) 
       }
       otlp.resource_attributes[k] = std::move(v);
     }
-    for (const auto& e : errors) warn("OTEL_RESOURCE_ATTRIBUTES", e);
+    for (const auto& e : errors) w.ignored("OTEL_RESOURCE_ATTRIBUTES", e);
   }
-  // OTEL_SERVICE_NAME wins over a service.name in OTEL_RESOURCE_ATTRIBUTES.
   if (env.service_name) {
     const std::string_view name = trim(*env.service_name);
     if (name.empty() || has_control(name)) {
-      warn("OTEL_SERVICE_NAME", "empty or holds a control character");
+      w.ignored("OTEL_SERVICE_NAME", "empty or holds a control character");
     } else {
       otlp.service_name = std::string(name);
     }
   }
-  return warnings;
+}
+
+}  // namespace
+
+std::vector<std::string> apply_otel_env(const OtelEnv& env, OtlpSettings& otlp) {
+  Warnings w;
+  apply_endpoint(env, otlp, w);
+  check_protocol(env, w);
+  apply_headers(env, otlp, w);
+  apply_timeouts(env, otlp, w);
+  apply_compression(env, otlp, w);
+  apply_resource(env, otlp, w);
+  return std::move(w.lines);
 }
 
 }  // namespace tailcause::core

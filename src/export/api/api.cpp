@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/host/clock.h"
 #include "core/record/schema.h"
 #include "export/api/endpoints.h"
 #include "export/glitch_listing.h"
@@ -17,12 +18,6 @@ namespace {
 constexpr int64_t kMaxGlitchSinceS = 7 * 24 * 3600;  // the journal's default max_age
 constexpr int kMaxGlitchLimit = 500;
 constexpr int kGlitchScan = 5000;  // rows read when filtering by what SQL does not
-
-int64_t unix_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 nlohmann::json index_json(const ApiSettings& s) {
   return {
@@ -91,7 +86,7 @@ void Api::start() {
     while (!stopping_) {
       lock.unlock();
       open_journal();
-      sample(unix_now_ns());
+      sample(core::realtime_ns());
       lock.lock();
       wake_.wait_for(lock, std::chrono::nanoseconds(settings_.tick_ns),
                      [this] { return stopping_; });

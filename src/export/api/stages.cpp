@@ -44,6 +44,92 @@ nlohmann::json components_json(const std::array<double, core::kComponents>& c) {
   return out;
 }
 
+// Which (tenant, stage) row each wanted series adds to, and as what: kind 0 duration,
+// 1 a component (component_of says which), 2 glitches.
+struct Roles {
+  std::map<uint32_t, std::pair<Key, int>> of;  // series id -> key, kind
+  std::map<uint32_t, size_t> component_of;
+};
+
+Roles stage_roles(const core::MetricHistory& h, const std::optional<std::string>& tenant,
+                  const std::optional<std::string>& stage) {
+  Roles roles;
+  auto& role = roles.of;
+  for (const auto* s : h.series(core::metric::kStageDurationSeconds))
+    if (wanted(*s, tenant, stage)) role[s->id] = {{s->label("tenant"), s->label("stage")}, 0};
+  for (const auto* s : h.series(core::metric::kStageTimeSeconds)) {
+    const auto c = core::component_from_name(s->label("component"));
+    if (!c || !wanted(*s, tenant, stage)) continue;
+    role[s->id] = {{s->label("tenant"), s->label("stage")}, 1};
+    roles.component_of[s->id] = core::index_of(*c);
+  }
+  for (const auto* s : h.series(core::metric::kGlitches))
+    if (wanted(*s, tenant, stage)) role[s->id] = {{s->label("tenant"), s->label("stage")}, 2};
+  return roles;
+}
+
+// A (tenant, stage) row: its totals and per-column accumulators.
+struct Row {
+  Acc total;
+  std::map<int, Acc> points;
+};
+
+std::map<Key, Row> stage_rows(const core::MetricHistory& h, const Roles& roles,
+                              const Columns& cols) {
+  std::map<Key, Row> rows;
+  for (const auto& t : h.ticks()) {
+    const int col = cols.index(t.unix_ns);
+    if (col < 0) continue;
+    for (const auto& d : t.deltas) {
+      auto r = roles.of.find(d.id);
+      if (r == roles.of.end()) continue;
+      // Glitches of whole requests (stage "request") have no duration series: skip their rows.
+      if (r->second.second == 2 && !rows.count(r->second.first) &&
+          r->second.first.second == "request")
+        continue;
+      Row& row = rows[r->second.first];
+      Acc& point = row.points[col];
+      switch (r->second.second) {
+        case 0:
+          row.total.add(d, *h.series(d.id));
+          point.add(d, *h.series(d.id));
+          break;
+        case 1:
+          row.total.components[roles.component_of.at(d.id)] += d.value;
+          point.components[roles.component_of.at(d.id)] += d.value;
+          break;
+        default: row.total.glitches += d.value; point.glitches += d.value;
+      }
+    }
+  }
+  return rows;
+}
+
+nlohmann::json row_json(const Key& key, const Row& row, const Columns& cols) {
+  size_t largest = 0;
+  for (size_t i = 1; i < core::kComponents; ++i)
+    if (row.total.components[i] > row.total.components[largest]) largest = i;
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& [col, a] : row.points) {
+    points.push_back({{"t", cols.ends[col] / kSecondNs},
+                      {"count", a.count()},
+                      {"p50_s", core::histogram_quantile(a.bounds, a.buckets, 0.5)},
+                      {"p99_s", core::histogram_quantile(a.bounds, a.buckets, 0.99)},
+                      {"glitches", a.glitches},
+                      {"components_s", components_json(a.components)}});
+  }
+  return {{"tenant", key.first},
+          {"stage", key.second},
+          {"count", row.total.count()},
+          {"p50_s", core::histogram_quantile(row.total.bounds, row.total.buckets, 0.5)},
+          {"p99_s", core::histogram_quantile(row.total.bounds, row.total.buckets, 0.99)},
+          {"glitches", row.total.glitches},
+          {"largest_component",
+           row.total.components[largest] > 0 ? core::kComponentNames[largest] : ""},
+          {"components_s", components_json(row.total.components)},
+          {"points", std::move(points)}};
+}
+
 }  // namespace
 
 int Columns::index(int64_t tick_ns) const {
@@ -78,77 +164,9 @@ Columns columns(const Params& p, int64_t now_ns, int64_t tick_ns, int64_t defaul
 nlohmann::json stages_json(const core::MetricHistory& h, const Params& p, int64_t now_ns) {
   const auto tenant = p.name("tenant"), stage = p.name("stage");
   const Columns cols = columns(p, now_ns, h.settings().step_ns, 300, 10);
-
-  // (tenant, stage) -> totals and per-column accumulators.
-  struct Row {
-    Acc total;
-    std::map<int, Acc> points;
-  };
-  std::map<Key, Row> rows;
-  std::map<uint32_t, std::pair<Key, int>> role;  // series id -> key, kind (0 dur, 1 comp, 2 glitch)
-  std::map<uint32_t, size_t> component_of;
-  for (const auto* s : h.series(core::metric::kStageDurationSeconds))
-    if (wanted(*s, tenant, stage)) role[s->id] = {{s->label("tenant"), s->label("stage")}, 0};
-  for (const auto* s : h.series(core::metric::kStageTimeSeconds)) {
-    const auto c = core::component_from_name(s->label("component"));
-    if (!c || !wanted(*s, tenant, stage)) continue;
-    role[s->id] = {{s->label("tenant"), s->label("stage")}, 1};
-    component_of[s->id] = core::index_of(*c);
-  }
-  for (const auto* s : h.series(core::metric::kGlitches))
-    if (wanted(*s, tenant, stage)) role[s->id] = {{s->label("tenant"), s->label("stage")}, 2};
-
-  for (const auto& t : h.ticks()) {
-    const int col = cols.index(t.unix_ns);
-    if (col < 0) continue;
-    for (const auto& d : t.deltas) {
-      auto r = role.find(d.id);
-      if (r == role.end()) continue;
-      // Glitches of whole requests (stage "request") have no duration series: skip their rows.
-      if (r->second.second == 2 && !rows.count(r->second.first) &&
-          r->second.first.second == "request")
-        continue;
-      Row& row = rows[r->second.first];
-      Acc& point = row.points[col];
-      switch (r->second.second) {
-        case 0:
-          row.total.add(d, *h.series(d.id));
-          point.add(d, *h.series(d.id));
-          break;
-        case 1:
-          row.total.components[component_of[d.id]] += d.value;
-          point.components[component_of[d.id]] += d.value;
-          break;
-        default: row.total.glitches += d.value; point.glitches += d.value;
-      }
-    }
-  }
-
   nlohmann::json series = nlohmann::json::array();
-  for (const auto& [key, row] : rows) {
-    size_t largest = 0;
-    for (size_t i = 1; i < core::kComponents; ++i)
-      if (row.total.components[i] > row.total.components[largest]) largest = i;
-    nlohmann::json points = nlohmann::json::array();
-    for (const auto& [col, a] : row.points) {
-      points.push_back({{"t", cols.ends[col] / kSecondNs},
-                        {"count", a.count()},
-                        {"p50_s", core::histogram_quantile(a.bounds, a.buckets, 0.5)},
-                        {"p99_s", core::histogram_quantile(a.bounds, a.buckets, 0.99)},
-                        {"glitches", a.glitches},
-                        {"components_s", components_json(a.components)}});
-    }
-    series.push_back(
-        {{"tenant", key.first},
-         {"stage", key.second},
-         {"count", row.total.count()},
-         {"p50_s", core::histogram_quantile(row.total.bounds, row.total.buckets, 0.5)},
-         {"p99_s", core::histogram_quantile(row.total.bounds, row.total.buckets, 0.99)},
-         {"glitches", row.total.glitches},
-         {"largest_component",
-          row.total.components[largest] > 0 ? core::kComponentNames[largest] : ""},
-         {"components_s", components_json(row.total.components)},
-         {"points", std::move(points)}});
+  for (const auto& [key, row] : stage_rows(h, stage_roles(h, tenant, stage), cols)) {
+    series.push_back(row_json(key, row, cols));
   }
   nlohmann::json names = nlohmann::json::array();
   for (auto n : core::kComponentNames) names.push_back(n);

@@ -18,16 +18,10 @@ std::string label(const core::Labels& labels, const std::string& name) {
   return "";
 }
 
-}  // namespace
-
-nlohmann::json caches_json(const core::MetricHistory& h, const Params& p, int64_t now_ns,
-                           double breakdown_ratio) {
-  const int64_t since = p.integer("since", 1, kMaxSinceS, 60);
-  const auto tenant = p.name("tenant");
-  const int64_t from = now_ns - since * kSecondNs;
-  using Key = std::pair<std::string, std::string>;
-  std::map<Key, nlohmann::json> rows;
-  auto row = [&](const std::string& t, const std::string& c) -> nlohmann::json& {
+// The caches' rows by (tenant, cache), each made with all its fields on first use.
+struct CacheRows {
+  std::map<std::pair<std::string, std::string>, nlohmann::json> rows;
+  nlohmann::json& operator()(const std::string& t, const std::string& c) {
     auto [it, fresh] = rows.try_emplace({t, c});
     if (fresh) {
       it->second = {{"tenant", t},
@@ -44,19 +38,29 @@ nlohmann::json caches_json(const core::MetricHistory& h, const Params& p, int64_
                     {"state", "ok"}};
     }
     return it->second;
-  };
+  }
+};
+
+// Lookups by result and breakdowns over [from, to].
+void add_cache_counts(CacheRows& row, const core::MetricHistory& h,
+                      const std::optional<std::string>& tenant, int64_t from, int64_t to) {
   for (const auto* s : h.series(core::metric::kCacheLookups)) {
     if (tenant && s->label("tenant") != *tenant) continue;
     const std::string result = s->label("result");
     if (result != "hit" && result != "miss" && result != "stale") continue;
     row(s->label("tenant"), s->label("cache"))[result] =
         row(s->label("tenant"), s->label("cache"))[result].get<double>() +
-        h.merged(s->id, from, now_ns).value;
+        h.merged(s->id, from, to).value;
   }
   for (const auto* s : h.series(core::metric::kCacheBreakdowns)) {
     if (tenant && s->label("tenant") != *tenant) continue;
-    row(s->label("tenant"), s->label("cache"))["breakdowns"] = h.merged(s->id, from, now_ns).value;
+    row(s->label("tenant"), s->label("cache"))["breakdowns"] = h.merged(s->id, from, to).value;
   }
+}
+
+// The latest gauges: breakdown ratio (and state), competition, quota, stale-age quantiles.
+void add_cache_gauges(CacheRows& row, const core::MetricHistory& h,
+                      const std::optional<std::string>& tenant, double breakdown_ratio) {
   for (const auto& g : h.gauges(core::metric::kCacheBreakdownRatio)) {
     const std::string t = label(g.labels, "tenant");
     if (tenant && t != *tenant) continue;
@@ -83,19 +87,15 @@ nlohmann::json caches_json(const core::MetricHistory& h, const Params& p, int64_
       row(t, label(g.labels, "cache"))[q == "0.95" ? "stale_age_p95_s" : "stale_age_p99_s"] =
           g.value;
   }
-  nlohmann::json out = nlohmann::json::array();
-  for (auto& [k, r] : rows) out.push_back(std::move(r));
-  return {{"since_s", since}, {"breakdown_at", breakdown_ratio}, {"caches", std::move(out)}};
 }
 
-nlohmann::json contention_json(const core::MetricHistory& h, const Params& p, int64_t now_ns) {
-  const int64_t since = p.integer("since", 1, kMaxSinceS, 60);
-  const int64_t from = now_ns - since * kSecondNs;
-  // Throttling per cgroup over the range, the most throttled first.
+// Throttling per cgroup over [from, to], the most throttled first.
+std::vector<nlohmann::json> throttled_cgroups(const core::MetricHistory& h, int64_t from,
+                                              int64_t to) {
   std::map<std::string, nlohmann::json> cg;
   auto sum_into = [&](const char* family, const char* field) {
     for (const auto* s : h.series(family)) {
-      const double v = h.merged(s->id, from, now_ns).value;
+      const double v = h.merged(s->id, from, to).value;
       auto& r = cg[s->label("cgroup")];
       if (r.is_null())
         r = {{"cgroup", s->label("cgroup")},
@@ -124,14 +124,18 @@ nlohmann::json contention_json(const core::MetricHistory& h, const Params& p, in
     return a["throttled_s"].template get<double>() > b["throttled_s"].template get<double>();
   });
   if (throttled.size() > kMaxRows) throttled.resize(kMaxRows);
+  return throttled;
+}
 
-  // Noisy neighbours: preempted time per (victim, culprit) pair, the costliest first.
+// Noisy neighbours: preempted time per (victim, culprit) pair over [from, to], the costliest
+// first.
+std::vector<nlohmann::json> noisy_neighbours(const core::MetricHistory& h, int64_t from,
+                                             int64_t to) {
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> pairs;
   for (const auto* s : h.series(core::metric::kCgroupPreemptedSeconds))
-    pairs[{s->label("cgroup"), s->label("by_cgroup")}].first += h.merged(s->id, from, now_ns).value;
+    pairs[{s->label("cgroup"), s->label("by_cgroup")}].first += h.merged(s->id, from, to).value;
   for (const auto* s : h.series(core::metric::kCgroupPreemptions))
-    pairs[{s->label("cgroup"), s->label("by_cgroup")}].second +=
-        h.merged(s->id, from, now_ns).value;
+    pairs[{s->label("cgroup"), s->label("by_cgroup")}].second += h.merged(s->id, from, to).value;
   std::vector<nlohmann::json> neighbours;
   for (const auto& [k, v] : pairs) {
     if (v.first <= 0 || k.first == k.second) continue;
@@ -144,7 +148,26 @@ nlohmann::json contention_json(const core::MetricHistory& h, const Params& p, in
     return a["preempted_s"].template get<double>() > b["preempted_s"].template get<double>();
   });
   if (neighbours.size() > kMaxRows) neighbours.resize(kMaxRows);
+  return neighbours;
+}
 
+}  // namespace
+
+nlohmann::json caches_json(const core::MetricHistory& h, const Params& p, int64_t now_ns,
+                           double breakdown_ratio) {
+  const int64_t since = p.integer("since", 1, kMaxSinceS, 60);
+  const auto tenant = p.name("tenant");
+  CacheRows rows;
+  add_cache_counts(rows, h, tenant, now_ns - since * kSecondNs, now_ns);
+  add_cache_gauges(rows, h, tenant, breakdown_ratio);
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [k, r] : rows.rows) out.push_back(std::move(r));
+  return {{"since_s", since}, {"breakdown_at", breakdown_ratio}, {"caches", std::move(out)}};
+}
+
+nlohmann::json contention_json(const core::MetricHistory& h, const Params& p, int64_t now_ns) {
+  const int64_t since = p.integer("since", 1, kMaxSinceS, 60);
+  const int64_t from = now_ns - since * kSecondNs;
   nlohmann::json breakers = nlohmann::json::array();
   for (const auto& g : h.gauges(core::metric::kCircuitBreakerOpen)) {
     breakers.push_back({{"tenant", label(g.labels, "tenant")},
@@ -152,8 +175,8 @@ nlohmann::json contention_json(const core::MetricHistory& h, const Params& p, in
                         {"open", g.value > 0}});
   }
   return {{"since_s", since},
-          {"throttling", throttled},
-          {"neighbours", neighbours},
+          {"throttling", throttled_cgroups(h, from, now_ns)},
+          {"neighbours", noisy_neighbours(h, from, now_ns)},
           {"breakers", std::move(breakers)}};
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/aggregate/stage_aggregator.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
@@ -29,15 +30,14 @@ Identity who(const std::string& tenant, const std::string& trace = "") {
 
 StageRecord stage(const std::string& tenant, const std::string& name, uint64_t wall_ns,
                   const std::string& trace = "") {
-  StageRecord r;
-  r.id = who(tenant, trace);
-  r.stage = name;
-  r.kind = name == "generation" ? 3 : 6;
-  r.start_ns = 1'000'000;
-  r.end_ns = r.start_ns + wall_ns;
-  r.component_ns[static_cast<size_t>(Component::on_cpu)] = wall_ns / 4;
-  r.component_ns[static_cast<size_t>(Component::cpu_throttled)] = wall_ns - wall_ns / 4;
-  return r;
+  return testing::StageBuilder()
+      .identity(who(tenant, trace))
+      .stage(name)
+      .kind(name == "generation" ? StageKind::generation : StageKind::other)
+      .start_ns(1'000'000)
+      .component(Component::on_cpu, wall_ns / 4)
+      .component(Component::cpu_throttled, wall_ns - wall_ns / 4)
+      .build();
 }
 
 TEST(StageAggregator, StageDurationsComponentsAndExemplars) {

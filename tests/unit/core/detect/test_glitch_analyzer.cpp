@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/detect/glitch_analyzer.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
@@ -23,16 +24,15 @@ Identity id(const std::string& tenant, uint64_t request) {
 
 StageRecord stage(const std::string& tenant, uint64_t request, const std::string& name,
                   uint64_t start_ns, uint64_t on_cpu_ns, uint64_t throttled_ns = 0) {
-  StageRecord r;
-  r.id = id(tenant, request);
-  r.tid = kPid;
-  r.stage = name;
-  r.kind = 3;
-  r.start_ns = start_ns;
-  r.end_ns = start_ns + on_cpu_ns + throttled_ns;
-  r.component_ns[static_cast<size_t>(Component::on_cpu)] = on_cpu_ns;
-  r.component_ns[static_cast<size_t>(Component::cpu_throttled)] = throttled_ns;
-  return r;
+  return testing::StageBuilder()
+      .identity(id(tenant, request))
+      .tid(kPid)
+      .stage(name)
+      .kind(StageKind::generation)
+      .start_ns(start_ns)
+      .component(Component::on_cpu, on_cpu_ns)
+      .component(Component::cpu_throttled, throttled_ns)
+      .build();
 }
 
 RequestRecord request(const std::string& tenant, uint64_t request_id, uint64_t start_ns,
@@ -141,7 +141,7 @@ TEST(GlitchAnalyzer, TracesGroupStagesUnderTheirRequest) {
   feed(a, stage("ta", 3, "generation", t + 20 * ms, 300 * ms));
   feed(a, stage("ta", 3, "embedding", t, 10 * ms));
   StageRecord worker = stage("ta", 3, "generation", t + 30 * ms, 100 * ms);
-  worker.kind = 255;
+  worker.kind = StageRecord::kWorkerSpanKind;
   worker.tid = kPid + 1;
   EXPECT_TRUE(feed(a, worker).glitches.empty());
   auto out = feed(a, request("ta", 3, t, t + 330 * ms));

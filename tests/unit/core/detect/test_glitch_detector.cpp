@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/detect/glitch_detector.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
@@ -14,17 +15,16 @@ constexpr uint64_t ms = 1'000'000;
 
 StageRecord stage(const std::string& tenant, const std::string& name, uint64_t end_ns,
                   uint64_t on_cpu_ns, uint64_t network_ns = 0, uint64_t throttled_ns = 0) {
-  StageRecord r;
-  r.id.tenant = tenant;
-  r.id.agent = "rag";
-  r.id.trace_id = "0123456789abcdef0123456789abcdef";
-  r.stage = name;
-  r.component_ns[static_cast<size_t>(Component::on_cpu)] = on_cpu_ns;
-  r.component_ns[static_cast<size_t>(Component::network)] = network_ns;
-  r.component_ns[static_cast<size_t>(Component::cpu_throttled)] = throttled_ns;
-  r.end_ns = end_ns;
-  r.start_ns = end_ns - (on_cpu_ns + network_ns + throttled_ns);
-  return r;
+  return testing::StageBuilder()
+      .tenant(tenant)
+      .agent("rag")
+      .trace_id("0123456789abcdef0123456789abcdef")
+      .stage(name)
+      .component(Component::on_cpu, on_cpu_ns)
+      .component(Component::network, network_ns)
+      .component(Component::cpu_throttled, throttled_ns)
+      .end_ns(end_ns)
+      .build();
 }
 
 TEST(GlitchSlo, StageOverDefaultOrConfiguredSloIsAGlitch) {

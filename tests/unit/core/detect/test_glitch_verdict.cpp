@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/detect/verdict.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
@@ -11,18 +12,10 @@ constexpr uint64_t ms = 1'000'000;
 
 StageRecord record(const std::string& stage,
                    std::initializer_list<std::pair<Component, uint64_t>> parts) {
-  StageRecord r;
-  r.id.tenant = "acme";
-  r.id.agent = "rag";
-  r.stage = stage;
-  r.start_ns = 1'000 * ms;
-  uint64_t total = 0;
-  for (auto [c, ns] : parts) {
-    r.component_ns[static_cast<size_t>(c)] += ns;
-    total += ns;
-  }
-  r.end_ns = r.start_ns + total;
-  return r;
+  testing::StageBuilder b;
+  b.tenant("acme").agent("rag").stage(stage).start_ns(1'000 * ms);
+  for (auto [c, ns] : parts) b.component(c, ns);
+  return b.build();
 }
 
 // A normal stage: mostly on CPU with a little of everything.

@@ -9,12 +9,12 @@
 #include <random>
 
 #include "core/detect/incident_detector.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
-constexpr size_t kOnCpu = static_cast<size_t>(Component::on_cpu);
 constexpr size_t kBlockIo = static_cast<size_t>(Component::block_io);
 constexpr size_t kThrottled = static_cast<size_t>(Component::cpu_throttled);
 
@@ -33,16 +33,16 @@ class Stream {
   StageRecord next(double factor = 1.0, size_t fault_component = kBlockIo) {
     const double normal = static_cast<double>(base_) * noise_(rng_);
     const double wall = normal * factor;
-    StageRecord r;
-    r.id.tenant = tenant_;
-    r.id.agent = "rag";
-    r.stage = stage_;
-    r.component_ns[kOnCpu] = static_cast<uint64_t>(normal);
-    r.component_ns[fault_component] += static_cast<uint64_t>(wall - normal);
     now_ += 100 * ms;
-    r.start_ns = now_;
-    r.end_ns = now_ + static_cast<uint64_t>(wall);
-    return r;
+    return testing::StageBuilder()
+        .tenant(tenant_)
+        .agent("rag")
+        .stage(stage_)
+        .component(Component::on_cpu, static_cast<uint64_t>(normal))
+        .component(static_cast<Component>(fault_component), static_cast<uint64_t>(wall - normal))
+        .start_ns(now_)
+        .end_ns(now_ + static_cast<uint64_t>(wall))
+        .build();
   }
   uint64_t now() const { return now_; }
   void skip(uint64_t ns) { now_ += ns; }
@@ -377,7 +377,7 @@ TEST(IncidentDetector, WorkerSpansAbortedStagesAndExtraSeriesAreNotJudged) {
   IncidentDetector d(c);
   Stream s("ta", "retrieval", 3 * ms, 17);
   StageRecord worker = s.next();
-  worker.kind = 255;
+  worker.kind = StageRecord::kWorkerSpanKind;
   d.observe(worker);
   EXPECT_EQ(d.baseline("ta", "retrieval"), nullptr);
   feed(d, s, 1);

@@ -8,6 +8,7 @@
 #include "core/config/config.h"
 #include "core/detect/glitch_analyzer.h"
 #include "core/detect/glitch_detector.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
@@ -15,15 +16,14 @@ namespace {
 constexpr uint64_t ms = 1'000'000;
 
 StageRecord span(uint64_t end_ns, uint64_t wall_ns, bool recipe) {
-  StageRecord r;
-  r.id.tenant = "python3";
-  r.id.agent = "python3";
-  r.stage = "retrieval";
-  r.component_ns[static_cast<size_t>(Component::on_cpu)] = wall_ns;
-  r.end_ns = end_ns;
-  r.start_ns = end_ns - wall_ns;
-  r.flags = recipe ? ATTRIB_SPAN_RECIPE : 0;
-  return r;
+  return testing::StageBuilder()
+      .tenant("python3")
+      .agent("python3")
+      .stage("retrieval")
+      .component(Component::on_cpu, wall_ns)
+      .end_ns(end_ns)
+      .flags(recipe ? ATTRIB_SPAN_RECIPE : 0)
+      .build();
 }
 
 // 100 spans of 1 ms, then one of 5 ms: 5x the P99, far under the SLO.

@@ -18,6 +18,7 @@
 #include "core/detect/glitch_analyzer.h"
 #include "core/record/schema.h"
 #include "core/aggregate/stage_aggregator.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
@@ -83,16 +84,14 @@ Identity who(const std::string& tenant) {
 }
 
 StageRecord stage(uint64_t start_ns, uint64_t on_cpu_ns, uint64_t throttled_ns) {
-  StageRecord r;
-  r.id = who("ta");
-  r.tid = 4242;
-  r.stage = "generation";
-  r.kind = 3;
-  r.start_ns = start_ns;
-  r.end_ns = start_ns + on_cpu_ns + throttled_ns;
-  r.component_ns[index_of(Component::on_cpu)] = on_cpu_ns;
-  r.component_ns[index_of(Component::cpu_throttled)] = throttled_ns;
-  return r;
+  return testing::StageBuilder()
+      .identity(who("ta"))
+      .tid(4242)
+      .stage(StageKind::generation)
+      .start_ns(start_ns)
+      .component(Component::on_cpu, on_cpu_ns)
+      .component(Component::cpu_throttled, throttled_ns)
+      .build();
 }
 
 TEST(Schema, StageAggregatorEmitsRegisteredFamiliesAndEveryComponent) {

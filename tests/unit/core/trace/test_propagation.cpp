@@ -9,28 +9,30 @@
 #include "bpf/attrib.h"
 #include "core/detect/glitch_detector.h"
 #include "core/trace/propagation.h"
+#include "stage_builder.h"
 
 namespace tailcause::core {
 namespace {
 
 constexpr uint64_t ms = 1'000'000;
 
+testing::StageBuilder span_of(const char* stage, uint32_t tid, uint64_t start, uint64_t end) {
+  return testing::StageBuilder()
+      .tenant("ta")
+      .agent("rag")
+      .stage(stage)
+      .kind(StageKind::retrieval)
+      .tid(tid)
+      .start_ms(start)
+      .end_ms(end);
+}
+
 StageRecord span(const char* stage, uint32_t tid, uint64_t start, uint64_t end) {
-  StageRecord s;
-  s.id.tenant = "ta";
-  s.id.agent = "rag";
-  s.stage = stage;
-  s.kind = 2;
-  s.tid = tid;
-  s.start_ns = start * ms;
-  s.end_ns = end * ms;
-  return s;
+  return span_of(stage, tid, start, end).build();
 }
 
 StageRecord worker(const char* stage, uint32_t tid, uint64_t start, uint64_t end) {
-  StageRecord s = span(stage, tid, start, end);
-  s.flags = ATTRIB_SPAN_WORKER;
-  return s;
+  return span_of(stage, tid, start, end).flags(ATTRIB_SPAN_WORKER).build();
 }
 
 void waits_on(StageRecord& s, uint32_t tid, uint64_t wait_ms, Component c, bool lock = true) {
