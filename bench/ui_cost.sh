@@ -8,7 +8,7 @@ set -euo pipefail
 build="$(realpath "${1:-build}")"
 n="${2:-60}"
 [ "$(id -u)" -eq 0 ] || { echo "ui_cost: run as root (the daemon loads BPF programs)" >&2; exit 2; }
-[ -x "$build/tailcause" ] && [ -x "$build/examples/rag-agent" ] ||
+{ [ -x "$build/tailcause" ] && [ -x "$build/examples/rag-agent" ]; } ||
   { echo "ui_cost: build tailcause and rag-agent first" >&2; exit 2; }
 work=$(mktemp -d /tmp/tailcause-ui-bench.XXXXXX)
 daemon="" agent=""

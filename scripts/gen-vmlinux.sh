@@ -45,8 +45,10 @@ kernel=$(apt-cache show --no-all-versions linux-image-arm64:arm64 |
 # The -unsigned package: the same kernel as the signed one, without the EFI signature wrapper.
 # apt-get download only fetches the .deb (no install, no dependencies); run it in $work, which
 # _apt may not read, so it fetches as the caller.
-(cd "$work" && apt-get download -q "${kernel}-unsigned:arm64" >/dev/null 2>&1 ||
-  apt-get download -q "${kernel}:arm64")
+(
+  cd "$work"
+  apt-get download -q "${kernel}-unsigned:arm64" >/dev/null 2>&1 || apt-get download -q "${kernel}:arm64"
+)
 deb=$(ls "$work"/*.deb)
 echo "gen-vmlinux: BTF of $(basename "$deb")"
 # Only /boot/vmlinuz-* is needed: unpack the package's data without dpkg -i.
@@ -68,9 +70,9 @@ size=$(stat -c %s "$work/Image")
 best=0 best_off=
 while IFS=: read -r off _; do
   read -r type_off type_len str_off str_len < <(od -An -tu4 -j $((off + 8)) -N 16 "$work/Image")
-  [ "$type_off" = 0 ] && [ "$str_off" = "$type_len" ] || continue
+  { [ "$type_off" = 0 ] && [ "$str_off" = "$type_len" ]; } || continue
   len=$((24 + str_off + str_len))
-  [ $((off + len)) -le "$size" ] && [ "$len" -gt "$best" ] || continue
+  { [ $((off + len)) -le "$size" ] && [ "$len" -gt "$best" ]; } || continue
   best=$len best_off=$off
 done < <(LC_ALL=C grep -obUaP '\x9f\xeb\x01\x00\x18\x00\x00\x00' "$work/Image")
 [ -n "$best_off" ] || { echo "gen-vmlinux: no BTF in $(basename "$image")" >&2; exit 1; }

@@ -45,8 +45,8 @@ style_of() {  # path first-line
 
 bad=0
 while IFS= read -r -d '' f; do
-  [ -f "$f" ] && [ ! -L "$f" ] || continue
-  l1= l2= l3=
+  { [ -f "$f" ] && [ ! -L "$f" ]; } || continue
+  l1='' l2='' l3=''
   { IFS= read -r l1 || true; IFS= read -r l2 || true; IFS= read -r l3 || true; } < "$f"
   style_of "$f" "$l1"
   [ -n "$style" ] || continue

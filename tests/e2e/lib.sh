@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Shared helpers for the end-to-end tests: start the real daemon, scrape it, clean up.
 # Sourced by tests/e2e/test_*.sh; ctest sets TAILCAUSE, BUILD_DIR and SRC_DIR.
+# shellcheck shell=bash
 set -euo pipefail
 : "${TAILCAUSE:?run through ctest (make test)}"
 WORK=$(mktemp -d /tmp/tailcause-e2e.XXXXXX)
@@ -49,6 +50,27 @@ trap 'echo "FAIL: ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2; daemon_tail' ER
 fail() { echo "FAIL: $*" >&2; daemon_tail; exit 1; }
 pass() { echo "ok: $*"; }
 
+# wait_until TIMEOUT_S DESCRIPTION COMMAND...: runs COMMAND every 0.1 s until it succeeds, for
+# TIMEOUT_S (whole) seconds and one last try. On time out it says "timed out after TIMEOUT_S s
+# waiting for DESCRIPTION" on stderr and returns 1: callers add `|| fail ...` (or `|| true`).
+# COMMAND is one simple command (a function for a pipeline or a test) run in this shell, with
+# set -e off: it may set variables for the caller, or call fail to give up at once (the process
+# it waits on has died). The variables here are prefixed so as not to hide the caller's.
+wait_until() {
+  local _wu_timeout=$1 _wu_what=$2 _wu_deadline
+  shift 2
+  [[ $_wu_timeout =~ ^[0-9]+$ ]] || fail "wait_until: timeout '$_wu_timeout' is not whole seconds"
+  # EPOCHREALTIME is seconds.microseconds (the separator is the locale's): in microseconds.
+  _wu_deadline=$((10#${EPOCHREALTIME//[!0-9]/} + _wu_timeout * 1000000))
+  while :; do
+    if "$@"; then return 0; fi
+    ((10#${EPOCHREALTIME//[!0-9]/} < _wu_deadline)) || break
+    sleep 0.1
+  done
+  echo "timed out after ${_wu_timeout}s waiting for $_wu_what" >&2
+  return 1
+}
+
 # expect_exit CODE PATTERN CMD...: CMD must exit CODE (a number, or "nonzero" for any failure)
 # and print PATTERN (an extended regex) on stderr. Its output stays in $WORK/out.txt and
 # $WORK/err.txt; EXIT_RC and EXIT_LINE (the first stderr line matching) are set for the caller.
@@ -63,6 +85,7 @@ expect_exit() {
     [ "$EXIT_RC" -eq "$want" ] || fail "$*: exit $EXIT_RC, want $want: $(cat "$WORK/err.txt")"
   fi
   grep -qE -- "$pattern" "$WORK/err.txt" || fail "$*: stderr lacks /$pattern/: $(cat "$WORK/err.txt")"
+  # shellcheck disable=SC2034  # for the caller, as EXIT_RC
   EXIT_LINE=$(grep -E -- "$pattern" "$WORK/err.txt" | head -1)
 }
 
@@ -77,16 +100,18 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 
 # start_daemon ARGS...: runs `tailcause run ARGS` in the background, logs to $WORK/daemon.log,
 # and waits until /metrics answers (sets PORT if --listen is not among ARGS).
+# shellcheck disable=SC2120  # ARGS are optional
 start_daemon() {
   PORT=${PORT:-$(free_port)}
   "$TAILCAUSE" run --listen "127.0.0.1:$PORT" "$@" >"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
-  for _ in $(seq 1 100); do
-    if curl -sf "http://127.0.0.1:$PORT/metrics" -o /dev/null; then return 0; fi
-    kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon exited early"
-    sleep 0.1
-  done
-  fail "daemon did not serve /metrics within 10 s"
+  wait_until 10 "the daemon to serve /metrics" daemon_serves || fail "daemon did not serve /metrics within 10 s"
+}
+# daemon_serves: whether /metrics answers; fails the test once the daemon has exited.
+daemon_serves() {
+  scrape -o /dev/null && return 0
+  kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon exited early"
+  return 1
 }
 
 stop_daemon() {
@@ -97,10 +122,14 @@ stop_daemon() {
 
 # Never `scrape | grep -q`: grep -q leaves at the first match, curl then dies of SIGPIPE on a
 # large page and pipefail fails the line; `grep PATTERN >/dev/null` reads it all.
+# shellcheck disable=SC2120  # curl's options are optional
 scrape() { curl -sf "http://127.0.0.1:$PORT/metrics" "$@"; }
 
 # metric_value 'name{labels}' -> prints the value of the exactly matching series, or nothing.
 metric_value() { scrape | awk -v s="$1" '$1 == s { print $2 }'; }
+
+# scrape_has [GREP-OPTIONS] PATTERN: whether a scrape line matches (a wait_until command).
+scrape_has() { scrape | grep "$@" >/dev/null; }
 
 # tailcause's BPF program ids as "name id" lines (bpftool's JSON, read with Debian's python3).
 bpf_prog_ids() {
@@ -114,14 +143,13 @@ for p in json.load(sys.stdin):
 # by bpf_prog_ids) is gone within 5 s. The kernel frees a program after its last fd closes in
 # deferred work, so one an exited command loaded (a feature probe's) may be listed for a moment.
 no_programs_left() {
-  local added
-  for _ in $(seq 1 50); do
-    bpf_prog_ids >"$WORK/progs.now"
-    added=$(comm -13 "$WORK/progs.before" "$WORK/progs.now")
-    [ -n "$added" ] || return 0
-    sleep 0.1
-  done
-  fail "$1: BPF programs left loaded: $added"
+  wait_until 5 "$1's BPF programs to be freed" no_programs_added ||
+    fail "$1: BPF programs left loaded: $(comm -13 "$WORK/progs.before" "$WORK/progs.now")"
+}
+# no_programs_added: whether every program loaded since progs.before is gone (a wait_until command).
+no_programs_added() {
+  bpf_prog_ids >"$WORK/progs.now"
+  [ -z "$(comm -13 "$WORK/progs.before" "$WORK/progs.now")" ]
 }
 
 # The ids of the BPF programs a process holds open (from its fdinfo), one per line, sorted.
@@ -136,15 +164,13 @@ for p in json.load(sys.stdin):
 
 # wait_for_series REGEX: waits up to 3 s for a scrape line matching REGEX (the first events
 # are counted within moments of attaching); fails the test if none comes.
-wait_for_series() {
-  for _ in $(seq 1 30); do scrape | grep -E "$1" >/dev/null && return 0; sleep 0.1; done
-  fail "no series matching $1"
-}
+wait_for_series() { wait_until 3 "a series matching $1" scrape_has -E "$1" || fail "no series matching $1"; }
 
 # start_otlp_receiver ARGS...: the OTLP receiver of tests/e2e/otlp_receiver (decodes with the
 # OpenTelemetry project's npm definitions), its packages installed as package-lock.json pins
 # them; spans go to $WORK/spans.jsonl, POSTs to $WORK/requests.jsonl. Sets RPORT and
 # RECEIVER_PID. Skips (77) when node/npm are missing outside CI.
+# shellcheck disable=SC2120  # ARGS are optional
 start_otlp_receiver() {
   local dir="$SRC_DIR/tests/e2e/otlp_receiver"
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -163,13 +189,15 @@ start_otlp_receiver() {
   node "$dir/receiver.js" --port 0 --ready "$WORK/rport" --out "$WORK/spans.jsonl" \
     --requests "$WORK/requests.jsonl" "$@" >"$WORK/receiver.log" 2>&1 &
   RECEIVER_PID=$!
-  for _ in $(seq 1 100); do
-    [ -s "$WORK/rport" ] && break
-    kill -0 "$RECEIVER_PID" 2>/dev/null || { cat "$WORK/receiver.log" >&2; fail "receiver exited"; }
-    sleep 0.1
-  done
-  [ -s "$WORK/rport" ] || fail "receiver did not listen within 10 s"
+  wait_until 10 "the OTLP receiver to listen" receiver_listens || fail "receiver did not listen within 10 s"
+  # shellcheck disable=SC2034  # for the caller
   RPORT=$(cat "$WORK/rport")
+}
+# receiver_listens: whether the receiver wrote its port; fails the test once it has exited.
+receiver_listens() {
+  [ -s "$WORK/rport" ] && return 0
+  kill -0 "$RECEIVER_PID" 2>/dev/null || { cat "$WORK/receiver.log" >&2; fail "receiver exited"; }
+  return 1
 }
 
 # The zero-code tests' agent (tests/zerocode/agent.py) on Debian's interpreter, which sees
@@ -181,5 +209,6 @@ require_zerocode_agent() {
     echo "SKIP: python3-torch / python3-faiss not installed (scripts/install-deps.sh test)"
     exit 77
   fi
+  # shellcheck disable=SC2034  # for the caller
   AGENT="$SRC_DIR/tests/zerocode/agent.py"
 }

@@ -47,7 +47,7 @@ pass "agent's USDT probes discovered and attached without configuration"
 
 breakdown ta generation >"$WORK/ta_gen.txt"
 breakdown tb generation >"$WORK/tb_gen.txt"
-[ -s "$WORK/ta_gen.txt" ] && [ -s "$WORK/tb_gen.txt" ] || fail "no generation breakdown: $(scrape | grep -c tailcause_stage_time)"
+{ [ -s "$WORK/ta_gen.txt" ] && [ -s "$WORK/tb_gen.txt" ]; } || fail "no generation breakdown: $(scrape | grep -c tailcause_stage_time)"
 [ "$(head -1 "$WORK/ta_gen.txt" | cut -d' ' -f1)" = "cpu_throttled" ] || fail "ta generation: $(tr '\n' ' ' <"$WORK/ta_gen.txt")"
 [ "$(head -1 "$WORK/tb_gen.txt" | cut -d' ' -f1)" != "cpu_throttled" ] || fail "tb generation: $(tr '\n' ' ' <"$WORK/tb_gen.txt")"
 pass "quota on ta: ta generation led by $(head -1 "$WORK/ta_gen.txt"), tb by $(head -1 "$WORK/tb_gen.txt")"

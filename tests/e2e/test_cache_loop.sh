@@ -40,11 +40,12 @@ pass "without the loop: loop-a hits 0 of $(value a.lookups_before "$WORK/none.tx
 # The loop, with diagnose watching.
 "$TAILCAUSE" diagnose --duration 12s --json --config "$WORK/c.yaml" >"$WORK/diagnose.json" 2>"$WORK/diagnose.err" &
 DIAG=$!
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit 'kill $DIAG 2>/dev/null || true'
-for _ in $(seq 1 100); do grep -q "throttle:" "$WORK/diagnose.err" && break; sleep 0.1; done
+wait_until 10 "diagnose to say how it reads throttling" grep -q "throttle:" "$WORK/diagnose.err" || true
 sleep 1  # its probes are attached once it says how it reads throttling
 "$AGENT" 8 feedback 2.5 >"$WORK/loop.txt" || fail "agent (feedback) exited $?"
-cat "$WORK/loop.txt" | tr '\n' ' '; echo
+tr '\n' ' ' <"$WORK/loop.txt"; echo
 before=$(value a.hit_rate_before "$WORK/loop.txt")
 after=$(value a.hit_rate_after "$WORK/loop.txt")
 awk -v b="$before" -v a="$after" 'BEGIN { exit !(b <= 0.05 && a >= 0.5) }' ||
@@ -62,9 +63,9 @@ hits=$(number "$(series tailcause_cache_lookups_total loop-a ',result="hit"')")
 base=$(value base_quota_bytes "$WORK/loop.txt")
 qa=$(number "$(series tailcause_cache_quota_bytes loop-a)")
 qb=$(number "$(series tailcause_cache_quota_bytes loop-b)")
-[ "$qa" = "$(value a.quota_bytes "$WORK/loop.txt")" ] && [ "$qb" = "$(value b.quota_bytes "$WORK/loop.txt")" ] ||
+{ [ "$qa" = "$(value a.quota_bytes "$WORK/loop.txt")" ] && [ "$qb" = "$(value b.quota_bytes "$WORK/loop.txt")" ]; } ||
   fail "quotas: daemon $qa/$qb, library $(value a.quota_bytes "$WORK/loop.txt")/$(value b.quota_bytes "$WORK/loop.txt")"
-[ "$qb" -lt "$base" ] && [ "$qa" -gt "$base" ] || fail "quotas: loop-a $qa, loop-b $qb, base $base"
+{ [ "$qb" -lt "$base" ] && [ "$qa" -gt "$base" ]; } || fail "quotas: loop-a $qa, loop-b $qb, base $base"
 pass "the daemon counts as the library: $warmed entries warmed, $hits hits; quotas a $qa, b $qb (base $base)"
 curl -sf "http://127.0.0.1:$PORT/api/v1/caches?tenant=loop-b" | /usr/bin/python3 -c '
 import json, sys

@@ -42,10 +42,6 @@ pass "read-only endpoint"
 stop_daemon
 grep -q "stopping" "$WORK/daemon.log" || fail "no clean shutdown"
 # The kernel frees programs asynchronously (RCU, deferred perf-event release): give it a moment.
-for _ in $(seq 1 30); do
-  left=$(all_prog_ids | comm -12 "$WORK/progs.ours" -)
-  [ -z "$left" ] && break
-  sleep 0.1
-done
-[ -z "$left" ] || fail "BPF programs left behind: $left"
+none_left() { left=$(all_prog_ids | comm -12 "$WORK/progs.ours" -); [ -z "$left" ]; }
+wait_until 5 "its BPF programs to be freed" none_left || fail "BPF programs left behind: $left"
 pass "clean shutdown, none of its $(wc -l <"$WORK/progs.ours") BPF programs left behind"

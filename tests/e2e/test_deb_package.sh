@@ -56,6 +56,8 @@ pass "the installed tailcause probes attaches all six families"
 
 # The Python package comes with the daemon; the probes are called through the C extension
 # where this build made one (python3-dev), else through ctypes.
+# The version project() sets, as the build's own daemon prints it.
+version=$("$TAILCAUSE" --version | awk '{print $2}')
 if compgen -G "$BUILD_DIR/sdk/_speedups*.so" >/dev/null; then want_probes=Probes; else want_probes=_CtypesProbes; fi
 cat >"$WORK/which_probes.py" <<'PY'
 import tailcause, tailcause._native as n
@@ -63,7 +65,7 @@ print(type(n.probes).__name__, tailcause.library_path, tailcause.version())
 PY
 out=$(cd / && env -u TAILCAUSE_SDK_LIB /usr/bin/tailcause instrument -- /usr/bin/python3 -W error "$WORK/which_probes.py" 2>&1) ||
   fail "installed tailcause instrument: $out"
-[[ $out == "$want_probes libtailcause_sdk.so"*" 0.1.0" ]] || fail "installed tailcause instrument: $out (want $want_probes)"
+[[ $out == "$want_probes libtailcause_sdk.so"*" $version" ]] || fail "installed tailcause instrument: $out (want $want_probes)"
 pass "the installed tailcause instrument runs Python with its package: $out"
 
 # ---- an agent against the installed SDK --------------------------------------------------
@@ -93,7 +95,7 @@ want="sdk $(dpkg-query -W -f='${Version}' libtailcause-sdk0)"
 g++ -std=c++20 "$WORK/agent/agent.cpp" -o "$WORK/agent/by-pkgconfig" $(pkg-config --cflags --libs tailcause-sdk) || fail "pkg-config build"
 [ "$("$WORK/agent/by-pkgconfig")" = "$want" ] || fail "pkg-config agent: $("$WORK/agent/by-pkgconfig")"
 readelf -d "$WORK/agent/by-pkgconfig" | grep -q 'NEEDED.*libtailcause_sdk.so.0' || fail "not linked to the SONAME"
-cmake -S "$WORK/agent" -B "$WORK/agent/build" >"$WORK/cmake.log" 2>&1 && cmake --build "$WORK/agent/build" >>"$WORK/cmake.log" 2>&1 || fail "find_package build: $(tail -20 "$WORK/cmake.log")"
+{ cmake -S "$WORK/agent" -B "$WORK/agent/build" >"$WORK/cmake.log" 2>&1 && cmake --build "$WORK/agent/build" >>"$WORK/cmake.log" 2>&1; } || fail "find_package build: $(tail -20 "$WORK/cmake.log")"
 [ "$("$WORK/agent/build/agent")" = "$want" ] || fail "find_package agent"
 pass "agents built with pkg-config and with find_package(tailcause) run ($want)"
 
@@ -103,7 +105,7 @@ rm -rf "$WORK/pysdk/build" "$WORK"/pysdk/*.egg-info
 /usr/bin/python3 -m venv --system-site-packages "$WORK/venv"
 "$WORK/venv/bin/pip" install -q --no-index --no-build-isolation "$WORK/pysdk" >"$WORK/pip.log" 2>&1 || fail "pip install: $(tail -20 "$WORK/pip.log")"
 out=$(cd / && "$WORK/venv/bin/python" -W error -c 'import tailcause; print(tailcause.library_path, tailcause.version())') || fail "python: $out"
-[[ $out == *libtailcause_sdk.so*" 0.1.0" ]] || fail "python SDK did not find the installed library: $out"
+[[ $out == *libtailcause_sdk.so*" $version" ]] || fail "python SDK did not find the installed library: $out"
 # pip builds the extension against the installed <tailcause/sdk_lib.h> (setup.py).
 kind=$(cd / && "$WORK/venv/bin/python" -W error -c 'import tailcause._native as n; print(type(n.probes).__name__)') || fail "python: $kind"
 [ "$kind" = "$want_probes" ] || fail "pip-installed package calls its probes through $kind, want $want_probes"
@@ -121,7 +123,7 @@ while IFS= read -r f; do
   left+=("$f")
 done <<<"$files"
 [ ${#left[@]} -eq 0 ] || fail "left after purge: ${left[*]}"
-[ ! -e /etc/tailcause ] && [ ! -e /var/lib/tailcause ] || fail "purge left /etc/tailcause or /var/lib/tailcause"
+{ [ ! -e /etc/tailcause ] && [ ! -e /var/lib/tailcause ]; } || fail "purge left /etc/tailcause or /var/lib/tailcause"
 # instrument ran the package as root above, so Python wrote its byte-code cache there.
 [ ! -e /usr/lib/tailcause ] || fail "purge left /usr/lib/tailcause: $(find /usr/lib/tailcause | head)"
 pass "purge removed every file"

@@ -15,7 +15,7 @@ on_exit 'stop_pid AGENT_PID'
 gone() {
   local pid
   pid=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["demo"]["agent_pid"])' "$1")
-  [ -n "$pid" ] && [ "$pid" -gt 0 ] || fail "no agent pid in $1"
+  { [ -n "$pid" ] && [ "$pid" -gt 0 ]; } || fail "no agent pid in $1"
   ! kill -0 "$pid" 2>/dev/null || fail "the demo left its agent (pid $pid) running"
   local left
   left=$(find /sys/fs/cgroup /sys/fs/cgroup/cpu -maxdepth 1 -name "tailcause-agent-$pid" 2>/dev/null)
@@ -78,6 +78,7 @@ pass "the agent and its cgroups are gone after the demo"
 
 # diagnose while an agent runs (started first: its index files are ready within moments).
 "$AGENT" --tenants ta,tb --rate 6 --concurrency 2 --duration 14 --fault slow-peer:tb >"$WORK/agent.log" 2>&1 &
+# shellcheck disable=SC2034  # stop_pid reads it by name
 AGENT_PID=$!
 sleep 2
 "$TAILCAUSE" diagnose --duration 5s --json --binary "$AGENT" >"$WORK/diagnose.json" 2>"$WORK/diagnose.err" ||

@@ -45,16 +45,16 @@ wait_agent() {
 # agent_cgroup_dir NAME: the agent's cgroup directory, from its log (waits up to 60 s: the first
 # run generates the index files).
 agent_cgroup_dir() {
-  for _ in $(seq 1 600); do
-    local dir
-    dir=$(sed -n 's/.*tenant cgroups under \([^ ]*\) (cgroup.*/\1/p' "$WORK/$1.err")
-    if [ -n "$dir" ] && grep -q "serving" "$WORK/$1.err"; then echo "$dir"; return 0; fi
-    kill -0 "$AGENT_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$WORK/$1.err" >&2
-  fail "agent '$1' did not start serving"
+  wait_until 60 "agent '$1' to serve" agent_serves "$1" || agent_not_serving "$1"
+  sed -n 's/.*tenant cgroups under \([^ ]*\) (cgroup.*/\1/p' "$WORK/$1.err"
 }
+# agent_serves NAME: whether its log names its cgroups and says it serves; fails once it exited.
+agent_serves() {
+  grep -q 'tenant cgroups under [^ ]* (cgroup' "$WORK/$1.err" && grep -q "serving" "$WORK/$1.err" && return 0
+  kill -0 "$AGENT_PID" 2>/dev/null || agent_not_serving "$1"
+  return 1
+}
+agent_not_serving() { cat "$WORK/$1.err" >&2; fail "agent '$1' did not start serving"; }
 
 # ---- two tenants, no fault: every stage, no error, one cgroup per tenant ---------------------
 start_agent base --tenants a,b --rate 5 --concurrency 2 --duration 5
@@ -62,7 +62,7 @@ dir=$(agent_cgroup_dir base)
 sleep 1
 pa=$(cat "$dir/a/cgroup.procs")
 pb=$(cat "$dir/b/cgroup.procs")
-[ -n "$pa" ] && [ -n "$pb" ] || fail "tenant cgroups $dir/a and $dir/b should each hold a worker"
+{ [ -n "$pa" ] && [ -n "$pb" ]; } || fail "tenant cgroups $dir/a and $dir/b should each hold a worker"
 [ "$pa" != "$pb" ] || fail "tenants a and b share a process"
 [ -n "$(cat "$dir/_tools/cgroup.procs")" ] || fail "the tool server is not in $dir/_tools"
 wait_agent base
@@ -220,5 +220,5 @@ for name in ("a", "b"):
 '
 rc=0
 TAILCAUSE_SDK_LIB="$SDK_LIB" /usr/bin/python3 "$PY_AGENT" --fault nope 2>"$WORK/py-bad.err" || rc=$?
-[ "$rc" -eq 2 ] && grep -q "unknown fault kind" "$WORK/py-bad.err" || fail "python agent: bad fault should exit 2"
+{ [ "$rc" -eq 2 ] && grep -q "unknown fault kind" "$WORK/py-bad.err"; } || fail "python agent: bad fault should exit 2"
 pass "python agent serves both tenants through every stage"

@@ -31,7 +31,7 @@ sleep 2  # the journal writes about once a second
 
 ta=$(metric_value 'tailcause_glitches_total{tenant="ta",agent="rag-agent",stage="generation",cause="cpu_throttled"}')
 tb=$(metric_value 'tailcause_glitches_total{tenant="tb",agent="rag-agent",stage="generation",cause="cpu_throttled"}')
-[ -n "$ta" ] && [ "${ta%.*}" -gt 0 ] || fail "no cpu_throttled generation glitches for ta: $(scrape | grep glitches_total)"
+{ [ -n "$ta" ] && [ "${ta%.*}" -gt 0 ]; } || fail "no cpu_throttled generation glitches for ta: $(scrape | grep glitches_total)"
 [ -z "$tb" ] || fail "tb has cpu_throttled glitches ($tb) without a quota"
 pass "quota on ta: $ta generation glitches caused by cpu_throttled, none for tb"
 
@@ -53,10 +53,7 @@ PY
 
 # OTLP: spans decoded with the OpenTelemetry definitions, joined to the exemplars.
 scrape -H 'Accept: application/openmetrics-text; version=1.0.0' >"$WORK/om.txt"
-for _ in $(seq 1 30); do
-  grep -q '"tailcause.glitch":true' "$WORK/spans.jsonl" 2>/dev/null && break
-  sleep 0.2
-done
+wait_until 6 "a glitch's span" grep -qs '"tailcause.glitch":true' "$WORK/spans.jsonl" || true
 /usr/bin/python3 - "$WORK/spans.jsonl" "$WORK/om.txt" <<'PY' || fail "OTLP spans"
 import json, re, sys
 spans = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -161,8 +158,7 @@ pass "breaker state survives a daemon restart"
   fail "tb's generation glitched before the SLO change"
 sed -i 's/^probes:/glitch: {stage_slo_ms: 5}\nprobes:/' "$WORK/cfg.yaml"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 1 50); do grep -q "configuration reloaded" "$WORK/daemon.log" && break; sleep 0.1; done
-grep -q "configuration reloaded" "$WORK/daemon.log" || fail "no reload"
+wait_until 5 "the reload" grep -q "configuration reloaded" "$WORK/daemon.log" || fail "no reload"
 "$AGENT" --tenants tb --rate 6 --duration 3 >"$WORK/agent3.log" 2>&1 || fail "agent 3: $(tail -5 "$WORK/agent3.log")"
 sleep 1
 n=$(scrape | awk '/^tailcause_glitches_total\{tenant="tb",agent="rag-agent",stage="generation"/ { s += $2 } END { print s + 0 }')

@@ -58,12 +58,12 @@ start_daemon --config "$WORK/daemon.yaml"
   >"$WORK/agent.log" 2>&1 || fail "agent: $(tail -5 "$WORK/agent.log")"
 
 # The daemon writes the journal about once a second: read it while it runs.
-for _ in $(seq 1 50); do
+journaled() {  # whether glitches --json lists a glitch (in $WORK/all.json)
   "$TAILCAUSE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json" 2>"$WORK/err.txt" || true
   /usr/bin/python3 -c 'import json,sys; sys.exit(0 if len(json.load(open(sys.argv[1]))) > 0 else 1)' \
-    "$WORK/all.json" 2>/dev/null && break
-  sleep 0.2
-done
+    "$WORK/all.json" 2>/dev/null
+}
+wait_until 15 "a journaled glitch" journaled || true
 [ -s "$WORK/all.json" ] || fail "glitches --json printed nothing: $(cat "$WORK/err.txt")"
 sleep 1.5  # the last batch, and nothing newer than 1 s from here on
 "$TAILCAUSE" glitches --journal "$JOURNAL" --json --limit 100000 >"$WORK/all.json"

@@ -32,13 +32,16 @@ reload_with() {  # reload_with EXPECTED-LOG-PATTERN: sends SIGHUP and waits for 
   local before
   before=$(grep -c "reload rejected" "$WORK/daemon.log" || true)
   kill -HUP "$DAEMON_PID"
-  for _ in $(seq 1 100); do
-    [ "$(grep -c "reload rejected" "$WORK/daemon.log" || true)" -gt "$before" ] && break
-    kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon died on reload ($1)"
-    sleep 0.1
-  done
+  wait_until 10 "the reload's rejection ($1)" rejected_since "$before" "$1" || true
   grep "reload rejected" "$WORK/daemon.log" | tail -1 | grep -q -- "$1" \
     || fail "reload not rejected with '$1': $(grep 'reload' "$WORK/daemon.log" | tail -1)"
+}
+# rejected_since COUNT WHAT: whether the log has more rejections than COUNT; fails once the
+# daemon died (on reloading WHAT).
+rejected_since() {
+  [ "$(grep -c "reload rejected" "$WORK/daemon.log" || true)" -gt "$1" ] && return 0
+  kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon died on reload ($2)"
+  return 1
 }
 printf ',' >"$WORK/config.yaml"
 reload_with "config.yaml:1: invalid YAML"
@@ -81,8 +84,7 @@ for _ in range(30):
     time.sleep(1)
 PY
 HOLD_PID=$!
-for _ in $(seq 1 100); do grep -q holding "$WORK/hold.log" && break; sleep 0.1; done
-grep -q holding "$WORK/hold.log" || fail "the hostile clients did not connect: $(cat "$WORK/hold.log")"
+wait_until 10 "the hostile clients to connect" grep -q holding "$WORK/hold.log" || fail "the hostile clients did not connect: $(cat "$WORK/hold.log")"
 for i in 1 2 3 4 5; do
   curl -sf --max-time 10 "http://127.0.0.1:$PORT/metrics" -o /dev/null \
     || fail "scrape $i did not complete within 10 s while 208 idle/slow clients were connected"

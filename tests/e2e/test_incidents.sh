@@ -56,8 +56,10 @@ now_ns() { /usr/bin/python3 -c 'import time; print(time.time_ns())'; }
 AGENT_PID=""
 on_exit 'stop_pid AGENT_PID'
 FAULT_PIDS=()
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit 'for p in "${FAULT_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; FAULT_PIDS=()'
 QUOTA_FILE=""
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit '[ -n "$QUOTA_FILE" ] && [ -e "$QUOTA_FILE" ] && echo -1 >"$QUOTA_FILE"'
 
 # run_agent DURATION LOG: the agent in the background (AGENT_PID). Without its retrieval cache:
@@ -116,11 +118,11 @@ pass "60 s clean run: $(cat "$WORK/clean.txt")"
 
 # kill_cgroup DIR: kills every process in the cgroup DIR until it is empty.
 kill_cgroup() {
-  local procs
+  local procs=()
   for _ in $(seq 1 100); do
-    procs=$(cat "$1/cgroup.procs" 2>/dev/null || true)
-    [ -n "$procs" ] || return 0
-    kill -KILL $procs 2>/dev/null || true
+    mapfile -t procs < <(cat "$1/cgroup.procs" 2>/dev/null || true)
+    [ ${#procs[@]} -gt 0 ] || return 0
+    kill -KILL "${procs[@]}" 2>/dev/null || true
     sleep 0.05
   done
 }
@@ -131,12 +133,14 @@ PORT=""
 start_daemon --config "$WORK/daemon.yaml"
 run_agent 215 faults
 leaf=""
-for _ in $(seq 1 100); do
-  leaf=$(ls -d /sys/fs/cgroup/cpu/tailcause-agent-"$AGENT_PID"/ta /sys/fs/cgroup/tailcause-agent-"$AGENT_PID"/ta 2>/dev/null | head -1 || true)
-  [ -n "$leaf" ] && break
-  sleep 0.1
-done
-[ -n "$leaf" ] || fail "no cgroup for tenant ta of agent $AGENT_PID"
+ta_cgroup() {  # whether ta's cgroup exists (v1 cpu hierarchy or v2), in leaf
+  local d
+  for d in /sys/fs/cgroup/cpu/tailcause-agent-"$AGENT_PID"/ta /sys/fs/cgroup/tailcause-agent-"$AGENT_PID"/ta; do
+    if [ -d "$d" ]; then leaf=$d; return 0; fi
+  done
+  return 1
+}
+wait_until 10 "tenant ta's cgroup" ta_cgroup || fail "no cgroup for tenant ta of agent $AGENT_PID"
 index="$BUILD_DIR/examples/data/index-ta.f32"
 [ -f "$index" ] || fail "no $index"
 # drop_index: ta's index out of the page cache, once.
@@ -153,11 +157,11 @@ drop_index() { drop_from_cache "$index"; }
 # stages it stops for a moment began after the fault: the caller waits GRACE first.
 reread_index() {
   local procs
-  procs=$(cat "$leaf/cgroup.procs")
-  kill -STOP $procs
+  mapfile -t procs <"$leaf/cgroup.procs"
+  kill -STOP "${procs[@]}"
   drop_index
   cat "$index" >/dev/null
-  kill -CONT $procs
+  kill -CONT "${procs[@]}"
 }
 sleep 30  # warm-up: the baselines learn
 
@@ -195,6 +199,7 @@ FAULT_PIDS+=($!)
 WRITER_CG=/sys/fs/cgroup/cpu/tailcause-e2e-writer-$$
 [ -d /sys/fs/cgroup/cpu ] || WRITER_CG=/sys/fs/cgroup/tailcause-e2e-writer-$$
 mkdir "$WRITER_CG"
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit 'rmdir "$WRITER_CG" 2>/dev/null'
 for n in 1 2; do
   (echo "$BASHPID" >"$WRITER_CG/cgroup.procs"
@@ -217,6 +222,7 @@ sleep 18  # the incident ends
 HOG_CG=/sys/fs/cgroup/cpu/tailcause-e2e-hog-$$
 [ -d /sys/fs/cgroup/cpu ] || HOG_CG=/sys/fs/cgroup/tailcause-e2e-hog-$$
 mkdir "$HOG_CG"
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit 'kill_cgroup "$HOG_CG"; rmdir "$HOG_CG" 2>/dev/null'
 if [ -e "$HOG_CG/cpu.shares" ]; then echo 10240 >"$HOG_CG/cpu.shares"; else echo 1000 >"$HOG_CG/cpu.weight"; fi
 hog_start=$(now_ns)
@@ -239,16 +245,24 @@ if [ -e "$MEM_ROOT/memory.limit_in_bytes" ]; then
   MEM_CG=$MEM_ROOT/tailcause-e2e-memcg-$$
   mkdir "$MEM_CG"
   # On exit: the worker (if still there) back to the root, then the cgroup removed.
+  # shellcheck disable=SC2016  # on_exit evals it when the test exits
   on_exit 'for p in $(cat "$MEM_CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$MEM_ROOT/cgroup.procs" 2>/dev/null; done; rmdir "$MEM_CG" 2>/dev/null'
   echo 4M >"$MEM_CG/memory.limit_in_bytes"
-  memory_on() { for p in $(cat "$leaf/cgroup.procs"); do echo "$p" >"$MEM_CG/cgroup.procs"; done; }
+  memory_on() {
+    local p pids
+    mapfile -t pids <"$leaf/cgroup.procs"
+    for p in "${pids[@]}"; do echo "$p" >"$MEM_CG/cgroup.procs"; done
+  }
   memory_off() {  # the cgroup removed too: its pages' charges go to the root
-    for p in $(cat "$MEM_CG/cgroup.procs"); do echo "$p" >"$MEM_ROOT/cgroup.procs"; done
+    local p pids
+    mapfile -t pids <"$MEM_CG/cgroup.procs"
+    for p in "${pids[@]}"; do echo "$p" >"$MEM_ROOT/cgroup.procs"; done
     rmdir "$MEM_CG"
   }
 else
   MEM_ROOT=/sys/fs/cgroup MEM_CG=$leaf
   [ -e "$MEM_CG/memory.max" ] || fail "no memory controller on $MEM_CG"
+  # shellcheck disable=SC2016  # on_exit evals it when the test exits
   on_exit 'echo max >"$MEM_CG/memory.max" 2>/dev/null'
   memory_on() { echo 4M >"$MEM_CG/memory.max"; }
   memory_off() { echo max >"$MEM_CG/memory.max"; }
@@ -455,7 +469,7 @@ pass "metrics: $(grep -E '^tailcause_incidents' "$WORK/metrics.txt" | tr '\n' ' 
 # `glitches --incidents` as a table, and the hint under the glitch table.
 "$TAILCAUSE" glitches --journal "$WORK/faults.db" --incidents --tenant ta >"$WORK/table.txt"
 grep -qE '^[0-9]+ incidents? for tenant ta, newest first' "$WORK/table.txt" || fail "table: $(cat "$WORK/table.txt")"
-grep -q 'block_io' "$WORK/table.txt" && grep -q 'cpu_throttled' "$WORK/table.txt" || fail "table: $(cat "$WORK/table.txt")"
+{ grep -q 'block_io' "$WORK/table.txt" && grep -q 'cpu_throttled' "$WORK/table.txt"; } || fail "table: $(cat "$WORK/table.txt")"
 "$TAILCAUSE" glitches --journal "$WORK/faults.db" --tenant ta --limit 3 | grep -qE '[0-9]+ incidents? \(sustained slowdowns?\) in this range' ||
   fail "the glitch table does not point at the incidents"
 pass "glitches --incidents: $(head -1 "$WORK/table.txt")"

@@ -22,22 +22,21 @@ rows() { /usr/bin/python3 -c '
 import sqlite3, sys
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 print(*db.execute("SELECT count(*), coalesce(max(id), 0) FROM glitches").fetchone())' "$DB"; }
+# newer_rows ID: whether the journal holds a row past ID (its max id in max).
+newer_rows() { read -r _ max <<<"$(rows 2>/dev/null || echo "0 0")"; [ "$max" -gt "$1" ]; }
 
 "$AGENT" --tenants ta,tb --rate 20 --concurrency 2 --duration 30 >"$WORK/agent.log" 2>&1 &
+# shellcheck disable=SC2034  # stop_pid reads it by name
 AGENT_PID=$!
 on_exit 'stop_pid AGENT_PID'
 seen_max=0
 for round in 1 2 3; do
   start_daemon -c "$WORK/cfg.yaml"
   # Wait for this daemon's own rows, then kill it between two writes' worth of load.
-  for _ in $(seq 1 60); do
-    read -r count max <<<"$(rows 2>/dev/null || echo "0 0")"
-    [ "$max" -gt "$seen_max" ] && break
-    sleep 0.25
-  done
-  [ "$max" -gt "$seen_max" ] || fail "round $round: no new journal rows (max id $max)"
+  wait_until 20 "this daemon's journal rows" newer_rows "$seen_max" ||
+    fail "round $round: no new journal rows (max id $max)"
   sleep 0.$((RANDOM % 9 + 1))
-  read -r count seen_max <<<"$(rows)"
+  read -r _ seen_max <<<"$(rows)"
   kill -9 "$DAEMON_PID"
   wait "$DAEMON_PID" 2>/dev/null || true
   DAEMON_PID=""
@@ -59,10 +58,6 @@ PY
 done
 start_daemon -c "$WORK/cfg.yaml"
 before=$seen_max
-for _ in $(seq 1 40); do
-  read -r count max <<<"$(rows)"
-  [ "$max" -gt "$before" ] && break
-  sleep 0.25
-done
-[ "$max" -gt "$before" ] || fail "the restarted daemon does not append"
+wait_until 15 "the restarted daemon's journal rows" newer_rows "$before" ||
+  fail "the restarted daemon does not append"
 pass "restarted daemon appends (max id $before -> $max)"

@@ -12,6 +12,7 @@ AGENT="$BUILD_DIR/testprogs/locality_agent"
 [ -x "$AGENT" ] || fail "no $AGENT"
 # The index files on a disk-backed file system (tmpfs pages cannot leave the page cache).
 DATA=$(mktemp -d "$BUILD_DIR/locality.XXXXXX")
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit 'rm -rf "$DATA"'
 cat >"$WORK/l.yaml" <<YAML
 journal: {path: ""}
@@ -28,10 +29,9 @@ sum_of() {  # METRIC TENANT: summed over the tenant's retrieval series
     index($0, "stage=\"retrieval\"") { n += $2 } END { printf "%.6f\n", n + 0 }'
 }
 value() { awk -F= -v k="$1" '$1 == k { print $2 }' "$WORK/agent.txt"; }
-for _ in $(seq 1 50); do  # the last stages drain from the ring
-  [ "$(sum_of tailcause_stage_duration_seconds_count loc-layout | cut -d. -f1)" -ge 300 ] && break
-  sleep 0.1
-done
+drained() { [ "$(sum_of tailcause_stage_duration_seconds_count loc-layout | cut -d. -f1)" -ge 300 ]; }
+wait_until 5 "the last stages to drain from the ring" drained || true
+declare -A misses_of ms_of  # per layout: page-cache misses and milliseconds per retrieval
 for t in original layout; do
   n=$(sum_of tailcause_stage_duration_seconds_count "loc-$t")
   misses=$(sum_of tailcause_stage_page_cache_misses_total "loc-$t")
@@ -42,9 +42,10 @@ for t in original layout; do
   # The same pages, counted twice: by the daemon in the stage, by mincore around it.
   awk -v d="$daemon" -v k="$kernel" 'BEGIN { exit !(d >= k - 0.25 && d <= k + 0.25) }' ||
     fail "loc-$t: the daemon counts $daemon page-cache misses per retrieval, mincore $kernel"
-  eval "${t}_misses=$daemon ${t}_ms=$(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.3f", 1000 * w / n }')"
+  misses_of[$t]=$daemon
+  ms_of[$t]=$(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.3f", 1000 * w / n }')
 done
-awk -v a="$original_misses" -v b="$layout_misses" 'BEGIN { exit !(a >= 3 * b && b > 0) }' ||
-  fail "the layout did not cut the misses: $original_misses -> $layout_misses per retrieval"
-echo "retrieval stage (daemon): ${original_ms} ms -> ${layout_ms} ms per retrieval ($(awk -v a="$original_ms" -v b="$layout_ms" 'BEGIN { printf "%.2f", a / b }')x)"
-pass "locality layout: $original_misses -> $layout_misses page-cache misses per retrieval (daemon = mincore), $(value groups_found) groups found"
+awk -v a="${misses_of[original]}" -v b="${misses_of[layout]}" 'BEGIN { exit !(a >= 3 * b && b > 0) }' ||
+  fail "the layout did not cut the misses: ${misses_of[original]} -> ${misses_of[layout]} per retrieval"
+echo "retrieval stage (daemon): ${ms_of[original]} ms -> ${ms_of[layout]} ms per retrieval ($(awk -v a="${ms_of[original]}" -v b="${ms_of[layout]}" 'BEGIN { printf "%.2f", a / b }')x)"
+pass "locality layout: ${misses_of[original]} -> ${misses_of[layout]} page-cache misses per retrieval (daemon = mincore), $(value groups_found) groups found"

@@ -89,7 +89,7 @@ start_daemon --config "$WORK/daemon.yaml"
 want1="cgroup=\"$C1\",namespace=\"agents\",pod=\"rag-0\",container=\"rag\""
 want2="cgroup=\"$C2\",pod=\"$UID2\",container=\"${ID2:0:12}\""
 wait_for() {
-  for _ in $(seq 1 100); do scrape | grep -F "$1" >/dev/null && return 0; sleep 0.1; done
+  wait_until 10 "a series with $1" scrape_has -F "$1" && return 0
   scrape | grep -F kubepods | head -5 >&2
   fail "no series with $1"
 }

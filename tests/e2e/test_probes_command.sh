@@ -17,7 +17,7 @@ assert feats["btf"]["available"] and feats["ringbuf"]["available"]
 PY
 pass "probes --json lists features and six attached families"
 "$TAILCAUSE" probes >"$WORK/p.txt" || fail "probes failed"
-grep -q "^Kernel features" "$WORK/p.txt" && grep -qE "^  sched +attached" "$WORK/p.txt" || fail "probes text: $(cat "$WORK/p.txt")"
+{ grep -q "^Kernel features" "$WORK/p.txt" && grep -qE "^  sched +attached" "$WORK/p.txt"; } || fail "probes text: $(cat "$WORK/p.txt")"
 printf 'probes:\n  memory:\n    enabled: false\n' >"$WORK/c.yaml"
 "$TAILCAUSE" probes --config "$WORK/c.yaml" | grep -qE "^  memory +disabled" || fail "disabled family not shown"
 pass "probes text output"

@@ -98,13 +98,12 @@ YAML
 prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
   --enable-feature=exemplar-storage --web.listen-address="127.0.0.1:$PROM_PORT" \
   >"$WORK/prometheus.log" 2>&1 &
+# shellcheck disable=SC2034  # stop_pid reads it by name
 PROM_PID=$!
 on_exit 'stop_pid PROM_PID'
 PROM="http://127.0.0.1:$PROM_PORT"
-for _ in $(seq 1 60); do
-  curl -sf "$PROM/api/v1/query?query=up" 2>/dev/null | grep '"1"\]' >/dev/null && break
-  sleep 0.5
-done
+target_up() { curl -sf "$PROM/api/v1/query?query=up" 2>/dev/null | grep '"1"\]' >/dev/null; }
+wait_until 30 "Prometheus to see the daemon up" target_up || true
 curl -sf "$PROM/api/v1/rules" | /usr/bin/python3 -c '
 import json, sys
 g = json.load(sys.stdin)["data"]["groups"]
@@ -140,15 +139,23 @@ JSON
 # memory-cgroup reclaim rule and panel get series. (8 MiB got e's worker OOM-killed: about 3 MiB
 # of it is anonymous memory it allocates after the move.)
 MEMCG=""
+# tenant_procs TENANT: whether the first cgroup of TENANT (v1 cpu hierarchy or v2) holds a
+# process; sets leaf and pids (limit_tenant_memory's).
+tenant_procs() {
+  local d
+  for d in /sys/fs/cgroup/cpu/tailcause-agent-*/"$1" /sys/fs/cgroup/tailcause-agent-*/"$1"; do
+    [ -d "$d" ] || continue  # a pattern that matched nothing stays as it is
+    leaf=$d
+    pids=$(cat "$leaf/cgroup.procs" 2>/dev/null || true)
+    [ -n "$pids" ]
+    return
+  done
+  return 1
+}
 limit_tenant_memory() {  # limit_tenant_memory TENANT, in the background
   local leaf="" pids="" p
-  for _ in $(seq 1 300); do
-    leaf=$(ls -d /sys/fs/cgroup/cpu/tailcause-agent-*/"$1" /sys/fs/cgroup/tailcause-agent-*/"$1" \
-      2>/dev/null | head -1 || true)  # one of the two hierarchies is missing: ls fails
-    [ -n "$leaf" ] && pids=$(cat "$leaf/cgroup.procs" 2>/dev/null) && [ -n "$pids" ] && break
-    sleep 0.1
-  done
-  [ -n "$pids" ] || { echo "memory limit: no cgroup of tenant $1" >&2; return 1; }
+  wait_until 30 "a process in tenant $1's cgroup" tenant_procs "$1" ||
+    { echo "memory limit: no cgroup of tenant $1" >&2; return 1; }
   if [ -d /sys/fs/cgroup/memory ]; then
     mkdir -p "$MEMCG" && echo $((16 << 20)) >"$MEMCG/memory.limit_in_bytes" &&
       for p in $pids; do echo "$p" >"$MEMCG/cgroup.procs"; done
@@ -161,6 +168,7 @@ fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV
   echo "memory limit: tenant $1 ($pids) at 16 MiB"
 }
 [ -d /sys/fs/cgroup/memory ] && MEMCG=/sys/fs/cgroup/memory/tailcause-test-$$
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit '[ -n "$MEMCG" ] && [ -d "$MEMCG" ] && rmdir "$MEMCG" 2>/dev/null; true'
 limit_tenant_memory e &
 LIMITER=$!
@@ -298,18 +306,17 @@ gen_count() { # gen_count METRIC TENANT: the sum over the tenant's generation se
 }
 sed -i 's/stage_slo_ms: 400/stage_slo_ms: 0/' "$WORK/overrides.yaml"
 make -s -C "$SRC_DIR" reload PID="$DAEMON_PID" >/dev/null || fail "make reload"
-for _ in $(seq 1 50); do grep -q "reload rejected" "$WORK/daemon.log" && break; sleep 0.1; done
+wait_until 5 "the reload's rejection" grep -q "reload rejected" "$WORK/daemon.log" || true
 grep "reload rejected" "$WORK/daemon.log" | grep -q "overrides.yaml:.*glitch.stage_slo_ms" ||
   fail "a bad SLO in the thresholds file was not rejected: $(tail -3 "$WORK/daemon.log")"
 sed -i 's/stage_slo_ms: 0/stage_slo_ms: 1/' "$WORK/overrides.yaml"
 make -s -C "$SRC_DIR" reload PID="$DAEMON_PID" >/dev/null || fail "make reload"
-for _ in $(seq 1 50); do grep -q "configuration reloaded" "$WORK/daemon.log" && break; sleep 0.1; done
-grep -q "configuration reloaded" "$WORK/daemon.log" || fail "no reload: $(tail -3 "$WORK/daemon.log")"
+wait_until 5 "the reload" grep -q "configuration reloaded" "$WORK/daemon.log" || fail "no reload: $(tail -3 "$WORK/daemon.log")"
 "$AGENT" --tenants r1 --rate 8 --duration 3 >"$WORK/agent-r1.log" 2>&1 || fail "agent r1: $(tail -3 "$WORK/agent-r1.log")"
 sleep 1.5
 stages=$(gen_count tailcause_stage_duration_seconds_count r1)
 glitches=$(gen_count tailcause_glitches_total r1)
 before=$(gen_count tailcause_glitches_total n1) before_stages=$(gen_count tailcause_stage_duration_seconds_count n1)
-[ "$stages" -gt 0 ] && [ "$glitches" -ge "$stages" ] ||
+{ [ "$stages" -gt 0 ] && [ "$glitches" -ge "$stages" ]; } ||
   fail "after the reload to a 1 ms SLO, $glitches glitches in $stages generation stages of r1"
 pass "make reload: a bad SLO file is rejected (running SLOs kept); at stage_slo_ms 1 all $stages of r1's generation stages glitched (n1 at 400 ms: $before of $before_stages)"

@@ -17,6 +17,7 @@ scrape_configs:
 YAML
 prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$WORK/prometheus.log" 2>&1 &
+# shellcheck disable=SC2034  # stop_pid reads it by name
 PROM_PID=$!
 on_exit 'stop_pid PROM_PID'
 
@@ -26,11 +27,11 @@ query() {
 }
 
 up=""
-for _ in $(seq 1 60); do
+prometheus_sees_it() {  # the target up (in up), and its run-queue series stored
   up=$(query 'up{job="tailcause"}' 2>/dev/null || true)
-  [ "$up" = "1" ] && [ -n "$(query 'count(tailcause_runqueue_latency_seconds_bucket)' 2>/dev/null || true)" ] && break
-  sleep 0.5
-done
+  [ "$up" = "1" ] && [ -n "$(query 'count(tailcause_runqueue_latency_seconds_bucket)' 2>/dev/null || true)" ]
+}
+wait_until 30 "Prometheus to scrape the daemon" prometheus_sees_it || true
 [ "$up" = "1" ] || fail "Prometheus does not see the target up: $(tail -5 "$WORK/prometheus.log")"
 pass "Prometheus scrapes the daemon (up == 1)"
 

@@ -12,12 +12,10 @@ reload() {
   local before
   before=$(grep -c "configuration reloaded" "$WORK/daemon.log" || true)
   kill -HUP "$DAEMON_PID"
-  for _ in $(seq 1 300); do
-    [ "$(grep -c "configuration reloaded" "$WORK/daemon.log" || true)" -gt "$before" ] && return 0
-    sleep 0.1
-  done
-  fail "no reload logged within 30 s"
+  wait_until 30 "the reload" reloaded_since "$before" || fail "no reload logged within 30 s"
 }
+# reloaded_since COUNT: whether the log has more reloads than COUNT.
+reloaded_since() { [ "$(grep -c "configuration reloaded" "$WORK/daemon.log" || true)" -gt "$1" ]; }
 
 printf 'top_k: 50\n' >"$WORK/config.yaml"
 start_daemon --config "$WORK/config.yaml"
@@ -38,7 +36,7 @@ pass "reload detached tcp ($removed programs) and kept the other $(wc -l <"$WORK
 # A bad configuration is rejected; the running one stays.
 printf 'top_k: 50\nprobes:\n  tcp:\n    enabled: false\n  sched:\n    bogus: 1\n' >"$WORK/config.yaml"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 1 300); do grep -q "reload rejected" "$WORK/daemon.log" && break; sleep 0.1; done
+wait_until 30 "the reload's rejection" grep -q "reload rejected" "$WORK/daemon.log" || true
 grep -q "reload rejected, keeping the running configuration: .*config.yaml:6: probes.sched.bogus: unknown key" "$WORK/daemon.log" \
   || fail "bad reload not reported clearly"
 kill -0 "$DAEMON_PID" || fail "daemon died on a bad reload"

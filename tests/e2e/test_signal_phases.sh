@@ -13,6 +13,7 @@ printf 'top_k: 50\n' >"$WORK/config.yaml"
 TARGET="$BUILD_DIR/testprogs/attrib_target"
 [ -x "$TARGET" ] || fail "no $TARGET"
 "$TARGET" lock 0xB02 e2e-signals 600000 >"$WORK/target.log" 2>&1 &
+# shellcheck disable=SC2034  # stop_pid reads it by name
 TARGET_PID=$!
 on_exit 'stop_pid TARGET_PID KILL'
 
@@ -26,10 +27,7 @@ stop_at() {
   "$TAILCAUSE" run --listen "127.0.0.1:$port" --config "$WORK/config.yaml" >"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
   if [ "$phase" != start ]; then
-    for _ in $(seq 1 100); do
-      curl -sf "http://127.0.0.1:$port/healthz" -o /dev/null && break
-      sleep 0.1
-    done
+    wait_until 10 "the daemon to answer" curl -sf "http://127.0.0.1:$port/healthz" -o /dev/null || true
   fi
   if [ "$phase" = reload ]; then
     # A new label budget restarts every family: the reload detaches and loads for a while.
@@ -38,8 +36,7 @@ stop_at() {
   fi
   sleep "$delay"
   kill -"$sig" "$DAEMON_PID"
-  for _ in $(seq 1 1000); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.01; done
-  kill -0 "$DAEMON_PID" 2>/dev/null && fail "$what: still running 10 s later"
+  wait_until 10 "the daemon to end ($what)" daemon_ended || fail "$what: still running 10 s later"
   wait "$DAEMON_PID" || rc=$?
   DAEMON_PID=""
   # 0: the daemon stopped itself; 128+15: SIGTERM's default action, before signals are routed.
@@ -56,6 +53,7 @@ stop_at() {
   [ "$rc" -ne 0 ] || clean=$((clean + 1))
 }
 
+daemon_ended() { ! kill -0 "$DAEMON_PID" 2>/dev/null; }
 runs=0 clean=0
 for delay in 0 0.01 0.03 0.06 0.1 0.2 0.3 0.5 0.8 1.2 2; do stop_at TERM start "$delay"; done
 for delay in 0 0.05 0.3; do stop_at INT ready "$delay"; done

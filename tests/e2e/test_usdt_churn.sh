@@ -113,12 +113,8 @@ changes=$(metric_value 'tailcause_usdt_binary_changes_total{change="attach"}')
 echo "figure: $changes binary attaches during the churn"
 
 # After the grace period every copy is released: binaries and links back to the baseline.
-ok=""
-for _ in $(seq 1 $(((GRACE + 15) * 2))); do
-  if [ "$(binaries)" = "$base_binaries" ] && [ "$(links)" -eq "$base_links" ]; then ok=1; break; fi
-  sleep 0.5
-done
-[ -n "$ok" ] || fail "after the churn: $(binaries) attached binaries (baseline $base_binaries), $(links) links (baseline $base_links)"
+at_baseline() { [ "$(binaries)" = "$base_binaries" ] && [ "$(links)" -eq "$base_links" ]; }
+wait_until $((GRACE + 15)) "the copies to be released" at_baseline || fail "after the churn: $(binaries) attached binaries (baseline $base_binaries), $(links) links (baseline $base_links)"
 rss=$(rss_kb)
 echo "figure: rss ${base_rss} kB before, ${rss} kB after the churn"
 # The series the churn created stay (one tenant, one agent); anything like a leak per process

@@ -17,6 +17,7 @@ for copy in a b; do
   "$WORK/target_$copy" lock 0xB01 e2e-shutdown 60000 >"$WORK/target_$copy.log" 2>&1 &
   TARGET_PIDS+=($!)
 done
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit 'kill -KILL "${TARGET_PIDS[@]}" 2>/dev/null; wait "${TARGET_PIDS[@]}" 2>/dev/null'
 start_daemon
 
@@ -25,10 +26,8 @@ attached_sites() {
   grep -oE "attached .* probe\(s\) in $WORK/target_[ab] \([0-9]+ sites" "$WORK/daemon.log" |
     grep -oE '[0-9]+ sites' | awk '{ n += $1 } END { print n + 0 }'
 }
-for _ in $(seq 1 100); do
-  [ "$(grep -cE "attached .* probe\(s\) in $WORK/target_[ab] " "$WORK/daemon.log")" -eq 2 ] && break
-  sleep 0.1
-done
+both_attached() { [ "$(grep -cE "attached .* probe\(s\) in $WORK/target_[ab] " "$WORK/daemon.log")" -eq 2 ]; }
+wait_until 10 "both copies' probes attached" both_attached || true
 sites=$(attached_sites)
 [ "$sites" -ge 30 ] || fail "only $sites probe sites attached, want 30 or more"
 [ "$(metric_value tailcause_usdt_attached_binaries)" -ge 2 ] || fail "attached binaries gauge below 2"
@@ -38,7 +37,8 @@ pass "$sites probe sites of two SDK binaries attached ($links BPF links held by 
 t0=$(date +%s%N)
 kill -TERM "$DAEMON_PID"
 rc=0
-# Generous: a daemon stuck detaching is still there after 10 s.
+# Generous: a daemon stuck detaching is still there after 10 s. Polled every 10 ms, not with
+# wait_until (every 0.1 s): the poll is part of the time measured.
 for _ in $(seq 1 1000); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.01; done
 if kill -0 "$DAEMON_PID" 2>/dev/null; then fail "daemon still running 10 s after SIGTERM"; fi
 wait "$DAEMON_PID" || rc=$?

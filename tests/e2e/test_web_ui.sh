@@ -34,12 +34,12 @@ API="http://127.0.0.1:$PORT/api/v1"
 AGENT_PID=$!
 
 # Wait for journaled glitches of ta with a verdict (the journal writes about once a second).
-for _ in $(seq 1 600); do
-  curl -sf "$API/glitches?tenant=ta&stage=generation&limit=1" | grep '"verdict":"over_' >/dev/null && break
+ta_glitch_listed() {  # fails the test once the agent has exited
+  curl -sf "$API/glitches?tenant=ta&stage=generation&limit=1" | grep '"verdict":"over_' >/dev/null && return 0
   kill -0 "$AGENT_PID" 2>/dev/null || fail "agent exited: $(tail -5 "$WORK/agent.log")"
-  sleep 0.2
-done
-curl -sf "$API/glitches?tenant=ta&stage=generation&limit=1" | grep '"verdict":"over_' >/dev/null ||
+  return 1
+}
+wait_until 120 "a journaled generation glitch of ta" ta_glitch_listed ||
   fail "no journaled generation glitch for ta: $(curl -s "$API/glitches?limit=3")"
 sleep 4  # two more samples, so the heatmap and the bars have a few columns
 pass "API lists ta's glitches with verdicts"
@@ -128,15 +128,14 @@ pass "a heatmap cell over the SLO lists exactly its stages as glitches"
 tmux -L tailcause-ui new-session -d -s top -x 100 -y 30 \
   "$TAILCAUSE top --url http://127.0.0.1:$PORT --interval 500; echo exit=\$?; sleep 30"
 screen() { tmux -L tailcause-ui capture-pane -p -t top; }
-for _ in $(seq 1 50); do screen | grep -q "generation" && break; sleep 0.2; done
+screen_has() { screen | grep -q "$1"; }
+wait_until 10 "top to show a generation row" screen_has "generation" || true
 screen | grep -q "sort: P99" || fail "top: no title line: $(screen)"
 screen | grep -qE "^ta +generation" || fail "top: no ta/generation row: $(screen)"
 tmux -L tailcause-ui send-keys -t top n
-for _ in $(seq 1 25); do screen | grep -q "sort: count" && break; sleep 0.2; done
-screen | grep -q "sort: count" || fail "top: key n did not sort by count: $(screen)"
+wait_until 5 "top to sort by count" screen_has "sort: count" || fail "top: key n did not sort by count: $(screen)"
 tmux -L tailcause-ui send-keys -t top q
-for _ in $(seq 1 25); do screen | grep -q "exit=0" && break; sleep 0.2; done
-screen | grep -q "exit=0" || fail "top: q did not quit with 0: $(screen)"
+wait_until 5 "top to quit" screen_has "exit=0" || fail "top: q did not quit with 0: $(screen)"
 ! screen | grep -q "TENANT" || fail "top: its screen was left behind: $(screen)"
 # Not a terminal: one plain frame, no escapes.
 NO_COLOR=1 "$TAILCAUSE" top --url "http://127.0.0.1:$PORT" >"$WORK/top.txt" </dev/null

@@ -23,9 +23,10 @@ out=$("$TAILCAUSE" instrument -- "$PY" -W error -X dev "$SRC_DIR/tests/zerocode/
 pass "instrument refuses what is not a Python interpreter or cannot carry its package; passes the interpreter's options"
 
 "$PY" "$SRC_DIR/tests/zerocode/tool_server.py" "$WORK/tool.port" 0.3 &
+# shellcheck disable=SC2034  # stop_pid reads it by name
 TOOL_PID=$!
 on_exit 'stop_pid TOOL_PID'
-for _ in $(seq 1 100); do [ -s "$WORK/tool.port" ] && break; sleep 0.1; done
+wait_until 10 "the tool server's port" test -s "$WORK/tool.port" || true
 TOOL_URL="http://127.0.0.1:$(cat "$WORK/tool.port")/"
 
 printf 'journal:\n  path: ""\nbreaker:\n  socket: ""\n  state_file: ""\n' >"$WORK/daemon.yaml"
@@ -40,12 +41,13 @@ sum_of() {  # STAGE [COMPONENT]
   series | awk -v s="$1" -v c="${2:-}" 'index($0, "stage=\"" s "\"") &&
     (c == "" || index($0, "component=\"" c "\"")) { t += $2 } END { printf "%.6f\n", t + 0 }'
 }
-for _ in $(seq 1 600); do
+eight_requests() {  # the requests of zi-alpha in n; fails the test once the agent has exited
   n=$(scrape | awk '/^tailcause_requests_total\{tenant="zi-alpha"/ { s += $2 } END { print s + 0 }')
-  [ "$n" -ge 8 ] && break
+  [ "$n" -ge 8 ] && return 0
   kill -0 "$AGENT_PID" 2>/dev/null || fail "agent exited: $(tail -5 "$WORK/agent.out")"
-  sleep 0.2
-done
+  return 1
+}
+wait_until 120 "8 requests of zi-alpha" eight_requests || true
 [ "$n" -ge 8 ] || fail "fewer than 8 requests of zi-alpha: $(series | head)"
 for s in embedding retrieval generation tool; do
   awk -v v="$(sum_of $s)" 'BEGIN { exit !(v > 0) }' || fail "no $s stage: $(series)"
@@ -62,7 +64,7 @@ per_request=$(scrape | awk '
     if (index($0, "stage=\"embedding\"")) e += $2; if (index($0, "stage=\"generation\"")) g += $2 }
   END { printf "%d %d %d\n", r, e, g }')
 read -r r e g <<<"$per_request"
-[ $((e - r)) -ge 0 ] && [ $((e - r)) -le 1 ] && [ $((g - r)) -ge 0 ] && [ $((g - r)) -le 1 ] ||
+{ [ $((e - r)) -ge 0 ] && [ $((e - r)) -le 1 ] && [ $((g - r)) -ge 0 ] && [ $((g - r)) -le 1 ]; } ||
   fail "want one embedding and one generation stage a request: $r requests, $e embedding, $g generation"
 pass "one embedding and one generation stage a request: $r requests, $e and $g stages"
 
@@ -103,6 +105,11 @@ tool_time() {  # TENANT [COMPONENT]: seconds on the tool stage
       END { printf "%.6f\n", t + 0 }'
 }
 stop_pid AGENT_PID
+five_requests() {  # of $tenant, by $client's agent; fails the test once the agent has exited
+  [ "$(count_of tailcause_requests_total "$tenant")" -ge 5 ] && return 0
+  kill -0 "$AGENT_PID" 2>/dev/null || fail "$client agent exited: $(tail -5 "$WORK/agent-$client.out")"
+  return 1
+}
 for client in requests httpx; do
   if ! "$PY" -c "import $client" 2>/dev/null; then
     [ -n "${CI:-}" ] && fail "python3-$client is needed (scripts/install-deps.sh test installs it)"
@@ -113,19 +120,14 @@ for client in requests httpx; do
     "$PY" "$AGENT" --tenant "$tenant" --tool-url "$TOOL_URL" --http-client "$client" \
     --seconds 600 >"$WORK/agent-$client.out" 2>&1 &
   AGENT_PID=$!
-  for _ in $(seq 1 600); do
-    n=$(count_of tailcause_requests_total "$tenant")
-    [ "$n" -ge 5 ] && break
-    kill -0 "$AGENT_PID" 2>/dev/null || fail "$client agent exited: $(tail -5 "$WORK/agent-$client.out")"
-    sleep 0.2
-  done
+  wait_until 120 "5 requests of $tenant" five_requests || true
   stop_pid AGENT_PID
   sleep 0.5  # the last records drain
   requests=$(count_of tailcause_requests_total "$tenant")
   tools=$(count_of tailcause_stage_duration_seconds_count "$tenant" tool)
   [ "$requests" -ge 5 ] || fail "$client: fewer than 5 requests of $tenant"
   # The agent stopped mid-request at most once: one tool stage more, or one fewer.
-  [ $((tools - requests)) -ge -1 ] && [ $((tools - requests)) -le 1 ] ||
+  { [ $((tools - requests)) -ge -1 ] && [ $((tools - requests)) -le 1 ]; } ||
     fail "$client: $tools tool stages for $requests requests (want one each: the $client hook)"
   tool=$(tool_time "$tenant") net=$(tool_time "$tenant" network)
   awk -v t="$tool" -v n="$net" 'BEGIN { exit !(n > 0.6 * t && t > 1) }' ||

@@ -17,6 +17,7 @@ else
   CG=/sys/fs/cgroup/tailcause-zc-$$
 fi
 mkdir -p "$CG/a" "$CG/b"
+# shellcheck disable=SC2016  # on_exit evals it when the test exits
 on_exit 'rmdir "$CG/a" "$CG/b" "$CG" 2>/dev/null'
 
 cat >"$WORK/daemon.yaml" <<YAML
@@ -43,11 +44,11 @@ start_agent beta b
 B_PID=$!
 on_exit 'stop_pid B_PID KILL'
 # Both serving (in torch or faiss calls) before the daemon attaches.
-for _ in $(seq 1 600); do
+both_serving() {
   [ "$(awk '/^voluntary_ctxt_switches/ { print $2 }' /proc/$A_PID/status 2>/dev/null || echo 0)" -gt 0 ] &&
-    grep -q _swigfaiss /proc/$A_PID/maps 2>/dev/null && grep -q _swigfaiss /proc/$B_PID/maps 2>/dev/null && break
-  sleep 0.1
-done
+    grep -q _swigfaiss /proc/$A_PID/maps 2>/dev/null && grep -q _swigfaiss /proc/$B_PID/maps 2>/dev/null
+}
+wait_until 60 "both agents to serve" both_serving || true
 grep -q _swigfaiss /proc/$A_PID/maps || fail "agent alpha did not load faiss: $(cat "$WORK/agent-alpha.out")"
 sleep 1
 
@@ -59,18 +60,15 @@ stage_time() {  # TENANT STAGE [COMPONENT]: seconds summed over components (or o
       (c == "" || index($0, "component=\"" c "\"")) { sum += $2 }
     END { printf "%.6f\n", sum + 0 }'
 }
-ok=""
-for _ in $(seq 1 300); do
-  ok=yes
+all_stages() {  # embedding, retrieval and generation time for both tenants
+  local t s
   for t in alpha beta; do
     for s in embedding retrieval generation; do
-      awk -v v="$(stage_time $t $s)" 'BEGIN { exit !(v > 0) }' || ok=""
+      awk -v v="$(stage_time $t $s)" 'BEGIN { exit !(v > 0) }' || return 1
     done
   done
-  [ -n "$ok" ] && break
-  sleep 0.2
-done
-[ -n "$ok" ] || fail "no embedding/retrieval/generation stages for both tenants: $(scrape | grep -E '^tailcause_(stage_time|recipe)' | head -40)"
+}
+wait_until 90 "the stages of both tenants" all_stages || fail "no embedding/retrieval/generation stages for both tenants: $(scrape | grep -E '^tailcause_(stage_time|recipe)' | head -40)"
 scrape | grep 'tenant="zc-alpha",agent="rag-python3"' >/dev/null ||
   fail "agent not named by the rule: $(scrape | grep -m3 zc-alpha)"
 pass "attached mid-call: stages per tenant named by the identity rule (zc-alpha, zc-beta)"
@@ -122,10 +120,8 @@ throttled_glitches() {
   scrape | awk -v t="zc-$1" '/^tailcause_glitches_total\{/ && index($0, "tenant=\"" t "\"") &&
     index($0, "cause=\"cpu_throttled\"") { s += $2 } END { print s + 0 }'
 }
-for _ in $(seq 1 150); do
-  [ "$(throttled_glitches alpha)" -ge 3 ] && break
-  sleep 0.2
-done
+alpha_throttled() { [ "$(throttled_glitches alpha)" -ge 3 ]; }
+wait_until 45 "3 cpu_throttled glitches of alpha" alpha_throttled || true
 sleep 3
 [ "$(throttled_glitches alpha)" -ge 3 ] || fail "no cpu_throttled glitches for alpha: $(scrape | grep '^tailcause_glitches_total')"
 [ "$(throttled_glitches beta)" -eq 0 ] || fail "beta blamed on throttling: $(scrape | grep '^tailcause_glitches_total')"

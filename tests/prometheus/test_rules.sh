@@ -25,7 +25,7 @@ echo "ok: every rule and panel expression parses (promtool)"
 # Grafana's dashboard schema (@grafana/schema's Dashboard type, checked by the TypeScript
 # compiler), installed as package-lock.json pins it; a deliberately broken copy must fail.
 dir=tests/prometheus/grafana_schema
-command -v node >/dev/null && command -v npm >/dev/null ||
+{ command -v node >/dev/null && command -v npm >/dev/null; } ||
   { echo "FAIL: node and npm are needed (scripts/install-deps.sh test installs them)" >&2; exit 1; }
 stamp="$dir/node_modules/.tailcause-lock"
 want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1) $(node --version)"
@@ -45,6 +45,6 @@ PY
 if node "$dir/check.mjs" "$WORK/ts-broken" "$WORK/broken.json" >"$WORK/broken.txt" 2>&1; then
   echo "FAIL: a broken dashboard passed the schema check" >&2; exit 1
 fi
-grep -q "not assignable to type 'number'" "$WORK/broken.txt" && grep -q "titel" "$WORK/broken.txt" ||
+{ grep -q "not assignable to type 'number'" "$WORK/broken.txt" && grep -q "titel" "$WORK/broken.txt"; } ||
   { cat "$WORK/broken.txt" >&2; echo "FAIL: the schema check missed a broken field" >&2; exit 1; }
 echo "ok: every dashboard matches Grafana's dashboard schema (and a broken one does not)"
