@@ -4,6 +4,7 @@
 # `make test` stay fast on a prepared machine.
 #   scripts/install-deps.sh [run]   building and running the daemon (`make run`)
 #   scripts/install-deps.sh test    the above, plus what the tests and benchmarks need (`make test`)
+#   scripts/install-deps.sh gates   the style and lint gates only (.ci/run runs them first)
 #   scripts/install-deps.sh cross-arm64   the arm64 cross build and its unit tests under qemu-user
 #                                   (`make cross-arm64`); adds the arm64 architecture to dpkg
 set -euo pipefail
@@ -27,6 +28,8 @@ test_pkgs=(
   python3-requests python3-httpx  # ... and its HTTP-client hooks
   python3-yaml  # deploy/prometheus/generate.py, tests/prometheus (rules and dashboards)
 )
+# The gates (scripts/gates/): format, clang-tidy, shellcheck, layering.
+gate_pkgs=(clang-format clang-tidy shellcheck git python3)
 # The arm64 cross build (cmake/toolchain-aarch64.cmake): the host's compilers and build-time
 # programs, Debian's aarch64-linux-gnu cross toolchain, qemu-user, and the :arm64 (multiarch)
 # libraries the daemon, the SDK and the unit tests link. Header-only packages (Architecture: all)
@@ -51,7 +54,7 @@ cross_arm64_pkgs=(
 case "$profile" in
   run) pkgs=("${run_pkgs[@]}") ;;
   test)
-    pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}")
+    pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}" "${gate_pkgs[@]}")
     # The OTLP receiver test (tests/e2e/otlp_receiver) runs on node >= 18.19 with npm: Debian's
     # nodejs/npm only when there is none on the PATH (a vendor build is as good).
     if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -61,10 +64,11 @@ case "$profile" in
     # kubectl only when there is none on the PATH.
     command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
     ;;
+  gates) pkgs=("${gate_pkgs[@]}") ;;
   cross-arm64)
     pkgs=("${cross_arm64_host_pkgs[@]}" "${cross_arm64_pkgs[@]/%/:arm64}")
     ;;
-  *) echo "usage: $0 [run|test|cross-arm64]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|test|gates|cross-arm64]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${pkgs[@]}"; do
