@@ -1,41 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family: joins kernel events to requests, agent stages and tenants.
  *
- * The SDK's USDT probes (sdk/include/tailcause/sdk.h) mark requests and stages. A thread in a
- * stage (or in a context_attach..detach span for another thread's request) carries a context in
- * task storage; scheduler, page-cache and fault events on that thread add to the context's
- * components, and the stage's end sends one record with the whole breakdown to user space
- * (bytes read come from the thread's own I/O counters at both ends).
- *
- * Time is split without gaps: a context thread is always either on CPU (since last_in), asleep
- * (since off_ts, for one reason) or runnable-waiting (since wait_ts, part of which may be
- * throttling), and every transition closes one interval and opens the next with the same
- * clock, so the components of a stage add up to its wall time.
- *
- * The kernel sometimes switches a task without running this program (seen on 6.18 while other
- * programs attach to or detach from sched_switch). A missed switch-in shows as a thread that is
- * running while its context says it is off CPU; its time is recovered from the scheduler's own
- * record of the last switch-in (sched_info.last_arrival), and counted.
- *
- * Network peer: a sleep in a system call on one socket (read/write, send/recv, connect..., or
- * poll/ppoll on a single descriptor, as HTTP clients with a timeout wait) notes the socket's
- * remote address at switch-out; when the sleep ends its length is added to that peer's sum,
- * and the span reports the peer with the largest sum. select/epoll waits name no peer.
- *
- * Kernel anomalies: a span's run-queue wait, throttled stretch or block-I/O sleep of at least
- * anomaly_min_ns, or a major fault in a span, is stamped (end time, kind, duration) on the
- * thread's context and on its process (attrib_anomalies); quality records carry both, so user
- * space can join an output-entropy spike to a stall within a few milliseconds of it.
- *
- * Cost for everything else: while no stage is in flight on the node the scheduler and memory
- * handlers return after one load; otherwise one task-storage lookup (never created) per task
- * per switch or wakeup.
- *
  * Layout: attrib_context.bpf.h (context, maps, counters), attrib_sched.bpf.h (off-CPU
  * classification), attrib_span.bpf.h (spans and records), page_cache.bpf.h (page-cache
  * helpers shared with the memory family); the SDK and scheduler programs are here, the
  * recipe, memory and process-lifetime programs in attrib_recipe.bpf.h, attrib_memory.bpf.h
- * and attrib_lifetime.bpf.h. */
+ * and attrib_lifetime.bpf.h.
+ *
+ * Design: docs/architecture.md, "The attribution family". */
 #include "common.bpf.h"
 
 #define BPF_USDT_MAX_SPEC_CNT 1024 /* USDT call sites attached at once, over all binaries */

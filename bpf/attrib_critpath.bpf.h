@@ -1,34 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family, BPF side: critical-path attribution of a span's waits.
  *
- * A thread in a span that sleeps in futex() (mutexes, condition variables, joins) or in another
- * voluntary sleep (pipes, eventfd...) and is woken by another span thread from a system call
- * (futex wake, write, exit) waited on that thread. Its wait is then split by what the waker did
- * over the same interval, read from the waker's history: a ring of its state changes, each with
- * its cumulative components. The waker's time on CPU stays the waiter's lock/sleep (it held the
- * lock, or did the work: genuine contention); its run-queue, throttled, block-I/O, network and
- * GPU time become the waiter's. The waker's own waits were resolved the same way when it was
- * woken, so a chain (A waits on B, B on C, C reads a cold file) resolves to C's cause.
- *
- * Only span threads keep a history (state changes they already pay for), so threads outside
- * spans cost nothing more; a wake-up by one of them, by a kernel thread or from an interrupt
- * keeps today's lock/sleep. A thread that left its span keeps its history (helpers often
- * detach before they signal); the time since its span ended is unknown and left out. An interrupt
- * taken while a span thread is inside a system call is not told apart from that thread's own
- * wake-up (no portable interrupt test without CONFIG_KALLSYMS_ALL): rare, and it only moves a wait
- * to that thread's causes.
- *
- * Local peers: a span thread's request to a server on the same node (a tool server, a model
- * server on loopback) wakes the server's thread from the span thread's system call; that thread
- * keeps its scheduler clocks of the moment (attrib_served). When it later wakes the span thread
- * from a network wait (its answer), the run-queue and throttled time it had since (the kernel's
- * sched_info.run_delay and its run queue's throttle clock) become the wait's: the peer was
- * starved of CPU, not slow on the wire. The rest stays network (the peer's own work). A thread
- * that hands the request on (an acceptor waking a worker through a futex) passes its run-queue
- * time so far to the next, so a chain counts whole. A server that polls (the request finds it
- * awake, no wake-up) keeps the clocks of its last answer, which stand for its share of the time
- * since. A server that multiplexes many clients on one thread keeps only its latest client, and
- * an earlier one's wait stays network. */
+ * Design: docs/architecture.md, "Critical-path waits". */
 #ifndef TAILCAUSE_ATTRIB_CRITPATH_BPF_H
 #define TAILCAUSE_ATTRIB_CRITPATH_BPF_H
 

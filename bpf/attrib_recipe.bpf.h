@@ -1,24 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Attribution family, BPF side: uprobe recipes, stages for runtimes without the SDK.
  *
- * A recipe names a library symbol (llama_decode, cuStreamSynchronize...) and what its calls
- * mean. One uprobe/uretprobe pair serves every recipe: user space attaches it once per
- * (library, symbol) with the recipe index as BPF cookie, and attrib_recipes says what to do.
- *   span:     the outermost call is a stage of the calling thread, for the request the thread
- *             is in (request_begin on this thread, else context_attach), or without one for a
- *             synthetic per-thread request named after the process (user space replaces the
- *             tenant by the process's cgroup when it has one). Nested calls (recursion, or one
- *             recipe calling another) only count depth. A thread already in an SDK stage keeps
- *             it: the call is part of that stage.
- *   gpu_sync: time inside the call is the current stage's gpu component (see add()).
- *   count:    calls are counted, nothing else (tiny calls such as kernel launches).
- *
- * Depth must never stick: a call whose return the uretprobe does not see (the return probe
- * attached after the entry, the process left the call by longjmp or a signal handler, the
- * probes were released mid-call) would otherwise leave the thread "nested" for good, and no
- * later call of it would ever be a span. So the outermost entry records the user stack
- * pointer; an entry at or above it (a sibling call, not a nested one: the stack grows down)
- * means the call in progress is over, and its state is dropped. */
+ * Design: docs/architecture.md, "Uprobe recipes". */
 #ifndef TAILCAUSE_ATTRIB_RECIPE_BPF_H
 #define TAILCAUSE_ATTRIB_RECIPE_BPF_H
 

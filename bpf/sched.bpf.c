@@ -2,27 +2,7 @@
 /* Scheduler probe family: run-queue latency, off-CPU time by state, who preempted whom (all per
  * cgroup), and the sampled run-queue length per CPU.
  *
- * Time is accounted when a task is switched back in: the wait since it became runnable is
- * run-queue time, the time before that (since it was switched out asleep) is io or sleep time.
- * It became runnable when it was woken (sched_wakeup, sched_wakeup_new) or when it was switched
- * out while still runnable (preempted). Every one of these events is timed with
- * bpf_ktime_get_ns(), as runqlat and bpftrace do. The kernel's own bookkeeping is cheaper
- * (task->sched_info, on the run-queue clock, would spare the wakeup program) but blind exactly
- * where a tail is made: after a wakeup onto an idle CPU, and after a wakeup that preempts, the
- * scheduler skips the clock update of the switch that follows (rq_clock_skip_update()), so
- * the whole wait from wakeup to switch-in, microseconds to tens of microseconds in a VM, reads as
- * zero. A ktime read costs tens of nanoseconds and the wakeup program one task-storage lookup.
- * Per switch: one per-task state lookup per task, one per-CPU array lookup (the CPU's recent
- * occupants), one per-CPU hash lookup for the cgroup and one per pair update with another
- * cgroup (a cgroup behind its own tasks is counted in its cgroup entry), no ring buffer.
- *
- * Who preempted whom: a wait is charged, per (cgroup, by_cgroup) pair, to the cgroup whose
- * tasks held the CPU longest while it lasted, from the CPU's last SCHED_OCCUPANT_RUNS runs, and
- * only failing that to the one that took the CPU at the preemption: a tool server that runs
- * for 50 us before a CPU hog keeps the CPU for 20 ms is not the neighbour, the hog is. Waits
- * after a wake-up are charged the same way (a hog that keeps a woken task off the CPU is as
- * noisy as one that preempts it); a wait that began with the task's cgroup throttled is its
- * quota's doing and charged to nobody. */
+ * Design: docs/architecture.md, "The scheduler family". */
 #include "common.bpf.h"
 #include "sched.h"
 

@@ -2,24 +2,7 @@
 /* TCP probe family: connection lifetimes, bytes, smoothed RTT and retransmits per connection,
  * sent to user space as records (bpf/tcp.h) that it aggregates per service pair.
  *
- * Where the numbers come from, and why there:
- * - Lifetime: a connection is tracked from its start (connect(): SYN_SENT; accept side: the
- *   child socket created in SYN_RECV) to CLOSE, where one record carries everything the kernel
- *   accounted for it in struct tcp_sock. No per-packet work.
- * - Bytes: tcp_sock.bytes_acked and bytes_received count sequence space, so they include our
- *   SYN (when the SYN-ACK was processed in SYN_SENT) and a FIN sent and acked or received;
- *   those are taken off at CLOSE so the records carry payload bytes only.
- * - RTT: the kernel's own smoothed RTT (srtt), which already filters the per-ACK samples.
- *   One sample per connection at CLOSE, so short connections always contribute, plus, while
- *   connections live, one in RTT_SAMPLE_EVERY segments received on each CPU (tcp_probe: every
- *   segment received in ESTABLISHED), when its connection is tracked: a traffic-weighted
- *   sample like bcc's tcprtt, at a fraction of its cost. The per-packet cost is one per-CPU
- *   counter increment; only sampled packets look the socket up. The samples go through the
- *   ring buffer rather than a per-pair map because pairs are keyed by remote addresses, which
- *   are unbounded: user space folds them under the label budget, no kernel map fills up.
- * - Retransmits: tcp_retransmit_skb, counted in segments when they happen (not at CLOSE), so
- *   a long-lived connection that keeps retransmitting shows up at once. Rare by nature.
- */
+ * Design: docs/architecture.md, "The TCP family". */
 #include "common.bpf.h"
 #include "ringbuf_wakeup.bpf.h"
 #include "tcp.h"
