@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -42,6 +43,10 @@ std::string pid_test(const std::string& field, const std::vector<pid_t>& pids) {
 // the one-liner leaves out so that it measures the same thing as the daemon: a preempted task
 // waits too (prev_state TASK_REPORT_MAX, not 0), a task that sleeps forgets a wake-up that came
 // while it was still running, an earlier start is kept, idle tasks (pid 0) never count.
+// Each wait is also timed on the run queue's clock (RunqPeerGroup::rq_clock_sum_ns): at both
+// tracepoints rq->clock still holds what the kernel stamped the wait with, read through the
+// current task (the previous one, at a switch), which is on the woken task's run queue when the
+// wake-up is traced on its CPU.
 std::string program(const std::vector<std::vector<pid_t>>& groups, pid_t gate_on, pid_t gate_off) {
   std::string group = "0";
   for (size_t i = groups.size(); i-- > 0;) {
@@ -49,34 +54,49 @@ std::string program(const std::vector<std::vector<pid_t>>& groups, pid_t gate_on
             ")";
   }
   const uint64_t slack = RunqPeerGroup::kSlackNs;
+  const std::string rq_clock = "curtask->se.cfs_rq->rq->clock";
   std::ostringstream p;
   p << "tracepoint:sched:sched_wakeup,tracepoint:sched:sched_wakeup_new {\n"
+    << "  $now = nsecs;\n"
     << "  if (args->pid == " << gate_on << ") { @on = 1; }\n"
-    << "  if (@q[args->pid] == 0) { @q[args->pid] = nsecs; }\n"
+    << "  if (@q[args->pid] == 0) {\n"
+    << "    @q[args->pid] = $now; @pre[args->pid] = 0;\n"
+    << "    if (cpu == args->target_cpu) { @r[args->pid] = " << rq_clock << "; }\n"
+    << "    else { @r[args->pid] = 0; }\n"
+    << "  }\n"
     << "}\n"
     << "tracepoint:sched:sched_switch {\n"
+    << "  $now = nsecs;\n"
+    << "  $clock = " << rq_clock << ";\n"
     << "  if (args->prev_pid != 0) {\n"
     << "    if (args->prev_state == 0 || args->prev_state == " << kPreemptedState << ") {\n"
-    << "      @q[args->prev_pid] = nsecs;\n"
-    << "    } else { delete(@q[args->prev_pid]); }\n"
+    << "      @q[args->prev_pid] = $now; @r[args->prev_pid] = $clock; @pre[args->prev_pid] = 1;\n"
+    << "    } else {\n"
+    << "      delete(@q[args->prev_pid]); delete(@r[args->prev_pid]); "
+       "delete(@pre[args->prev_pid]);\n"
+    << "    }\n"
     << "  }\n"
     << "  $ts = @q[args->next_pid];\n"
     << "  if (args->next_pid != 0 && $ts != 0) {\n"
     << "    if (@on) {\n"
-    << "      $ns = nsecs - $ts;\n"
+    << "      $ns = $now - $ts;\n"
     << "      $g = " << group << ";\n"
     << "      @h[$g] = hist($ns); @s[$g] = sum($ns);\n"
     << "      @shorter[$g] = hist($ns > " << slack << " ? $ns - " << slack << " : 0);\n"
     << "      @longer[$g] = hist($ns + " << slack << ");\n"
+    << "      if (@pre[args->next_pid]) { @sp[$g] = sum($ns); }\n"
+    << "      $r = @r[args->next_pid];\n"
+    << "      if ($r != 0 && $clock >= $r) { @rc[$g] = sum($clock - $r); } else { @rc[$g] = "
+       "sum($ns); }\n"
     << "    }\n"
-    << "    delete(@q[args->next_pid]);\n"
+    << "    delete(@q[args->next_pid]); delete(@r[args->next_pid]); delete(@pre[args->next_pid]);\n"
     << "  }\n"
     << "}\n"
     << "tracepoint:sched:sched_process_exit {\n"
-    << "  delete(@q[args->pid]);\n"
+    << "  delete(@q[args->pid]); delete(@r[args->pid]); delete(@pre[args->pid]);\n"
     << "  if (args->pid == " << gate_off << ") { @on = 0; }\n"
     << "}\n"
-    << "END { clear(@q); clear(@on); }\n";
+    << "END { clear(@q); clear(@r); clear(@pre); clear(@on); }\n";
   return p.str();
 }
 
@@ -253,14 +273,19 @@ std::map<int, RunqPeerGroup> BpftraceRunqPeer::stop() {
       {"@h", &RunqPeerGroup::exact},
       {"@shorter", &RunqPeerGroup::shorter},
       {"@longer", &RunqPeerGroup::longer}};
+  const std::map<std::string, std::function<double&(RunqPeerGroup&)>> sums = {
+      {"@s", [](RunqPeerGroup& g) -> double& { return g.exact.sum_ns; }},
+      {"@sp", [](RunqPeerGroup& g) -> double& { return g.preempted_sum_ns; }},
+      {"@rc", [](RunqPeerGroup& g) -> double& { return g.rq_clock_sum_ns; }}};
   std::istringstream lines(slurp(out_path_));
   for (std::string line; std::getline(lines, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.contains("data") || !j["data"].is_object()) continue;
     for (const auto& [name, groups] : j["data"].items()) {
-      if (name == "@s") {
-        for (const auto& [group, sum] : groups.items()) {
-          out[std::stoi(group)].exact.sum_ns = sum.get<double>();
+      const auto sum = sums.find(name);
+      if (sum != sums.end()) {
+        for (const auto& [group, ns] : groups.items()) {
+          sum->second(out[std::stoi(group)]) = ns.get<double>();
         }
       }
       const auto member = hists.find(name);

@@ -45,6 +45,15 @@ struct RunqDistribution {
 struct RunqPeerGroup {
   static constexpr uint64_t kSlackNs = 500;
   RunqDistribution exact, shorter, longer;
+  // Of `exact`'s waits, the sum of those that began with a preemption (the rest began with a
+  // wake-up).
+  double preempted_sum_ns = 0;
+  // `exact`'s waits timed on the run queue's clock at the same tracepoints: the stamps the
+  // kernel's schedstat takes (rq_clock at the enqueue, at the preemption and at the switch-in),
+  // so this is the kernel's sum for the same waits, and exact.sum_ns minus this is how far the
+  // tracepoints' stamps lag the kernel's. Only where the wake-up is traced on the woken task's
+  // CPU (else that wait counts its ktime): meaningful for threads woken on their own CPU.
+  double rq_clock_sum_ns = 0;
 };
 
 // bpftrace running a run-queue latency program, one distribution per group of thread ids
