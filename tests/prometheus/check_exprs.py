@@ -68,7 +68,7 @@ def exprs(rules_path, dash_dir, rate_interval):
 
 
 def exported():
-    with open(os.path.join(ROOT, "src", "core", "schema.h")) as f:
+    with open(os.path.join(ROOT, "src", "core", "record", "schema.h")) as f:
         return set(re.findall(r'"(tailcause_[a-z0-9_]+)"', f.read()))
 
 
