@@ -208,8 +208,8 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
   analyzer_ = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config_, options_));
   unix_offset_ns_ = core::realtime_minus_monotonic_ns();
   analyzer_->set_unix_offset_ns(unix_offset_ns_);
-  stage_heatmap_ = std::make_shared<core::StageHeatmap>(
-      core::StageHeatmapLimits{.window_s = config_.ui.history_s});
+  stage_heatmap_ = std::make_shared<core::StageHeatmap>(core::StageHeatmapLimits{
+      .window_s = config_.ui.history_s, .max_keys = config_.limits.stage_series});
   incidents_ = std::make_unique<core::IncidentDetector>(core::incident_config(config_));
   // Keys in the journal stay unique over restarts: this run's start time, then the detector.
   incident_key_prefix_ = fmt::format(

@@ -129,7 +129,11 @@ void AttribProbe::take_settings(const ProbeContext& ctx) {
   only_pid_ = static_cast<pid_t>(cfg.pid);
   layers_ = cfg.layers;
   only_binary_ = cfg.binary;
-  aggregator_ = std::make_unique<core::StageAggregator>(ctx.config.top_k);
+  const core::LimitsSettings& limits = ctx.config.limits;
+  aggregator_ = std::make_unique<core::StageAggregator>(
+      ctx.config.top_k, core::SeriesLimits{.stage = limits.stage_series,
+                                           .request = limits.request_series,
+                                           .cache = limits.cache_series});
   aggregator_->set_clock_offset(static_cast<double>(core::realtime_minus_monotonic_ns()) * 1e-9);
   if (ctx.on_record) observer_ = *ctx.on_record;
   trace_salt_ = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32);

@@ -11,9 +11,9 @@
 namespace tailcause::probes {
 namespace {
 
-// Settings every family depends on: label budget, cgroup layout, BTF.
+// Settings every family depends on: label and series budgets, cgroup layout, BTF.
 bool same_common(const core::Config& a, const core::Config& b) {
-  return a.top_k == b.top_k && a.cgroup == b.cgroup && a.btf == b.btf;
+  return a.top_k == b.top_k && a.limits == b.limits && a.cgroup == b.cgroup && a.btf == b.btf;
 }
 
 }  // namespace

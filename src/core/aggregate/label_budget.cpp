@@ -11,6 +11,7 @@ const std::string& LabelBudget::admit(const std::string& value) {
   if (!folded_.count(value) && admitted_.size() < capacity_) {
     return *admitted_.insert(value).first;
   }
+  if (folded_.size() >= kMaxRememberedFolds && !folded_.count(value)) folded_.clear();
   if (folded_.insert(value).second) ++folded_total_;
   return other_;
 }

@@ -16,6 +16,11 @@ inline constexpr const char* kOtherLabel = "__other__";
 
 class LabelBudget {
  public:
+  // Folded values remembered for stickiness, at most: an agent inventing values (a request id in
+  // a stage name) must not grow the daemon. Past it the memory starts afresh, and a value folded
+  // again counts again in folded().
+  static constexpr size_t kMaxRememberedFolds = 8192;
+
   explicit LabelBudget(size_t capacity) : capacity_(capacity) {}
 
   // The label value to export for `value`: itself if admitted, else "__other__".
@@ -26,6 +31,7 @@ class LabelBudget {
   uint64_t folded() const { return folded_total_; }
   size_t admitted() const { return admitted_.size(); }
   size_t capacity() const { return capacity_; }
+  size_t remembered_folds() const { return folded_.size(); }
 
   // Drops a value that no longer exists (a removed cgroup): an admitted one frees its slot, a
   // folded one is no longer remembered (so memory stays bounded under churn). If the value

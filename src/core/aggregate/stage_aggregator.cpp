@@ -56,19 +56,105 @@ HistogramData ExemplarHistogram::render(size_t first, size_t last) const {
   return h;
 }
 
+ExemplarHistogram& ExemplarHistogram::operator+=(const ExemplarHistogram& o) {
+  add_slots(slots_, o.slots_);
+  sum_ns_ += o.sum_ns_;
+  for (size_t s = 0; s < kSlots; ++s) {
+    if (!o.exemplars_[s].trace_id.empty() && o.exemplars_[s].time >= exemplars_[s].time) {
+      exemplars_[s] = o.exemplars_[s];
+    }
+  }
+  return *this;
+}
+
+StageAggregator::StageSeries& StageAggregator::StageSeries::operator+=(const StageSeries& o) {
+  duration += o.duration;
+  add_slots(component_ns, o.component_ns);
+  add_slots(helper_ns, o.helper_ns);
+  helpers = helpers || o.helpers;
+  page_cache_misses += o.page_cache_misses;
+  major_faults += o.major_faults;
+  bytes_read += o.bytes_read;
+  records += o.records;
+  return *this;
+}
+
+StageAggregator::RequestSeries& StageAggregator::RequestSeries::operator+=(const RequestSeries& o) {
+  duration += o.duration;
+  ttft += o.ttft;
+  tpot += o.tpot;
+  add_slots(entropy, o.entropy);
+  entropy_sum += o.entropy_sum;
+  ok += o.ok;
+  error += o.error;
+  records += o.records;
+  return *this;
+}
+
+StageAggregator::CacheSeries& StageAggregator::CacheSeries::operator+=(const CacheSeries& o) {
+  add_slots(results, o.results);
+  hit_age += o.hit_age;
+  any_action = any_action || o.any_action;
+  add_slots(actions, o.actions);
+  add_slots(entries, o.entries);
+  if (!quota_bytes) quota_bytes = o.quota_bytes;
+  records += o.records;
+  return *this;
+}
+
 LayerTotals& LayerTotals::operator+=(const LayerTotals& o) {
   add_slots(slots, o.slots);
   sum_ns += o.sum_ns;
   return *this;
 }
 
-StageAggregator::StageAggregator(size_t top_k)
+StageAggregator::StageAggregator(size_t top_k, SeriesLimits limits)
     : tenants_(top_k),
       agents_(top_k),
       stages_(top_k),
       caches_(top_k),
       layer_budget_(top_k),
-      layer_folds_(layer_budget_) {}
+      layer_folds_(layer_budget_),
+      limits_(limits),
+      stage_budget_(limits.stage),
+      request_budget_(limits.request),
+      cache_budget_(limits.cache) {}
+
+template <typename Key, typename Series>
+Series& StageAggregator::series(std::map<Key, Series>& family, SeriesBudget<Key>& budget, Key key,
+                                const Key& overflow, double weight) {
+  // A combination the label budgets folded whole is the overflow series already.
+  if (key != overflow && !budget.keeps(key, weight)) return family[overflow];
+  return family[std::move(key)];
+}
+
+namespace {
+
+// Merges the series that `budget` evicted into the family's overflow series, counting their
+// observations as folded.
+template <typename Key, typename Series>
+void fold_evicted(std::map<Key, Series>& family, SeriesBudget<Key>& budget, const Key& overflow) {
+  for (const Key& key : budget.rebalance()) {
+    auto it = family.find(key);
+    if (it == family.end()) continue;
+    budget.count_folded(it->second.records);
+    family[overflow] += it->second;
+    family.erase(it);
+  }
+}
+
+const StageAggregator::StageKey kStageOverflow{kOtherLabel, kOtherLabel, kOtherLabel};
+const std::pair<std::string, std::string> kPairOverflow{kOtherLabel, kOtherLabel};
+
+}  // namespace
+
+void StageAggregator::maybe_rebalance(uint64_t now_ns) {
+  if (now_ns < last_rebalance_ns_ + kRebalanceNs) return;
+  last_rebalance_ns_ = now_ns;
+  fold_evicted(stage_series_, stage_budget_, kStageOverflow);
+  fold_evicted(request_series_, request_budget_, kPairOverflow);
+  fold_evicted(cache_series_, cache_budget_, kPairOverflow);
+}
 
 StageAggregator::TenantAgent StageAggregator::labels(const Identity& id) {
   return {tenants_.admit(id.tenant), agents_.admit(id.agent)};
@@ -86,7 +172,13 @@ void StageAggregator::add(const StageRecord& r) {
   const bool free_name = r.kind == stage_kind_value(StageKind::other);
   std::string stage = free_name ? stages_.admit(r.stage) : r.stage;
   if (r.invalid_name) count_error(kErrorInvalidUtf8);
-  StageSeries& s = stage_series_[StageKey{std::move(tenant), std::move(agent), std::move(stage)}];
+  maybe_rebalance(r.end_ns);
+  uint64_t weight = 0;
+  for (uint64_t ns : r.component_ns) weight += ns;
+  StageSeries& s = series(stage_series_, stage_budget_,
+                          StageKey{std::move(tenant), std::move(agent), std::move(stage)},
+                          kStageOverflow, static_cast<double>(weight));
+  s.records += 1;
   // A worker span is part of a stage that its owner thread times; an aborted one is cut short.
   if (!r.worker() && !r.aborted()) {
     s.duration.observe(r.wall_ns(), r.id.trace_id, unix_time(r.end_ns));
@@ -103,7 +195,10 @@ void StageAggregator::add(const StageRecord& r) {
 
 void StageAggregator::add(const RequestRecord& r) {
   count_identity_errors(r.id);
-  RequestSeries& s = request_series_[labels(r.id)];
+  maybe_rebalance(r.end_ns);
+  RequestSeries& s = series(request_series_, request_budget_, labels(r.id), kPairOverflow,
+                            static_cast<double>(r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0));
+  s.records += 1;
   const double when = unix_time(r.end_ns);
   s.duration.observe(r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.id.trace_id, when);
   (r.status == 0 ? s.ok : s.error) += 1;
@@ -118,7 +213,10 @@ void StageAggregator::add(const RequestRecord& r) {
 void StageAggregator::add(const CacheRecord& r) {
   if (r.result < 0 || r.result > 2) return;  // the kernel drops these already
   if (r.invalid_name) count_error(kErrorInvalidUtf8);
-  CacheSeries& s = cache_series_[{tenants_.admit(r.id.tenant), caches_.admit(r.cache)}];
+  CacheSeries& s =
+      series(cache_series_, cache_budget_,
+             TenantCache{tenants_.admit(r.id.tenant), caches_.admit(r.cache)}, kPairOverflow, 1.0);
+  s.records += 1;
   s.results[r.result] += 1;
   // The age of what a lookup returned: hits and stale hits.
   if (r.result != 1) s.hit_age.observe(r.age_ns, r.id.trace_id, 0);
@@ -127,7 +225,10 @@ void StageAggregator::add(const CacheRecord& r) {
 void StageAggregator::add(const CacheActionRecord& r) {
   if (r.action < 0 || r.action >= static_cast<int>(kCacheActionNames.size())) return;
   if (r.invalid_utf8) count_error(kErrorInvalidUtf8);
-  CacheSeries& s = cache_series_[{tenants_.admit(r.tenant), caches_.admit(r.cache)}];
+  CacheSeries& s =
+      series(cache_series_, cache_budget_,
+             TenantCache{tenants_.admit(r.tenant), caches_.admit(r.cache)}, kPairOverflow, 1.0);
+  s.records += 1;
   s.any_action = true;
   s.actions[r.action] += 1;
   // A rebalance's count is the quota it set, not entries moved.
@@ -139,7 +240,8 @@ void StageAggregator::add(const CacheActionRecord& r) {
 }
 
 void StageAggregator::add(const QualityRecord& r) {
-  RequestSeries& s = request_series_[labels(r.id)];
+  RequestSeries& s = series(request_series_, request_budget_, labels(r.id), kPairOverflow, 0.0);
+  s.records += 1;
   const auto it = std::lower_bound(kEntropyBounds.begin(), kEntropyBounds.end(), r.entropy);
   s.entropy[it - kEntropyBounds.begin()] += 1;
   s.entropy_sum += r.entropy;
@@ -167,6 +269,34 @@ void StageAggregator::collect(MetricSet& out) const {
   collect_caches(out);
   collect_layers(out);
   collect_errors(out);
+  collect_budgets(out);
+}
+
+void StageAggregator::collect_budgets(MetricSet& out) const {
+  const struct {
+    const char* family;
+    size_t series, limit;
+    uint64_t folded;
+  } budgets[] = {
+      {"stage", stage_budget_.size(), limits_.stage, stage_budget_.folded()},
+      {"request", request_budget_.size(), limits_.request, request_budget_.folded()},
+      {"cache", cache_budget_.size(), limits_.cache, cache_budget_.folded()},
+  };
+  for (const auto& b : budgets) {
+    const Labels l{{"family", b.family}};
+    out.add(metric::kSeries, MetricType::Gauge,
+            "Label combinations with a series of their own, per family of agent series", l,
+            static_cast<double>(b.series));
+    if (b.limit != SIZE_MAX) {
+      out.add(metric::kSeriesLimit, MetricType::Gauge,
+              "The most series a family may hold (limits: in the configuration)", l,
+              static_cast<double>(b.limit));
+    }
+    out.add(metric::kSeriesFolded, MetricType::Counter,
+            "Records (stages, requests, cache lookups and actions) that went to the family's "
+            "__other__ series because it was full",
+            l, static_cast<double>(b.folded));
+  }
 }
 
 void StageAggregator::collect_stages(MetricSet& out) const {

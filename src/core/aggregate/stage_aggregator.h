@@ -3,7 +3,9 @@
 // and stage duration histograms (with trace-id exemplars) and component counters; per request
 // duration, outcome, time to first token and per output token; cache lookups and hit ages;
 // output entropy; layer x batch timing; SDK input errors. Labels are bounded: tenants, agents,
-// free stage names, cache names and layer pairs beyond top-K fold into "__other__".
+// free stage names, cache names and layer pairs beyond top-K fold into "__other__"; and so are
+// their products: each family holds at most its SeriesLimits, the heaviest combinations (by time,
+// or lookups for caches), the rest in one series whose labels are all "__other__".
 // Pure: no I/O, no libbpf.
 #pragma once
 
@@ -11,11 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
 
 #include "core/aggregate/label_budget.h"
+#include "core/aggregate/series_budget.h"
 #include "core/record/metrics.h"
 #include "core/record/stage_record.h"
 
@@ -41,6 +45,18 @@ class ExemplarHistogram {
   std::array<uint64_t, kSlots> slots_{};
   uint64_t sum_ns_ = 0;
   std::array<Slot, kSlots> exemplars_{};
+
+ public:
+  // Adds another histogram's counts; per slot, the later of the two exemplars.
+  ExemplarHistogram& operator+=(const ExemplarHistogram& o);
+};
+
+// Series each family may hold (the daemon passes the configuration's limits: section). Past
+// them, new label combinations go to the family's overflow series.
+struct SeriesLimits {
+  size_t stage = SIZE_MAX;    // (tenant, agent, stage)
+  size_t request = SIZE_MAX;  // (tenant, agent)
+  size_t cache = SIZE_MAX;    // (tenant, cache)
 };
 
 // Cumulative layer timing read from the kernel: log2 slots of nanoseconds.
@@ -52,7 +68,11 @@ struct LayerTotals {
 
 class StageAggregator {
  public:
-  explicit StageAggregator(size_t top_k);
+  using StageKey = std::tuple<std::string, std::string, std::string>;  // tenant, agent, stage
+  using TenantAgent = std::pair<std::string, std::string>;
+  using TenantCache = std::pair<std::string, std::string>;
+
+  explicit StageAggregator(size_t top_k, SeriesLimits limits = {});
 
   // CLOCK_REALTIME minus CLOCK_MONOTONIC, in seconds: dates exemplars.
   void set_clock_offset(double seconds) { clock_offset_ = seconds; }
@@ -73,6 +93,8 @@ class StageAggregator {
   void collect(MetricSet& out) const;
 
   uint64_t folded() const;
+  // How often the families' budgets let heavier folded combinations take a lighter one's series.
+  static constexpr uint64_t kRebalanceNs = 10'000'000'000;
 
  private:
   struct StageSeries {
@@ -83,12 +105,16 @@ class StageAggregator {
     uint64_t page_cache_misses = 0;
     uint64_t major_faults = 0;
     uint64_t bytes_read = 0;
+    uint64_t records = 0;
+    StageSeries& operator+=(const StageSeries& o);
   };
   struct RequestSeries {
     ExemplarHistogram duration, ttft, tpot;
     std::array<uint64_t, 16> entropy{};  // fixed buckets, see kEntropyBounds
     double entropy_sum = 0;
     uint64_t ok = 0, error = 0;
+    uint64_t records = 0;
+    RequestSeries& operator+=(const RequestSeries& o);
   };
   struct CacheSeries {
     std::array<uint64_t, 3> results{};
@@ -98,10 +124,9 @@ class StageAggregator {
     bool any_action = false;
     std::array<uint64_t, kCacheActionNames.size()> actions{}, entries{};
     std::optional<uint64_t> quota_bytes;
+    uint64_t records = 0;
+    CacheSeries& operator+=(const CacheSeries& o);
   };
-  using StageKey = std::tuple<std::string, std::string, std::string>;  // tenant, agent, stage
-  using TenantAgent = std::pair<std::string, std::string>;
-  using TenantCache = std::pair<std::string, std::string>;
 
   // Folded label values for an identity (validity errors counted by the caller).
   TenantAgent labels(const Identity& id);
@@ -112,9 +137,21 @@ class StageAggregator {
   void collect_caches(MetricSet& out) const;
   void collect_layers(MetricSet& out) const;
   void collect_errors(MetricSet& out) const;
+  void collect_budgets(MetricSet& out) const;
+  // The series of `key` in one family, or its overflow series when the budget folds it.
+  template <typename Key, typename Series>
+  Series& series(std::map<Key, Series>& family, SeriesBudget<Key>& budget, Key key,
+                 const Key& overflow, double weight);
+  // Every kRebalanceNs of record time: heavier folded combinations take lighter ones' series.
+  void maybe_rebalance(uint64_t now_ns);
 
   LabelBudget tenants_, agents_, stages_, caches_, layer_budget_;
   FoldedSeries<LayerTotals> layer_folds_;
+  SeriesLimits limits_;
+  SeriesBudget<StageKey> stage_budget_;
+  SeriesBudget<TenantAgent> request_budget_;
+  SeriesBudget<TenantCache> cache_budget_;
+  uint64_t last_rebalance_ns_ = 0;
   std::map<StageKey, StageSeries> stage_series_;
   std::map<TenantAgent, RequestSeries> request_series_;
   std::map<TenantCache, CacheSeries> cache_series_;

@@ -194,6 +194,19 @@ void ui_section(Reader& r, const YAML::Node& n, const std::string& k, UiSettings
               }}});
 }
 
+// limits: the series each agent-keyed family may hold.
+void limits_section(Reader& r, const YAML::Node& n, const std::string& k, LimitsSettings& l) {
+  auto series = [&r](uint32_t& field) {
+    return [&r, &field](const YAML::Node& v, const std::string& kk) {
+      field = r.positive(v, kk, LimitsSettings::kMaxSeries);
+    };
+  };
+  r.mapping(n, k,
+            {{"stage_series", series(l.stage_series)},
+             {"request_series", series(l.request_series)},
+             {"cache_series", series(l.cache_series)}});
+}
+
 // cgroup: the hierarchy's version and mount point, or "auto" for each.
 void cgroup_section(Reader& r, const YAML::Node& n, const std::string& k, CgroupConfig& cg) {
   r.mapping(n, k,
@@ -305,6 +318,7 @@ std::map<std::string, Reader::Handler> top_level_handlers(Reader& r, Config& c,
       {"top_k",
        [&r, &c](const YAML::Node& n, const std::string& k) { c.top_k = r.positive(n, k, 100000); }},
       {"ui", section_handler(r, c.ui, ui_section)},
+      {"limits", section_handler(r, c.limits, limits_section)},
       {"btf", [&r, &c](const YAML::Node& n, const std::string& k) { c.btf = r.string(n, k); }},
       {"bpf_stats", flag_handler(r, c.bpf_stats)},
       {"cgroup", section_handler(r, c.cgroup, cgroup_section)},

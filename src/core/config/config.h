@@ -201,6 +201,19 @@ struct UiSettings {
   bool operator==(const UiSettings&) const = default;
 };
 
+// limits: how many series the families keyed by an agent's own strings may hold. Each label has
+// its top_k budget; these bound their product. Past a limit, new label combinations go to one
+// series whose labels are all "__other__", the heaviest combinations kept (by time; caches by
+// lookups). stage_series also bounds the (tenant, stage) pairs the glitch and incident
+// detectors, the analyzer and the stage heatmap follow.
+struct LimitsSettings {
+  static constexpr uint32_t kMaxSeries = 100000;
+  uint32_t stage_series = 64;    // (tenant, agent, stage)
+  uint32_t request_series = 32;  // (tenant, agent)
+  uint32_t cache_series = 32;    // (tenant, cache)
+  bool operator==(const LimitsSettings&) const = default;
+};
+
 struct Config {
   std::string listen = "0.0.0.0:9436";
   uint32_t top_k = 50;  // label values kept per label before folding into __other__
@@ -221,6 +234,7 @@ struct Config {
   OtlpSettings otlp;
   KubernetesSettings kubernetes;
   UiSettings ui;
+  LimitsSettings limits;
   bool operator==(const Config&) const = default;
 };
 

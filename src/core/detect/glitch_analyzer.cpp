@@ -32,6 +32,7 @@ AnalyzerSettings AnalyzerSettings::from(const Config& config) {
   s.cache = config.cache_breakdown;
   s.entropy = config.entropy;
   s.top_k = config.top_k;
+  s.glitch.max_series = config.limits.stage_series;
   s.collect_traces = !config.otlp.endpoint.empty();
   return s;
 }

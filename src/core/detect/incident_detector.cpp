@@ -28,6 +28,7 @@ IncidentConfig incident_config(const Config& config) {
   c.min_excess_ns = static_cast<uint64_t>(i.min_excess_ms * 1e6);
   c.quiet_ns = static_cast<uint64_t>(i.quiet_s) * 1'000'000'000;
   c.top_k = config.top_k;
+  c.max_series = config.limits.stage_series;
   return c;
 }
 

@@ -159,6 +159,9 @@ inline constexpr const char kEventsLost[] = "tailcause_events_lost";
 inline constexpr const char kBpfProgramRunSeconds[] = "tailcause_bpf_program_run_seconds";
 inline constexpr const char kBpfProgramRuns[] = "tailcause_bpf_program_runs";
 inline constexpr const char kLabelValuesFolded[] = "tailcause_label_values_folded";
+inline constexpr const char kSeries[] = "tailcause_series";
+inline constexpr const char kSeriesLimit[] = "tailcause_series_limit";
+inline constexpr const char kSeriesFolded[] = "tailcause_series_folded";
 inline constexpr const char kBuildInfo[] = "tailcause_build_info";
 }  // namespace metric
 
@@ -226,6 +229,9 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kRecipeAttachedFiles, MetricType::Gauge, "attrib"},
     {metric::kUsdtAttachedBinaries, MetricType::Gauge, "attrib"},
     {metric::kUsdtBinaryChanges, MetricType::Counter, "attrib"},
+    {metric::kSeries, MetricType::Gauge, "attrib"},
+    {metric::kSeriesLimit, MetricType::Gauge, "attrib"},
+    {metric::kSeriesFolded, MetricType::Counter, "attrib"},
     {metric::kGlitches, MetricType::Counter, "glitch"},
     {metric::kCircuitBreakerOpen, MetricType::Gauge, "glitch"},
     {metric::kCircuitBreakerTrips, MetricType::Counter, "glitch"},

@@ -69,6 +69,17 @@ TEST(LabelBudget, AdmissionIsSticky) {
   EXPECT_EQ(b.admitted(), 2u);
 }
 
+TEST(LabelBudget, EndlessNewValuesKeepItsMemoryBounded) {
+  LabelBudget b(1);
+  EXPECT_EQ(b.admit("kept"), "kept");
+  for (int i = 0; i < 3 * static_cast<int>(LabelBudget::kMaxRememberedFolds); ++i) {
+    EXPECT_EQ(b.admit("request-" + std::to_string(i)), kOtherLabel);
+    ASSERT_LE(b.remembered_folds(), LabelBudget::kMaxRememberedFolds);
+  }
+  EXPECT_EQ(b.admit("kept"), "kept");
+  EXPECT_EQ(b.folded(), 3 * LabelBudget::kMaxRememberedFolds);
+}
+
 TEST(LabelBudget, FoldedCountsDistinctValues) {
   LabelBudget b(1);
   b.admit("/a");

@@ -324,3 +324,104 @@ TEST(StageAggregator, LayersFoldAndStayMonotonic) {
 
 }  // namespace
 }  // namespace tailcause::core
+
+namespace tailcause::core {
+namespace {
+
+// A stage of `tenant` named `name` that ends at `end_ms` and took `wall_ms` on CPU.
+StageRecord named_stage(const std::string& tenant, const std::string& name, uint64_t end_ms,
+                        uint64_t wall_ms) {
+  return testing::StageBuilder()
+      .identity(who(tenant))
+      .stage(name)
+      .kind(StageKind::other)
+      .end_ms(end_ms)
+      .component(Component::on_cpu, wall_ms * testing::StageBuilder::kMs)
+      .build();
+}
+
+uint64_t stage_count(const MetricSet& m, const std::string& tenant, const std::string& agent,
+                     const std::string& name) {
+  const Sample* h = m.find("tailcause_stage_duration_seconds",
+                           {{"tenant", tenant}, {"agent", agent}, {"stage", name}});
+  return h ? h->histogram.count : 0;
+}
+
+double family_value(const MetricSet& m, const std::string& metric, const std::string& family) {
+  const Sample* s = m.find(metric, {{"family", family}});
+  return s ? s->value : -1;
+}
+
+TEST(StageAggregatorSeriesBudget, NewCombinationsPastTheLimitGoToOneOverflowSeries) {
+  StageAggregator agg(100, SeriesLimits{.stage = 3});
+  for (int i = 0; i < 10; ++i) agg.add(named_stage("t", "s" + std::to_string(i), 1, 1));
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_EQ(count(m, "tailcause_stage_duration_seconds"), 4u);  // three and the overflow
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(stage_count(m, "t", "rag", "s" + std::to_string(i)), 1u);
+  EXPECT_EQ(stage_count(m, kOtherLabel, kOtherLabel, kOtherLabel), 7u);
+  EXPECT_EQ(family_value(m, "tailcause_series_folded", "stage"), 7);
+  EXPECT_EQ(family_value(m, "tailcause_series", "stage"), 3);
+  EXPECT_EQ(family_value(m, "tailcause_series_limit", "stage"), 3);
+  EXPECT_EQ(family_value(m, "tailcause_series_folded", "request"), 0);
+  // The per-label budgets folded nothing: only their product was bounded.
+  EXPECT_EQ(agg.folded(), 0u);
+}
+
+TEST(StageAggregatorSeriesBudget, TheHeaviestCombinationsKeepTheirSeriesAndNothingIsLost) {
+  StageAggregator agg(100, SeriesLimits{.stage = 2});
+  agg.add(named_stage("t", "light", 1, 1));
+  agg.add(named_stage("t", "steady", 1, 50));
+  uint64_t end_ms = 1;
+  // A heavy combination arrives once the family is full: folded at first, then, at the first
+  // rebalance, it takes the light one's place.
+  for (int i = 0; i < 30; ++i) {
+    end_ms += 1000;
+    agg.add(named_stage("t", "heavy", end_ms, 100));
+    agg.add(named_stage("t", "steady", end_ms, 50));
+  }
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_GT(stage_count(m, "t", "rag", "heavy"), 0u);
+  EXPECT_EQ(stage_count(m, "t", "rag", "steady"), 31u);
+  EXPECT_EQ(stage_count(m, "t", "rag", "light"), 0u);  // merged into the overflow
+  const uint64_t overflow = stage_count(m, kOtherLabel, kOtherLabel, kOtherLabel);
+  EXPECT_EQ(overflow + stage_count(m, "t", "rag", "heavy") + 31u, 62u);
+  EXPECT_EQ(family_value(m, "tailcause_series_folded", "stage"), static_cast<double>(overflow));
+  // The light stage's time moved with it: the components still add up over all series.
+  double on_cpu = 0;
+  for (const auto& f : m.families()) {
+    if (f.name != "tailcause_stage_time_seconds") continue;
+    for (const auto& s : f.samples) on_cpu += s.value;
+  }
+  EXPECT_NEAR(on_cpu, 0.001 + 31 * 0.050 + 30 * 0.100, 1e-9);
+}
+
+TEST(StageAggregatorSeriesBudget, RequestAndCacheFamiliesHaveTheirOwnLimits) {
+  StageAggregator agg(100, SeriesLimits{.stage = 100, .request = 1, .cache = 1});
+  for (const char* tenant : {"a", "b", "c"}) {
+    RequestRecord r;
+    r.id = who(tenant);
+    r.start_ns = 0;
+    r.end_ns = 5'000'000;
+    agg.add(r);
+    CacheRecord c;
+    c.id = who(tenant);
+    c.cache = "kv";
+    c.result = 0;
+    agg.add(c);
+  }
+  MetricSet m;
+  agg.collect(m);
+  EXPECT_EQ(count(m, "tailcause_request_duration_seconds"), 2u);
+  EXPECT_EQ(family_value(m, "tailcause_series_folded", "request"), 2);
+  EXPECT_EQ(family_value(m, "tailcause_series_folded", "cache"), 2);
+  const Sample* other =
+      m.find("tailcause_cache_lookups",
+             {{"tenant", kOtherLabel}, {"cache", kOtherLabel}, {"result", "hit"}});
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->value, 2);
+}
+
+}  // namespace
+}  // namespace tailcause::core

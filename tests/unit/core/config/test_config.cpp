@@ -215,6 +215,28 @@ TEST(Config, UiHistoryWindow) {
   EXPECT_EQ(c.ui.history_s, 21600u);
 }
 
+TEST(Config, SeriesLimits) {
+  const Config d = parse_config("", "t.yaml");
+  EXPECT_EQ(d.limits.stage_series, 64u);
+  EXPECT_EQ(d.limits.request_series, 32u);
+  EXPECT_EQ(d.limits.cache_series, 32u);
+  const Config c = parse_config(
+      "limits:\n  stage_series: 500\n  request_series: 7\n  cache_series: 100000\n", "t.yaml");
+  EXPECT_EQ(c.limits.stage_series, 500u);
+  EXPECT_EQ(c.limits.request_series, 7u);
+  EXPECT_EQ(c.limits.cache_series, 100000u);
+}
+
+TEST(ConfigErrors, SeriesLimitsAreBounded) {
+  EXPECT_CONFIG_ERROR("limits:\n  stage_series: 0\n", 2, "limits.stage_series",
+                      "expected an integer from 1 to 100000");
+  EXPECT_CONFIG_ERROR("limits:\n  cache_series: 100001\n", 2, "limits.cache_series",
+                      "expected an integer from 1 to 100000");
+  EXPECT_CONFIG_ERROR("limits:\n  request_series: -3\n", 2, "limits.request_series",
+                      "expected an integer");
+  EXPECT_CONFIG_ERROR("limits:\n  series: 10\n", 2, "limits.series", "unknown key");
+}
+
 TEST(ConfigErrors, UiHistoryMustHoldTwoToMaxTicks) {
   EXPECT_CONFIG_ERROR("ui:\n  tick_s: 1\n  history_s: 3600\n", 3, "ui.history_s",
                       "must hold 2 to 1800 ticks of tick_s (1)");
