@@ -25,3 +25,4 @@ done
 /usr/bin/python3 "$here/overhead.py" "$build" "$@"
 /usr/bin/python3 "$here/agent_overhead.py" "$build"
 /usr/bin/python3 "$here/idle_cost.py" "$build"
+"$build/bench/series_memory"

@@ -142,6 +142,10 @@ bool MetricHistory::histogram_delta(const HistogramData& h, HistorySeries& s, Ba
     const uint64_t below = i == 0 ? 0 : delta_cum[i - 1];
     d.buckets[i] = delta_cum[i] >= below ? delta_cum[i] - below : 0;
   }
+  // Kept up to the last bucket that counted: a stage's observations fill a few buckets near
+  // the low end, and the ring holds a delta per busy series per tick.
+  while (!d.buckets.empty() && d.buckets.back() == 0) d.buckets.pop_back();
+  d.buckets.shrink_to_fit();
   d.value = std::max(0.0, h.sum - prev_sum);
   base.cumulative = std::move(cum);
   base.value = h.sum;
@@ -158,6 +162,7 @@ void MetricHistory::add_to_hour(int64_t unix_ns, const HistoryDelta& d) {
   HistoryDelta& h = hours_.back().deltas[d.id];
   h.id = d.id;
   add_into(h, d);
+  h.buckets.resize(std::max(h.buckets.size(), series_.at(d.id).bounds.size() + 1), 0);
 }
 
 void MetricHistory::forget_unused(int64_t now_ns) {
@@ -205,6 +210,10 @@ HistoryDelta MetricHistory::merged(uint32_t id, int64_t from_ns, int64_t to_ns) 
   for (const auto& t : ticks_) {
     if (t.unix_ns <= from_ns || t.unix_ns > to_ns) continue;
     if (const HistoryDelta* d = t.find(id)) add_into(out, *d);
+  }
+  // Every bucket, as a scrape has them (ticks keep theirs only up to the last that counted).
+  if (const HistorySeries* s = series(id); s && !s->bounds.empty()) {
+    out.buckets.resize(std::max(out.buckets.size(), s->bounds.size() + 1), 0);
   }
   return out;
 }

@@ -45,8 +45,10 @@ struct HistorySeries {
 // per-bucket (not cumulative) counts, the last one +Inf, with their sum.
 struct HistoryDelta {
   uint32_t id = 0;
-  double value = 0;               // counters; histograms: the sum of the observations
-  std::vector<uint64_t> buckets;  // histograms: bounds.size() + 1 counts
+  double value = 0;  // counters; histograms: the sum of the observations
+  // Histograms: bounds.size() + 1 counts, the last +Inf; a tick's delta stops at the last
+  // bucket that counted (the rest are 0), hours and merged() have them all.
+  std::vector<uint64_t> buckets;
   uint64_t count() const;
 };
 
