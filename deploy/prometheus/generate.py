@@ -46,7 +46,7 @@ def load(thresholds, overrides):
         with open(overrides) as f:
             t = merge(t, yaml.safe_load(f) or {})
     known = {"response_timeout", "output_anomaly", "cpu_contention", "noisy_neighbour",
-             "cache_breakdown", "memory_pressure", "network", "gpu_sync"}
+             "cache_breakdown", "memory_pressure", "network", "gpu_sync", "series_budget"}
     missing = known - set(t["diagnostics"])
     extra = set(t["diagnostics"]) - known
     if missing or extra:
@@ -401,6 +401,22 @@ class Rules:
                        "batch heatmap shows whether one layer or batch size stalls; "
                        "`tailcause glitches --tenant {{ $labels.tenant }}` lists the stalled "
                        "stages with their traces.", "gpu-sync"),
+        ]})
+
+        # 9. Series budget -----------------------------------------------------------------
+        self.groups.append({"name": "tailcause-series-budget", "rules": [
+            self.alert("TailcauseSeriesFolded",
+                       f"sum by (instance, job, family) (increase(tailcause_series_folded_total"
+                       f"{sel(job)}[{w}])) > 0",
+                       "series_budget",
+                       "{{ $labels.instance }} folds {{ $labels.family }} series into __other__",
+                       "The daemon on {{ $labels.instance }} holds as many {{ $labels.family }} "
+                       "series as its limits: section allows, and put {{ $value | humanize }} "
+                       "observations of other label combinations into the series whose labels "
+                       "are all __other__ over the last " + w + ". Per-tenant views miss them. "
+                       "Next: the web UI names the folding above its stage bars; look for an "
+                       "agent that puts ids in tenant or stage names, or raise "
+                       "limits.{{ $labels.family }}_series.", "series-budget"),
         ]})
         return {"groups": self.groups}
 

@@ -107,7 +107,7 @@ wait_until 30 "Prometheus to see the daemon up" target_up || true
 curl -sf "$PROM/api/v1/rules" | /usr/bin/python3 -c '
 import json, sys
 g = json.load(sys.stdin)["data"]["groups"]
-assert len(g) == 8 and all(r["health"] != "err" for x in g for r in x["rules"]), g
+assert len(g) == 9 and all(r["health"] != "err" for x in g for r in x["rules"]), g
 n = sum(len(x["rules"]) for x in g)
 print(f"ok: Prometheus scrapes the daemon and loaded {len(g)} rule groups, {n} rules")' || fail "rules not loaded: $(tail -5 "$WORK/prometheus.log")"
 

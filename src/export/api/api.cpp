@@ -48,11 +48,13 @@ core::HistorySettings history_settings(uint64_t tick_ns, size_t slots) {
   s.families = {m::kStageDurationSeconds,   m::kStageTimeSeconds,    m::kGlitches,
                 m::kLayerDurationSeconds,   m::kCacheLookups,        m::kCacheBreakdowns,
                 m::kCpuThrottledSeconds,    m::kCpuThrottledPeriods, m::kCpuPeriods,
-                m::kCgroupPreemptedSeconds, m::kCgroupPreemptions};
+                m::kCgroupPreemptedSeconds, m::kCgroupPreemptions,   m::kSeriesFolded};
   s.hourly_families = {m::kTcpRttSeconds, m::kTcpConnectionDurationSeconds};
-  s.gauge_families = {m::kCircuitBreakerOpen, m::kCacheBreakdownRatio, m::kCacheStaleAgeSeconds,
-                      m::kCacheCompetition,   m::kCacheQuotaBytes,     m::kCpuQuotaSeconds,
-                      m::kCpuPeriodSeconds};
+  s.gauge_families = {m::kCircuitBreakerOpen,   m::kCacheBreakdownRatio,
+                      m::kCacheStaleAgeSeconds, m::kCacheCompetition,
+                      m::kCacheQuotaBytes,      m::kCpuQuotaSeconds,
+                      m::kCpuPeriodSeconds,     m::kSeries,
+                      m::kSeriesLimit};
   return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "core/aggregate/histogram_conversion.h"
@@ -161,6 +162,33 @@ Columns columns(const Params& p, int64_t now_ns, int64_t tick_ns, int64_t defaul
   return c;
 }
 
+namespace {
+
+// Per family of agent series: how many it holds, its limit, and the observations it folded into
+// its __other__ series over the columns' span (none folded: not listed).
+nlohmann::json series_budget_json(const core::MetricHistory& h, const Columns& cols) {
+  auto gauge = [&h](const char* family, const std::string& name) -> std::optional<double> {
+    for (const auto& s : h.gauges(family)) {
+      for (const auto& [k, v] : s.labels)
+        if (k == "family" && v == name) return s.value;
+    }
+    return std::nullopt;
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (const core::HistorySeries* s : h.series(core::metric::kSeriesFolded)) {
+    const double folded = h.merged(s->id, cols.from_ns, cols.to_ns).value;
+    if (folded <= 0) continue;
+    const std::string& family = s->label("family");
+    out.push_back({{"family", family},
+                   {"series", gauge(core::metric::kSeries, family).value_or(0)},
+                   {"limit", gauge(core::metric::kSeriesLimit, family).value_or(0)},
+                   {"folded", folded}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json stages_json(const core::MetricHistory& h, const Params& p, int64_t now_ns) {
   const auto tenant = p.name("tenant"), stage = p.name("stage");
   const Columns cols = columns(p, now_ns, h.settings().step_ns, 300, 10);
@@ -170,11 +198,9 @@ nlohmann::json stages_json(const core::MetricHistory& h, const Params& p, int64_
   }
   nlohmann::json names = nlohmann::json::array();
   for (auto n : core::kComponentNames) names.push_back(n);
-  return {{"now", now_ns / kSecondNs},
-          {"from", cols.from_ns / kSecondNs},
-          {"step_s", cols.step_ns / kSecondNs},
-          {"components", std::move(names)},
-          {"series", std::move(series)}};
+  return {{"now", now_ns / kSecondNs},          {"from", cols.from_ns / kSecondNs},
+          {"step_s", cols.step_ns / kSecondNs}, {"components", std::move(names)},
+          {"series", std::move(series)},        {"series_budget", series_budget_json(h, cols)}};
 }
 
 nlohmann::json stage_heatmap_json(const core::StageHeatmap& h, const Params& p, int64_t now_ns) {
