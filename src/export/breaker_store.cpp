@@ -84,8 +84,6 @@ std::string current_boot_id() {
   return id;
 }
 
-uint64_t monotonic_now_ns() { return core::monotonic_ns(); }  // read in core/host/clock.h
-
 void save_breaker_state(const core::CircuitBreaker& breaker, const std::string& path,
                         uint64_t now_ns, const std::string& boot_id) {
   if (path.empty()) throw BreakerStoreError("breaker state file: empty path");

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/host/clock.h"
 #include "core/detect/circuit_breaker.h"
 
 namespace tailcause::exporter {
@@ -23,13 +24,12 @@ struct BreakerStoreError : std::runtime_error {
 
 // The running kernel's boot id; "unknown" when it cannot be read (it then matches no file).
 std::string current_boot_id();
-uint64_t monotonic_now_ns();  // CLOCK_MONOTONIC, the clock breaker times are on
 
 // Writes a temporary file (0600) next to `path`, fsyncs it, renames it over `path` and fsyncs
 // the directory, which is created (0755) when missing. Throws BreakerStoreError; `path` is then
 // unchanged.
 void save_breaker_state(const core::CircuitBreaker& breaker, const std::string& path,
-                        uint64_t now_ns = monotonic_now_ns(),
+                        uint64_t now_ns = core::monotonic_ns(),
                         const std::string& boot_id = current_boot_id());
 
 // Replaces `breaker`'s state with the file's. false when there is no file (a first start).

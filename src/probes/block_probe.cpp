@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "core/host/clock.h"
 #include "probes/block_probe.h"
 
 #include <bpf/bpf.h>
@@ -133,7 +134,7 @@ void BlockProbe::stop() {
 void BlockProbe::tick(const ProbeContext& ctx) {
   if (!skel_ || Clock::now() - last_cgroup_read_ < kCgroupInterval) return;
   last_cgroup_read_ = Clock::now();
-  const uint64_t now = monotonic_ns();
+  const uint64_t now = core::monotonic_ns();
   const int fd = bpf_map__fd(skel_->maps.block_cgroup_io);
   std::vector<block_cgroup_value> values(possible_cpus());
   for (const block_cgroup_key& key : map_keys<block_cgroup_key>(fd, kMaxCgroupKeys)) {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "core/host/clock.h"
 #include "probes/memory_probe.h"
 
 #include <bpf/bpf.h>
@@ -225,7 +226,7 @@ void MemoryProbe::tick(const ProbeContext& ctx) {
   // Reclaim is evidence for glitches that just ended: read it as often as cpu.stat.
   if (memcg_ && Clock::now() - last_memcg_ >= kMemcgInterval) {
     last_memcg_ = Clock::now();
-    memcg_->harvest(ctx.signals.evidence, monotonic_ns());
+    memcg_->harvest(ctx.signals.evidence, core::monotonic_ns());
   }
 }
 

@@ -35,9 +35,6 @@ struct NodeSignals {
   core::EvidenceBoard evidence;  // throttling and preemption histories, for glitch verdicts
 };
 
-// CLOCK_MONOTONIC in nanoseconds (the clock of bpf_ktime_get_ns and of steady_clock here).
-uint64_t monotonic_ns();
-
 // Sees every attribution record the attrib family decodes (the glitch analyzer), on the
 // collector thread.
 using RecordObserver = std::function<void(const core::Record&)>;

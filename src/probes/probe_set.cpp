@@ -35,9 +35,6 @@ ProbeSet::ProbeSet(Features features, CgroupLayout layout)
 
 ProbeSet::~ProbeSet() { stop_all(); }
 
-// The probes' name for it (probe_family.h); the clock is read in core/host/clock.h.
-uint64_t monotonic_ns() { return core::monotonic_ns(); }
-
 ProbeContext ProbeSet::context() {
   return ProbeContext{features_, config_, *cgroups_, signals_,
                       record_observer_ ? &record_observer_ : nullptr};
@@ -216,7 +213,7 @@ void ProbeSet::poll(int timeout_ms) {
     for (auto& r : families_) {
       if (r.family) r.family->tick(ctx);
     }
-    signals_.evidence.expire(monotonic_ns());
+    signals_.evidence.expire(core::monotonic_ns());
   }
 }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "core/host/clock.h"
 #include "probes/sched_probe.h"
 
 #include <bpf/bpf.h>
@@ -268,7 +269,7 @@ SchedProbe::PairCounts SchedProbe::read_pairs() const {
 }
 
 void SchedProbe::post_preemption_evidence(NodeSignals& signals) {
-  const uint64_t now = monotonic_ns();
+  const uint64_t now = core::monotonic_ns();
   PairCounts totals = read_pairs();
   for (const auto& [pair, n] : totals) {
     auto before = posted_preemptions_.find(pair);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "core/host/clock.h"
 #include "probes/tcp_probe.h"
 
 #include <bpf/bpf.h>
@@ -130,7 +131,7 @@ void TcpProbe::tick(const ProbeContext& ctx) {
   consume();
   if (qdiscs_ && std::chrono::steady_clock::now() - last_qdisc_poll_ >= kQdiscInterval) {
     last_qdisc_poll_ = std::chrono::steady_clock::now();
-    qdiscs_->poll(ctx.signals.evidence, monotonic_ns());
+    qdiscs_->poll(ctx.signals.evidence, core::monotonic_ns());
   }
 }
 

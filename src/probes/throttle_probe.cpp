@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "core/host/clock.h"
 #include "probes/throttle_probe.h"
 
 #include <fcntl.h>
@@ -145,7 +146,7 @@ void ThrottleProbe::read_now(NodeSignals& signals) {
 
   bool grew = false;
   std::unordered_map<std::string, uint64_t> nr_throttled;
-  const uint64_t now = monotonic_ns();
+  const uint64_t now = core::monotonic_ns();
   for (const auto& [name, r] : next) {
     if (!r.totals) continue;
     std::optional<double> quota;

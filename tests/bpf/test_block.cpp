@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host/clock.h"
 #include "probes/block_probe.h"
 #include "support.h"
 
@@ -278,7 +279,7 @@ TEST(BlockDeviceName, NamesDisksAsTheKernelDoes) {
 TEST_F(BlockTest, DirectWritesAreChargedToTheWritersCgroup) {
   TestCgroup writer("blkwriter");
   const std::string target = path + ".direct";
-  const uint64_t start = probes::monotonic_ns();
+  const uint64_t start = core::monotonic_ns();
   const pid_t child = spawn_child(&writer, std::nullopt, [&target] {
     const int fd = open(target.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
     void* buf = nullptr;
@@ -294,7 +295,7 @@ TEST_F(BlockTest, DirectWritesAreChargedToTheWritersCgroup) {
   }
   stop_child(child);
   unlink(target.c_str());
-  const uint64_t end = probes::monotonic_ns();
+  const uint64_t end = core::monotonic_ns();
   const auto d = signals.evidence.top_disk_user("/a-cgroup-that-did-no-io", start, end, 0);
   ASSERT_TRUE(d) << "no cgroup's I/O on the evidence board";
   EXPECT_EQ(d->cgroup, writer.name());

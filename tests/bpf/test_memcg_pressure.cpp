@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/host/clock.h"
 #include "probes/memcg_pressure.h"
 #include "probes/memory_probe.h"
 #include "support.h"
@@ -115,7 +116,7 @@ TEST(MemcgPressure, LimitReclaimIsTimedPerMemoryCgroupAndPostedAsEvidence) {
               : sample_value(m0, "tailcause_memory_pressure_stall_seconds", {{"kind", "some"}})
                     .value_or(0);
   const double node_before = node_reclaimed_bytes();
-  const uint64_t start = probes::monotonic_ns();
+  const uint64_t start = core::monotonic_ns();
   const pid_t a = spawn_reader(limited, path_a, 3);
   const pid_t b = spawn_reader(free, path_b, 3);
   // Ticks as the daemon's collector does (the family reads reclaim once a second).
@@ -126,7 +127,7 @@ TEST(MemcgPressure, LimitReclaimIsTimedPerMemoryCgroupAndPostedAsEvidence) {
   }
   if (status_a == -1) waitpid(a, &status_a, 0);
   if (status_b == -1) waitpid(b, &status_b, 0);
-  const uint64_t end = probes::monotonic_ns();
+  const uint64_t end = core::monotonic_ns();
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   probe.tick(ctx);
   const double node = node_reclaimed_bytes() - node_before;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/host/clock.h"
 #include "core/detect/circuit_breaker.h"
 #include "export/breaker_store.h"
 #include "temp_dir.h"
@@ -203,20 +204,20 @@ TEST(BreakerStore, TheRealBootIdAndClockByDefault) {
   in >> expected;
   EXPECT_EQ(id, expected);
   EXPECT_EQ(id.size(), 36u);
-  const uint64_t t0 = monotonic_now_ns();
+  const uint64_t t0 = core::monotonic_ns();
   EXPECT_GT(t0, 0u);
-  EXPECT_GE(monotonic_now_ns(), t0);
+  EXPECT_GE(core::monotonic_ns(), t0);
 
   TempDir dir;
   const std::string path = (dir.path / "breaker.state").string();
   CircuitBreaker b;
-  for (int i = 0; i < 3; i++) b.observe("t", "a", 500 * ms, monotonic_now_ns());
+  for (int i = 0; i < 3; i++) b.observe("t", "a", 500 * ms, core::monotonic_ns());
   save_breaker_state(b, path);
   EXPECT_NE(read_text(path).find("boot_id=" + id + " "), std::string::npos);
   CircuitBreaker loaded;
-  ASSERT_TRUE(load_breaker_state(loaded, path, monotonic_now_ns()));
+  ASSERT_TRUE(load_breaker_state(loaded, path, core::monotonic_ns()));
   EXPECT_EQ(loaded.serialize(), b.serialize());  // same boot: no clock restart
-  EXPECT_EQ(loaded.state("t", "a", monotonic_now_ns()), BreakerState::open);
+  EXPECT_EQ(loaded.state("t", "a", core::monotonic_ns()), BreakerState::open);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/host/clock.h"
 #include "daemon/glitch_pipeline.h"
 #include "bpf/attrib.h"
 #include "core/trace/propagation.h"
@@ -24,11 +25,7 @@ namespace {
 
 constexpr uint64_t ms = 1'000'000;
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
+using core::monotonic_ns;
 
 // A finished stage of `wall_ms`, all of it on CPU, that ended just now.
 core::StageRecord stage(const std::string& tenant, uint64_t request, uint64_t wall_ms,

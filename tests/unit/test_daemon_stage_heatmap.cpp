@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "core/host/clock.h"
 #include "bpf/attrib.h"
 #include "daemon/glitch_pipeline.h"
 #include "export/api/api.h"
@@ -43,7 +44,7 @@ TEST(DaemonStageHeatmap, EachCellListsExactlyItsGlitches) {
 
   // 800 generations ending 4 ms apart over the last 3.2 s: fast ones, slow ones on both sides
   // of a bucket bound, a worker span and an aborted stage (neither is judged nor counted).
-  const uint64_t now = exporter::monotonic_now_ns();
+  const uint64_t now = core::monotonic_ns();
   const uint64_t walls[] = {50 * ms, (1ull << 28) - 1, 1ull << 28, 300 * ms, 50 * ms};
   size_t owner = 0, slow = 0;
   for (uint64_t i = 0; i < 800; ++i) {
