@@ -135,7 +135,7 @@ class AttribProbe final : public ProbeFamily {
   ExecMappings maps_;                   // before the two that read it
   UsdtDiscovery discovery_{maps_};
   RecipeAttacher recipes_{maps_};
-  std::vector<std::string> recipe_file_errors_;
+  std::vector<std::string> recipe_table_errors_;
   CgroupNames* cgroups_ = nullptr;  // synthetic recipe requests: tenant = the process's cgroup
   RecipeIdentity identity_;         // ... or what probes.attrib.identity says
   std::unique_ptr<core::StageAggregator> aggregator_;

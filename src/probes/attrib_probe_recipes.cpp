@@ -21,17 +21,17 @@
 
 namespace tailcause::probes {
 
-// Reads the recipes (inline and files), fills attrib_recipes (index = BPF cookie) and hands
-// them to the attacher. Bad files are reported and skipped.
+// Takes the recipes (inline, and those the configuration read from its files), fills
+// attrib_recipes (index = BPF cookie) and hands them to the attacher.
 void AttribProbe::load_recipes(const core::AttribConfig& config) {
-  recipe_file_errors_.clear();
-  auto recipes = core::load_recipes(config, recipe_file_errors_);
+  recipe_table_errors_.clear();
+  auto recipes = core::all_recipes(config);
   if (recipes.size() > ATTRIB_MAX_RECIPES) {
-    recipe_file_errors_.push_back(
+    recipe_table_errors_.push_back(
         fmt::format("{} recipes, at most {} are used", recipes.size(), ATTRIB_MAX_RECIPES));
     recipes.resize(ATTRIB_MAX_RECIPES);
   }
-  for (const auto& e : recipe_file_errors_) spdlog::error("attrib: {}", e);
+  for (const auto& e : recipe_table_errors_) spdlog::error("attrib: {}", e);
   const int fd = bpf_map__fd(skel_->maps.attrib_recipes);
   for (uint32_t i = 0; i < recipes.size(); ++i) {
     const core::Recipe& r = recipes[i];
@@ -57,7 +57,7 @@ void AttribProbe::rescan_recipes() {
 }
 
 std::vector<std::string> AttribProbe::recipe_problems() const {
-  auto out = recipe_file_errors_;
+  auto out = recipe_table_errors_;
   out.insert(out.end(), recipes_.problems().begin(), recipes_.problems().end());
   return out;
 }

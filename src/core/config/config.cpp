@@ -364,16 +364,22 @@ std::vector<Recipe> parse_recipe_file(std::string_view yaml_text, std::string_vi
   return out;
 }
 
-std::vector<Recipe> load_recipes(const AttribConfig& config, std::vector<std::string>& errors) {
-  std::vector<Recipe> out = config.recipes;
-  for (const auto& path : config.recipe_files) {
+void load_recipe_files(AttribConfig& config, std::string_view source) {
+  config.file_recipes.clear();
+  for (size_t i = 0; i < config.recipe_files.size(); ++i) {
+    const std::string& path = config.recipe_files[i];
     try {
       auto recipes = parse_recipe_file(read_config_file(path), path);
-      out.insert(out.end(), recipes.begin(), recipes.end());
+      config.file_recipes.insert(config.file_recipes.end(), recipes.begin(), recipes.end());
     } catch (const ConfigError& e) {
-      errors.push_back(e.what());
+      throw ConfigError(fmt::format("{}: probes.attrib.recipe_files[{}]: {}", source, i, e.what()));
     }
   }
+}
+
+std::vector<Recipe> all_recipes(const AttribConfig& config) {
+  std::vector<Recipe> out = config.recipes;
+  out.insert(out.end(), config.file_recipes.begin(), config.file_recipes.end());
   return out;
 }
 

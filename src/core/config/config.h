@@ -81,8 +81,11 @@ struct AttribConfig {
   uint32_t pid = 0;    // attach to this process only; 0: every process that maps an SDK binary
   std::string binary;  // attach to this executable or library only; empty: discover them
   std::vector<Recipe> recipes;  // inline recipes
-  // Recipe files (read at start); relative ones as resolve_recipe_file() found them.
+  // Recipe files; relative ones as resolve_recipe_file() found them.
   std::vector<std::string> recipe_files;
+  // Their recipes, read with the configuration (load_config_file): a file that cannot be read
+  // or parsed is a configuration error, at start and on reload.
+  std::vector<Recipe> file_recipes;
   // Tenant and agent of processes without the SDK (recipe spans), first match wins.
   std::vector<IdentityRule> identity;
   bool operator==(const AttribConfig&) const = default;
@@ -265,9 +268,11 @@ void apply_slo_file(std::string_view yaml_text, std::string_view source, GlitchS
 // Parses a recipe file: YAML with one key, `recipes:`, a list like probes.attrib.recipes.
 // Throws ConfigError naming the file, the line and the key.
 std::vector<Recipe> parse_recipe_file(std::string_view yaml_text, std::string_view source);
-// The inline recipes followed by those of every recipe file; a file that cannot be read or is
-// invalid is skipped and its error appended to `errors`.
-std::vector<Recipe> load_recipes(const AttribConfig& config, std::vector<std::string>& errors);
+// Reads every file of config.recipe_files into config.file_recipes. Throws ConfigError naming
+// `source` (the configuration), the key, the file and the reason.
+void load_recipe_files(AttribConfig& config, std::string_view source);
+// The inline recipes followed by those read from the recipe files.
+std::vector<Recipe> all_recipes(const AttribConfig& config);
 
 // Checks "HOST:PORT" ("0.0.0.0:9436", "[::1]:9436", ":9436"); throws ConfigError.
 struct ListenAddress {

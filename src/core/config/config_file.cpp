@@ -57,6 +57,7 @@ Config load_config_file(const std::string& path) { return load_config_file(path,
 
 Config load_config_file(const std::string& path, Config base) {
   Config c = parse_config(read_config_file(path), path, std::move(base));
+  load_recipe_files(c.attrib, path);
   if (!c.glitch.slo_file.empty()) {
     std::string slo = c.glitch.slo_file;
     if (slo.front() != '/') {

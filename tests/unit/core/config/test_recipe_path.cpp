@@ -46,26 +46,32 @@ TEST(RecipePath, TheShippedConfigDirectoryFindsTheShippedRecipes) {
   const Config c = parse_config("probes:\n  attrib:\n    recipe_files: [recipes/cuda.yaml]\n",
                                 deploy + "/tailcause.yaml");
   ASSERT_EQ(c.attrib.recipe_files, std::vector<std::string>{deploy + "/recipes/cuda.yaml"});
-  std::vector<std::string> errors;
-  EXPECT_FALSE(load_recipes(c.attrib, errors).empty());
-  EXPECT_TRUE(errors.empty()) << ::testing::PrintToString(errors);
+  AttribConfig a = c.attrib;
+  load_recipe_files(a, "t.yaml");
+  EXPECT_FALSE(all_recipes(a).empty());
 }
 
 TEST(RecipePath, LoadedFromAConfigFileInAnotherDirectory) {
   const std::string dir = ::testing::TempDir() + "/recipe_path_cfg";
   ::mkdir(dir.c_str(), 0755);
   std::ofstream(dir + "/mine.yaml") << "recipes:\n  - {library: a.so, symbol: f, stage: tool}\n";
-  std::ofstream(dir + "/tailcause.yaml")
-      << "probes:\n  attrib:\n    recipe_files: [mine.yaml, missing.yaml]\n";
+  std::ofstream(dir + "/tailcause.yaml") << "probes:\n  attrib:\n    recipe_files: [mine.yaml]\n";
   const Config c = load_config_file(dir + "/tailcause.yaml");
-  ASSERT_EQ(c.attrib.recipe_files.size(), 2u);
+  ASSERT_EQ(c.attrib.recipe_files.size(), 1u);
   EXPECT_EQ(c.attrib.recipe_files[0], dir + "/mine.yaml");
-  std::vector<std::string> errors;
-  const auto recipes = load_recipes(c.attrib, errors);
+  const auto recipes = all_recipes(c.attrib);
   ASSERT_EQ(recipes.size(), 1u);
   EXPECT_EQ(recipes[0].symbol, "f");
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].find(dir + "/missing.yaml: cannot read"), std::string::npos) << errors[0];
+  // A file next to it that is not there: the configuration is refused, naming the file.
+  std::ofstream(dir + "/tailcause.yaml")
+      << "probes:\n  attrib:\n    recipe_files: [mine.yaml, missing.yaml]\n";
+  try {
+    load_config_file(dir + "/tailcause.yaml");
+    ADD_FAILURE() << "a missing recipe file was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/missing.yaml: cannot read"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

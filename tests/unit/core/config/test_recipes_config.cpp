@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // probes.attrib.recipes / recipe_files and recipe files: syntax and validation.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -83,7 +85,7 @@ TEST(RecipesConfig, RejectsBadRecipesNamingLineAndKey) {
             std::string::npos);
 }
 
-TEST(RecipesConfig, RecipeFilesParseAndBadOnesAreSkippedWithAnError) {
+TEST(RecipesConfig, RecipeFilesParseAndABadOneIsAConfigurationError) {
   EXPECT_EQ(parse_recipe_file("recipes:\n  - {library: a.so, symbol: f, kind: count}\n", "r.yaml")
                 .at(0)
                 .kind,
@@ -100,15 +102,38 @@ TEST(RecipesConfig, RecipeFilesParseAndBadOnesAreSkippedWithAnError) {
   std::ofstream(bad) << "recipes:\n  - {library: a.so}\n";
   AttribConfig config;
   config.recipes.push_back({"b.so", "g", "prompt", "span", "x:1"});
-  config.recipe_files = {good, bad, "/nonexistent/r.yaml"};
-  std::vector<std::string> errors;
-  const auto recipes = load_recipes(config, errors);
+  config.recipe_files = {good};
+  load_recipe_files(config, "t.yaml");
+  const auto recipes = all_recipes(config);
   ASSERT_EQ(recipes.size(), 2u);
   EXPECT_EQ(recipes[0].symbol, "g");
   EXPECT_EQ(recipes[1].source, good + ":2");
-  ASSERT_EQ(errors.size(), 2u);
-  EXPECT_NE(errors[0].find(bad + ":2: recipes[0].symbol: missing"), std::string::npos) << errors[0];
-  EXPECT_NE(errors[1].find("/nonexistent/r.yaml: cannot read"), std::string::npos) << errors[1];
+  // Each kind of bad file is an error naming the configuration, the key, the file and why.
+  const std::string dir = ::testing::TempDir() + "/recipe_files_bad";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string fifo = dir + "/fifo.yaml";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {bad, bad + ":2: recipes[0].symbol: missing"},
+      {"/nonexistent/r.yaml", "/nonexistent/r.yaml: cannot read the configuration file: No such"},
+      {dir, "it is a directory"},
+      {"/dev/zero", "/dev/zero: cannot read the configuration file: not a regular file"},
+      {fifo, "not a regular file"},
+  };
+  for (const auto& [file, why] : cases) {
+    config.recipe_files = {good, file};
+    try {
+      load_recipe_files(config, "t.yaml");
+      ADD_FAILURE() << file << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("t.yaml: probes.attrib.recipe_files[1]: "),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  ::unlink(fifo.c_str());
 }
 
 TEST(RecipesConfig, ShippedRecipeFilesParse) {
@@ -117,9 +142,8 @@ TEST(RecipesConfig, ShippedRecipeFilesParse) {
         std::string(TAILCAUSE_SOURCE_DIR) + "/deploy/recipes/" + name + ".yaml";
     AttribConfig config;
     config.recipe_files = {path};
-    std::vector<std::string> errors;
-    const auto recipes = load_recipes(config, errors);
-    EXPECT_TRUE(errors.empty()) << path << ": " << ::testing::PrintToString(errors);
+    EXPECT_NO_THROW(load_recipe_files(config, "t.yaml")) << path;
+    const auto recipes = all_recipes(config);
     // python.yaml only documents why the interpreter has no recipes.
     EXPECT_EQ(recipes.empty(), std::string(name) == "python") << path;
   }
