@@ -13,7 +13,7 @@ run_pkgs=(
   build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
   systemtap-sdt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev protobuf-compiler libprotobuf-dev libcap2-bin
-  libmicrohttpd-dev libyaml-dev libhnswlib-dev libpng-dev libmnl-dev
+  libboost-dev libyaml-dev libhnswlib-dev libpng-dev libmnl-dev
   libabsl-dev  # the vector cache's open-addressing maps (absl::flat_hash_map)
   libfreetype-dev libfontconfig-dev fonts-dejavu-core  # `heatmap --out FILE.png`'s labels
   python3-dev  # the Python SDK's C hot paths (sdk/python/tailcause/_speedups.c), for `instrument`
@@ -43,10 +43,11 @@ cross_arm64_host_pkgs=(
   # libyaml-cpp0.7:arm64 the library (the toolchain file imports it). Qualified with the host
   # architecture, since an unqualified query is also satisfied by an installed :arm64 one.
   "libyaml-cpp-dev:$host_arch"
+  "libboost-dev:$host_arch"  # Boost.Beast and Asio: headers only, the same for both
 )
 cross_arm64_pkgs=(
   libbpf-dev libelf-dev zlib1g-dev libspdlog-dev libfmt-dev libsqlite3-dev libcpp-httplib-dev
-  libssl-dev libprotobuf-dev libmicrohttpd-dev libyaml-dev libpng-dev libmnl-dev libabsl-dev
+  libssl-dev libprotobuf-dev libyaml-dev libpng-dev libmnl-dev libabsl-dev
   libfreetype-dev libfontconfig-dev libyaml-cpp0.7 libgtest-dev libgmock-dev
   systemtap-sdt-dev  # <sys/sdt.h> lives in the multiarch include directory
   linux-libc-dev  # <asm/errno.h> for the BPF objects (-idirafter /usr/include/aarch64-linux-gnu)

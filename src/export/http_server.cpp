@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -15,33 +14,13 @@
 
 #include "core/host/clock.h"
 #include "export/exposition.h"
+#include "export/http/scrape_lane.h"
+#include "export/http/work_lane.h"
+#include "core/record/schema.h"
 #include "ui_page.h"  // generated from src/export/ui/ (kUiPage)
 
 namespace tailcause::exporter {
 namespace {
-
-// The page is self-contained: it may load nothing from elsewhere, and only talks to this origin.
-constexpr const char* kPagePolicy =
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'";
-
-// Per connection: the request target as sent (libmicrohttpd hands the handler the path without
-// its query string) and whether the headers were seen (see on_request).
-struct RequestState {
-  std::string target;
-  bool headers_seen = false;
-};
-
-void* on_uri(void*, const char* uri, MHD_Connection*) {
-  auto* state = new RequestState;
-  state->target = uri ? uri : "";
-  return state;
-}
-
-void on_completed(void*, MHD_Connection*, void** state, MHD_RequestTerminationCode) {
-  delete static_cast<RequestState*>(*state);
-  *state = nullptr;
-}
 
 // The listening socket, bound and listening; throws naming the reason (EADDRINUSE...).
 int listen_on(const core::ListenAddress& a, int& port) {
@@ -61,7 +40,7 @@ int listen_on(const core::ListenAddress& a, int& port) {
   } else {
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
       reason = strerror(errno);
     }
   }
@@ -80,52 +59,12 @@ int listen_on(const core::ListenAddress& a, int& port) {
   return fd;
 }
 
-MHD_Result send_reply(MHD_Connection* connection, const HttpServer::Reply& reply) {
-  MHD_Response* response = MHD_create_response_from_buffer(
-      reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
-  if (!response) return MHD_NO;
-  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, reply.content_type.c_str());
-  if (reply.status == 405) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-  MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
-  MHD_add_response_header(response, "Content-Security-Policy", kPagePolicy);
-  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-  // Generated content: no byte ranges (a Range header is ignored, the whole body is sent).
-  MHD_add_response_header(response, MHD_HTTP_HEADER_ACCEPT_RANGES, "none");
-  const MHD_Result rc = MHD_queue_response(connection, reply.status, response);
-  MHD_destroy_response(response);
-  return rc;
-}
-
-MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, const char* method,
-                      const char* /*version*/, const char* /*upload_data*/,
-                      size_t* upload_data_size, void** state) {
-  const auto* server = static_cast<const HttpServer*>(cls);
-  const bool read_only = std::strcmp(method, "GET") == 0 || std::strcmp(method, "HEAD") == 0;
-  // libmicrohttpd calls once the headers are in, then again once the body is: answering on the
-  // second call keeps the connection alive for the next (pipelined) request. Another method is
-  // refused at once, its body unread, and libmicrohttpd then closes the connection.
-  auto* request = static_cast<RequestState*>(*state);
-  if (request && !request->headers_seen && read_only) {
-    request->headers_seen = true;
-    return MHD_YES;
-  }
-  *upload_data_size = 0;  // a GET with a body: answered now, the rest discarded with the connection
-  const char* accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Accept");
-  return send_reply(connection,
-                    server->answer(method, request ? request->target : url, accept ? accept : ""));
-}
-
-void log_mhd(void*, const char* format, va_list ap) {
-  char line[512];
-  vsnprintf(line, sizeof line, format, ap);
-  std::string text(line);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  spdlog::debug("http: {}", text);
-}
-
 }  // namespace
 
-HttpServer::HttpServer(Collect collect) : collect_(std::move(collect)), api_(collect_) {}
+HttpServer::HttpServer(Collect collect) : HttpServer(std::move(collect), http::EndpointLimits{}) {}
+
+HttpServer::HttpServer(Collect collect, http::EndpointLimits limits)
+    : collect_(std::move(collect)), limits_(limits), api_(collect_) {}
 
 HttpServer::~HttpServer() {
   stop();
@@ -160,31 +99,76 @@ void HttpServer::bind(const core::ListenAddress& address) {
   listen_fd_ = listen_on(address, port_);
 }
 
+void HttpServer::route(const http::Request& request, http::Endpoint::Respond respond) {
+  const std::string_view target = request.target;
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/metrics") {
+    const Format format = negotiate(request.accept);
+    scrape_lane_->submit(format, [respond, format](std::string body) {
+      respond({200, std::string(content_type(format)), std::move(body)});
+    });
+    return;
+  }
+  if (path == "/api/v1" || path.starts_with("/api/v1/")) {
+    const bool taken = api_lane_->submit(
+        [this, respond, target = request.target] { respond(answer("GET", target, "")); });
+    if (!taken) {
+      ++api_busy_;
+      respond(api::error_reply(503, "the API is busy answering others; retry in a second"));
+    }
+    return;
+  }
+  respond(answer(request.method, request.target, request.accept));
+}
+
+void HttpServer::collect_endpoint(core::MetricSet& set) const {
+  if (!endpoint_) return;
+  using core::MetricType;
+  const http::EndpointStats s = endpoint_->stats();
+  set.add(core::metric::kHttpConnections, MetricType::Gauge,
+          "Connections open to the HTTP endpoint.", {}, static_cast<double>(s.open));
+  const char* help =
+      "HTTP connections the endpoint closed before the client did, by reason: evicted (oldest "
+      "idle or slow one, to make room), refused (no room), idle (no request within the idle "
+      "timeout), timeout (a request or answer not done within it), bad_request.";
+  for (const auto& [reason, n] : {std::pair{"evicted", s.evicted},
+                                  {"refused", s.refused},
+                                  {"idle", s.idle},
+                                  {"timeout", s.timed_out},
+                                  {"bad_request", s.bad_request}}) {
+    set.add(core::metric::kHttpConnectionsClosed, MetricType::Counter, help, {{"reason", reason}},
+            static_cast<double>(n));
+  }
+  set.add(core::metric::kHttpApiBusy, MetricType::Counter,
+          "API requests answered 503 because the API lane was full.", {},
+          static_cast<double>(api_busy_.load()));
+}
+
 void HttpServer::start() {
   if (listen_fd_ < 0) throw std::runtime_error("HttpServer::start() before bind()");
-  const HttpLimits& l = http_limits;
+  if (endpoint_) return;
   api_.start();  // before the first request can ask it
-  daemon_ = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &on_request, this,
-      MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(listen_fd_), MHD_OPTION_CONNECTION_TIMEOUT,
-      l.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, l.connections,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, l.per_address, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      l.connection_memory, MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
-      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr, MHD_OPTION_EXTERNAL_LOGGER, &log_mhd,
-      nullptr, MHD_OPTION_END);
-  if (!daemon_) {
-    api_.stop();
-    throw std::runtime_error("cannot start the HTTP server (libmicrohttpd)");
-  }
+  scrape_lane_ = std::make_unique<http::ScrapeLane>([this](core::MetricSet& set) {
+    collect_(set);
+    collect_endpoint(set);
+  });
+  api_lane_ = std::make_unique<http::WorkLane>(kApiJobs, kApiNice);
+  const int fd = listen_fd_;
+  listen_fd_ = -1;  // the endpoint owns it now
+  endpoint_ = std::make_unique<http::Endpoint>(
+      fd, limits_, [this](const http::Request& request, http::Endpoint::Respond respond) {
+        route(request, std::move(respond));
+      });
 }
 
 void HttpServer::stop() {
+  // The I/O thread first (no new requests), then the lanes (what they hold is let go), then
+  // the connections.
+  if (endpoint_) endpoint_->stop();
+  scrape_lane_.reset();
+  api_lane_.reset();
+  endpoint_.reset();
   api_.stop();
-  if (!daemon_) return;
-  // MHD_stop_daemon closes the listening socket it was given.
-  MHD_stop_daemon(daemon_);
-  daemon_ = nullptr;
-  listen_fd_ = -1;
 }
 
 }  // namespace tailcause::exporter

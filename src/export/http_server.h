@@ -3,33 +3,36 @@
 // header), / (the web UI, embedded at build time from src/export/ui/), /api/v1/ (the JSON API,
 // export/api/), /healthz. Anything that changes behaviour goes elsewhere (local socket).
 //
-// Anyone who can reach the port can talk to it, so it must not be switched off or swollen by a
-// client: libmicrohttpd serves it from one epoll thread (an idle or slow connection costs a
-// file descriptor, never a worker), with a per-connection memory cap (request line and headers),
-// an idle timeout, and total and per-address connection limits (http_limits below).
+// Anyone who can reach the port can talk to it, so no client may switch it off, swell it or
+// starve a scrape: one I/O thread holds every connection (an idle or slow one costs a file
+// descriptor, never a worker; the oldest give way to newcomers, http/connection_table.h),
+// scrapes are collected and rendered on a lane of their own (http/scrape_lane.h) and the JSON
+// API on a bounded, lower-priority lane (http/work_lane.h).
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "core/config/config.h"
 #include "core/record/metrics.h"
 #include "export/api/api.h"
-
-struct MHD_Daemon;
+#include "export/http/endpoint.h"
 
 namespace tailcause::exporter {
 
-// Fixed limits of the endpoint; a scrape is one small GET.
-struct HttpLimits {
-  unsigned idle_timeout_s = 10;      // a connection silent this long is closed
-  unsigned connections = 256;        // open connections, all clients together
-  unsigned per_address = 32;         // open connections from one client address
-  size_t connection_memory = 32768;  // request line + headers; more is answered 431
-};
-inline constexpr HttpLimits http_limits{};
+namespace http {
+class ScrapeLane;
+class WorkLane;
+}  // namespace http
+
+// API requests waiting or being answered at once; more are answered 503 with Retry-After.
+inline constexpr size_t kApiJobs = 32;
+// The API lane's nice value: answers for people yield the CPU to scrapes and the pipeline.
+inline constexpr int kApiNice = 10;
 
 class HttpServer {
  public:
@@ -39,6 +42,7 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  explicit HttpServer(Collect collect, http::EndpointLimits limits);
   // Binds the address now, so a taken port is reported before any probe is loaded.
   // Throws std::runtime_error naming the address and the reason. Port 0 picks a free port.
   void bind(const core::ListenAddress& address);
@@ -56,11 +60,21 @@ class HttpServer {
   Reply answer(std::string_view method, std::string_view path, std::string_view accept) const;
 
  private:
+  // Where a request is answered: /metrics on the scrape lane, the API on its lane, the rest
+  // at once (on the I/O thread: a constant page or a short text).
+  void route(const http::Request& request, http::Endpoint::Respond respond);
+  // The endpoint's own families (connections, evictions, a busy API).
+  void collect_endpoint(core::MetricSet& set) const;
+
   Collect collect_;
+  http::EndpointLimits limits_;
   api::Api api_;
   int listen_fd_ = -1;
-  MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
+  std::unique_ptr<http::ScrapeLane> scrape_lane_;
+  std::unique_ptr<http::WorkLane> api_lane_;
+  std::unique_ptr<http::Endpoint> endpoint_;
+  std::atomic<uint64_t> api_busy_{0};
 };
 
 }  // namespace tailcause::exporter

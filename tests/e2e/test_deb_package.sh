@@ -25,7 +25,7 @@ debs=("$WORK"/pkg/*.deb)
 [ ${#debs[@]} -eq 3 ] || fail "expected three packages: ${debs[*]}"
 deb_of() { ls "$WORK"/pkg/"$1"_*.deb; }
 depends=$(dpkg-deb -f "$(deb_of tailcause)" Depends)
-for lib in libc6 libbpf1 libelf1 libsqlite3-0 libmicrohttpd12 libmnl0; do
+for lib in libc6 libbpf1 libelf1 libsqlite3-0 libmnl0; do
   [[ $depends == *"$lib"* ]] || fail "tailcause Depends lacks $lib: $depends"
 done
 [[ $(dpkg-deb -f "$(deb_of libtailcause-sdk-dev)" Depends) == *"libtailcause-sdk0 (= "* ]] || fail "sdk-dev Depends"

@@ -172,6 +172,84 @@ TEST_F(HttpServerTest, IdleAndSlowClientsDoNotBlockAScrape) {
   for (int fd : idle) close(fd);
 }
 
+// A scraper that shares its address with 32 idle or half-sent connections (the per-address
+// limit) gets in: the oldest of them gives way.
+TEST_F(HttpServerTest, IdleConnectionsFromTheScrapersOwnAddressGiveWay) {
+  std::vector<int> idle;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = connect_to(port, "127.0.0.1");
+    if (i % 2) send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
+    idle.push_back(fd);
+  }
+  for (int scrape = 0; scrape < 5; ++scrape) {
+    const std::string reply = round_trip(port, get_request("/metrics"));
+    EXPECT_EQ(status_of(reply), 200) << reply.substr(0, 200);
+  }
+  const std::string metrics = round_trip(port, get_request("/metrics"));
+  EXPECT_NE(metrics.find("tailcause_http_connections_closed_total{reason=\"evicted\"}"),
+            std::string::npos);
+  for (int fd : idle) close(fd);
+}
+
+// 300 idle connections spread over 127.0.0.2-255 fill every slot; scrapes still get in.
+TEST_F(HttpServerTest, IdleConnectionsFromManyAddressesGiveWay) {
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const std::string source = "127.0.0." + std::to_string(2 + i % 254);
+    idle.push_back(connect_to(port, source.c_str()));
+  }
+  for (int scrape = 0; scrape < 5; ++scrape) {
+    const std::string reply = round_trip(port, get_request("/metrics"));
+    EXPECT_EQ(status_of(reply), 200) << reply.substr(0, 200);
+    EXPECT_NE(reply.find("tailcause_test_value"), std::string::npos);
+  }
+  for (int fd : idle) close(fd);
+}
+
+TEST_F(HttpServerTest, AThousandEmptyParametersAreAnswered) {
+  const std::string reply = round_trip(port, get_request("/metrics?" + std::string(1000, '&')));
+  EXPECT_EQ(status_of(reply), 200) << reply.substr(0, 200);
+  const std::string api = round_trip(port, get_request("/api/v1/stages?" + std::string(1000, '&')));
+  EXPECT_EQ(status_of(api), 200) << api.substr(0, 300);  // empty parameters are no parameters
+}
+
+TEST_F(HttpServerTest, ABodyOnGetOrHeadIsA400) {
+  for (const char* method : {"GET", "HEAD"}) {
+    const std::string reply =
+        round_trip(port, std::string(method) +
+                             " /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    EXPECT_EQ(status_of(reply), 400) << method << ": " << reply.substr(0, 200);
+    EXPECT_NE(reply.find("Connection: close"), std::string::npos) << method;
+  }
+}
+
+// A request dripped a header line at a time is closed at the idle timeout after its start,
+// however often it sends.
+TEST(HttpServer, ADrippedRequestIsClosedAtTheTimeout) {
+  http::EndpointLimits limits;
+  limits.idle_timeout_s = 1;
+  HttpServer server([](core::MetricSet&) {}, limits);
+  server.bind({"127.0.0.1", 0});
+  server.start();
+  const int fd = connect_to(server.port());
+  send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
+  bool closed = false;
+  for (int i = 0; i < 50 && !closed; ++i) {  // 5 s of a header line every 100 ms
+    closed = send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL) < 0;
+    pollfd p{fd, POLLIN, 0};
+    if (!closed && poll(&p, 1, 100) == 1) {
+      char c;
+      closed = recv(fd, &c, 1, 0) <= 0;
+    }
+  }
+  EXPECT_TRUE(closed) << "a request dripped for 5 s was not closed (timeout: 1 s)";
+  close(fd);
+  const std::string metrics = round_trip(server.port(), get_request("/metrics"));
+  EXPECT_NE(metrics.find("tailcause_http_connections_closed_total{reason=\"timeout\"} 1"),
+            std::string::npos)
+      << metrics;
+}
+
 TEST(HttpServer, ATakenPortIsAClearError) {
   HttpServer first([](core::MetricSet&) {});
   first.bind({"127.0.0.1", 0});

@@ -163,6 +163,10 @@ inline constexpr const char kSeries[] = "tailcause_series";
 inline constexpr const char kSeriesLimit[] = "tailcause_series_limit";
 inline constexpr const char kSeriesFolded[] = "tailcause_series_folded";
 inline constexpr const char kBuildInfo[] = "tailcause_build_info";
+// the HTTP endpoint
+inline constexpr const char kHttpConnections[] = "tailcause_http_connections";
+inline constexpr const char kHttpConnectionsClosed[] = "tailcause_http_connections_closed";
+inline constexpr const char kHttpApiBusy[] = "tailcause_http_api_busy";
 }  // namespace metric
 
 // One exported family: its name, its type and who emits it (a probe family's name, or
@@ -261,6 +265,9 @@ inline constexpr MetricSpec kMetrics[] = {
     {metric::kBpfProgramRuns, MetricType::Counter, "daemon"},
     {metric::kLabelValuesFolded, MetricType::Gauge, "daemon"},
     {metric::kBuildInfo, MetricType::Gauge, "daemon"},
+    {metric::kHttpConnections, MetricType::Gauge, "daemon"},
+    {metric::kHttpConnectionsClosed, MetricType::Counter, "daemon"},
+    {metric::kHttpApiBusy, MetricType::Counter, "daemon"},
 };
 
 // The spec of a family name; nullptr when the daemon exports no such family.

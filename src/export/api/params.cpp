@@ -2,7 +2,6 @@
 #include "export/api/params.h"
 
 #include <fmt/format.h>
-#include <microhttpd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -11,10 +10,28 @@
 namespace tailcause::exporter::api {
 namespace {
 
-// Percent-decoding by libmicrohttpd (the server's own decoder); '+' stays '+'.
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding (RFC 3986, 2.1): %XX with two hex digits is that byte; anything else, '+'
+// included, stays as sent. By hand: Debian 12's Boost (1.74) has no URL library yet.
 std::string unescape(std::string_view raw) {
-  std::string s(raw);
-  s.resize(MHD_http_unescape(s.data()));
+  std::string s;
+  s.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const int hi = raw[i] == '%' && i + 2 < raw.size() ? hex_digit(raw[i + 1]) : -1;
+    const int lo = hi >= 0 ? hex_digit(raw[i + 2]) : -1;
+    if (lo < 0) {
+      s += raw[i];
+      continue;
+    }
+    s += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
   return s;
 }
 
