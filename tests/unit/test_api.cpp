@@ -156,6 +156,22 @@ TEST_F(ApiTest, StagesGivePercentilesComponentsAndGlitchesOverTime) {
   EXPECT_EQ(get("/stages?tenant=tb")["series"].size(), 0u);
 }
 
+// Many clients polling one view cost one answer a tick: the answer is kept (its "now" too)
+// for the rest of the tick, and a new sample replaces it.
+TEST_F(ApiTest, AnAnswerIsKeptUntilTheNextSample) {
+  const auto first = get("/stages?since=60&step=10");
+  now += kS;  // the same 2 s tick
+  const auto kept = get("/stages?since=60&step=10");
+  EXPECT_EQ(kept, first);
+  EXPECT_EQ(kept["now"], (now - kS) / kS);
+  api.sample(scrape(200), now);
+  const auto next = get("/stages?since=60&step=10");
+  EXPECT_EQ(next["now"], now / kS);
+  EXPECT_EQ(next["series"][0]["count"], 400);  // the new sample counted
+  now += 2 * kS;                               // the next tick, no sample: answered anew
+  EXPECT_EQ(get("/stages?since=60&step=10")["now"], now / kS);
+}
+
 TEST_F(ApiTest, IndexSaysTheHistoryWindow) {
   const auto j = get("/");
   EXPECT_EQ(j["tick_s"], 2);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "export/api/api.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -17,7 +18,8 @@ namespace {
 
 constexpr int64_t kMaxGlitchSinceS = 7 * 24 * 3600;  // the journal's default max_age
 constexpr int kMaxGlitchLimit = 500;
-constexpr int kGlitchScan = 5000;  // rows read when filtering by what SQL does not
+constexpr int kGlitchScan = 5000;    // rows read when filtering by what SQL does not
+constexpr size_t kKeptAnswers = 64;  // distinct views kept until the next sample
 
 nlohmann::json index_json(const ApiSettings& s) {
   return {
@@ -69,6 +71,7 @@ void Api::configure(ApiSettings settings) {
   std::lock_guard lock(mu_);
   settings_ = std::move(settings);
   history_ = core::MetricHistory(history_settings(settings_.tick_ns, settings_.slots));
+  answers_.clear();
   journal_.reset();
 }
 
@@ -132,11 +135,27 @@ void Api::sample(int64_t unix_ns) {
 void Api::sample(const core::MetricSet& scrape, int64_t unix_ns) {
   std::lock_guard lock(mu_);
   history_.add(scrape, unix_ns);
+  answers_.clear();
 }
 
 Reply Api::handle(std::string_view path, std::string_view query, int64_t now_ns) const {
+  std::lock_guard lock(mu_);
+  // The glitch list (the journal) and the stage heatmap (the pipeline's) are read live.
+  if (path == "/glitches" || path == "/heatmap/stage") return answer(path, query, now_ns);
+  // Within one tick the history and the window's slots are the same.
+  const std::string key =
+      fmt::format("{}?{}@{}", path, query,
+                  now_ns / std::max<int64_t>(static_cast<int64_t>(settings_.tick_ns), 1));
+  if (const auto it = answers_.find(key); it != answers_.end()) return it->second;
+  Reply reply = answer(path, query, now_ns);
+  if (answers_.size() >= kKeptAnswers) answers_.clear();
+  answers_.emplace(key, reply);
+  return reply;
+}
+
+// Under mu_.
+Reply Api::answer(std::string_view path, std::string_view query, int64_t now_ns) const {
   try {
-    std::lock_guard lock(mu_);
     const auto& h = history_;
     if (path == "" || path == "/") return json_reply(index_json(settings_));
     if (path == "/stages")

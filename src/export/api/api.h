@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,17 +58,21 @@ class Api {
   void sample(const core::MetricSet& scrape, int64_t unix_ns);
 
   // `path` below /api/v1 ("/stages"), the raw query string. 404 for an unknown endpoint, 400
-  // for bad parameters, 503 when the journal cannot be read.
+  // for bad parameters, 503 when the journal cannot be read. The answers built from the history
+  // are kept until its next sample: many clients polling the same view cost one answer a tick.
   Reply handle(std::string_view path, std::string_view query, int64_t now_ns) const;
 
  private:
+  Reply answer(std::string_view path, std::string_view query, int64_t now_ns) const;
   Reply glitches(const Params& p, int64_t now_ns) const;
   void open_journal();
 
   Collect collect_;
   ApiSettings settings_;
-  mutable std::mutex mu_;  // guards history_, journal_, stage_heatmap_
+  mutable std::mutex mu_;  // guards history_, journal_, stage_heatmap_, answers_
   core::MetricHistory history_;
+  // What the history answered since its last sample, by path and query (a bounded number).
+  mutable std::map<std::string, Reply, std::less<>> answers_;
   std::shared_ptr<const core::StageHeatmap> stage_heatmap_;
   mutable std::unique_ptr<Journal> journal_;  // opened on the first glitch request
   std::thread thread_;
