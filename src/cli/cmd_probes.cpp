@@ -36,7 +36,9 @@ int print_probes(const CommonOptions& options, bool json) {
                                 {"state", r.state},
                                 {"attached_files", r.attached_files},
                                 {"calls", r.calls},
-                                {"spans", r.spans}});
+                                {"spans", r.spans},
+                                {"files", r.files},
+                                {"why", r.why}});
     }
     fmt::print("{}\n", out.dump(2));
   } else {
@@ -59,6 +61,8 @@ int print_probes(const CommonOptions& options, bool json) {
         fmt::print("  {} {}: {}{}, {} file{}, {} calls, {} spans\n", r.library, r.symbol,
                    r.state == "symbol_missing" ? "FAILED " : "", r.state, r.attached_files,
                    r.attached_files == 1 ? "" : "s", r.calls, r.spans);
+        for (const auto& f : r.files) fmt::print("      in {}\n", f);
+        if (r.files.empty() && !r.why.empty()) fmt::print("      {}\n", r.why);
       }
     }
   }

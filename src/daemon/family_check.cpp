@@ -23,6 +23,13 @@ FamilyCheck check_families(const Startup& startup) {
   core::MetricSet metrics;
   set.collect(metrics);
   out.recipes = recipe_checks(metrics);
+  for (auto& d : set.recipe_details()) {
+    for (auto& r : out.recipes) {
+      if (r.library != d.library || r.symbol != d.symbol) continue;
+      r.files = d.files;
+      r.why = d.why;
+    }
+  }
   set.stop_all();
   return out;
 }

@@ -16,6 +16,8 @@ namespace tailcause::daemon {
 struct RecipeCheck {
   std::string library, symbol, state;  // state: core::recipe_state_name()
   uint64_t attached_files = 0, calls = 0, spans = 0;
+  std::vector<std::string> files;  // where it is attached (its glob or its symbol found them)
+  std::string why;                 // why it is attached nowhere
 };
 
 struct FamilyCheck {

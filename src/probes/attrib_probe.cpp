@@ -541,6 +541,16 @@ void AttribProbe::collect_kernel_counters(core::MetricSet& out) const {
           {}, static_cast<double>(spans_in_progress()));
 }
 
+std::vector<RecipeDetail> AttribProbe::recipe_details() const {
+  std::vector<RecipeDetail> out;
+  for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
+    const core::Recipe& r = recipes_.recipes()[i];
+    auto st = recipes_.status(i);
+    out.push_back({r.library, r.symbol, std::move(st.files), std::move(st.detail)});
+  }
+  return out;
+}
+
 void AttribProbe::collect_recipes(core::MetricSet& out) const {
   for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
     const core::Recipe& r = recipes_.recipes()[i];

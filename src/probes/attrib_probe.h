@@ -50,6 +50,7 @@ class AttribProbe final : public ProbeFamily {
   void collect(core::MetricSet& out) override;
   std::vector<const bpf_program*> programs() const override;
   uint64_t folded_label_values() const override;
+  std::vector<RecipeDetail> recipe_details() const override;
 
   // Sees every decoded record (tests, tail evidence). Called on the consuming thread.
   using Observer = std::function<void(const core::Record&)>;

@@ -39,6 +39,13 @@ struct NodeSignals {
 // collector thread.
 using RecordObserver = std::function<void(const core::Record&)>;
 
+// A uprobe recipe as its family left it: the files its symbol is attached in, or why none.
+struct RecipeDetail {
+  std::string library, symbol;
+  std::vector<std::string> files;
+  std::string why;  // when attached nowhere
+};
+
 struct ProbeContext {
   const Features& features;
   const core::Config& config;
@@ -72,6 +79,9 @@ class ProbeFamily {
 
   // Distinct label values this family folded into "__other__" (LabelBudget::folded()).
   virtual uint64_t folded_label_values() const { return 0; }
+
+  // Its uprobe recipes (the attribution family's), for `tailcause probes`.
+  virtual std::vector<RecipeDetail> recipe_details() const { return {}; }
 };
 
 }  // namespace tailcause::probes

@@ -282,4 +282,15 @@ std::vector<FamilyStatus> ProbeSet::status() const {
   return out;
 }
 
+std::vector<RecipeDetail> ProbeSet::recipe_details() const {
+  std::lock_guard lock(mu_);
+  std::vector<RecipeDetail> out;
+  for (const auto& r : families_) {
+    if (!r.family) continue;
+    auto details = r.family->recipe_details();
+    out.insert(out.end(), details.begin(), details.end());
+  }
+  return out;
+}
+
 }  // namespace tailcause::probes

@@ -46,6 +46,8 @@ class ProbeSet {
   void collect(core::MetricSet& out);
 
   std::vector<FamilyStatus> status() const;
+  // Every running family's uprobe recipes, with the files each is attached in or why not.
+  std::vector<RecipeDetail> recipe_details() const;
 
   // Every attribution record, from families (re)started after this call; set it before apply().
   void set_record_observer(RecordObserver observer) { record_observer_ = std::move(observer); }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "probes/recipe_attach.h"
 
+#include "probes/elf_exports.h"
 #include "probes/exec_mappings.h"
 #include "probes/usdt_discovery.h"
 
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,6 +20,9 @@
 
 namespace tailcause::probes {
 namespace {
+
+// Files whose defined symbols are remembered, at most; then they are read again as needed.
+constexpr size_t kDefinedFiles = 65536;
 
 bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
@@ -51,6 +56,10 @@ void RecipeAttacher::configure(bpf_program* entry, bpf_program* ret,
   ever_matched_.assign(recipes_.size(), false);
   symbol_problem_.assign(recipes_.size(), "");
   lookalike_.assign(recipes_.size(), "");
+  symbols_.clear();
+  for (const auto& r : recipes_) symbols_.insert(r.symbol);
+  defined_.clear();
+  files_read_ = read_ns_ = 0;
   first_sync_done_ = false;
   for (const auto& r : recipes_) {
     if (r.library.front() == '/' && !has_glob(r.library) && access(r.library.c_str(), R_OK) != 0) {
@@ -69,12 +78,14 @@ void RecipeAttacher::sync(pid_t only_pid) {
   const std::vector<pid_t> pids = only_pid ? std::vector<pid_t>{only_pid} : maps_.scan_list(listed);
   for (pid_t pid : pids) scan_process(pid, runtimes, found);
   if (listed) maps_.keep_only(pids);
-  for (const auto& [id, paths] : found) {
-    if (!libraries_.count(id)) attach(id, paths.first, paths.second);
+  for (const auto& [id, target] : found) {
+    if (!libraries_.count(id)) attach(id, target);
   }
   release_unmapped(found);
   if (!first_sync_done_) {
     first_sync_done_ = true;
+    spdlog::info("attrib: recipes: looked for {} symbol(s) in {} mapped file(s) ({:.1f} ms)",
+                 symbols_.size(), files_read_, static_cast<double>(read_ns_) / 1e6);
     say_unmatched();
   }
 }
@@ -84,20 +95,56 @@ void RecipeAttacher::scan_process(pid_t pid, const std::vector<std::string>& run
   std::vector<bool> matched_here(recipes_.size(), false);
   std::vector<std::string> similar_here(recipes_.size());
   for (const MapsEntry& e : maps_.of(pid)) {
-    bool wanted = false;
+    const std::set<size_t> wanted = recipes_for(e, defined_in(pid, e));
     for (size_t i = 0; i < recipes_.size(); ++i) {
-      if (recipe_matches(recipes_[i].library, e.path)) {
-        wanted = ever_matched_[i] = matched_here[i] = true;
+      if (wanted.count(i)) {
+        ever_matched_[i] = matched_here[i] = true;
       } else if (similar_here[i].empty() && core::looks_like(runtimes[i], e.path)) {
         similar_here[i] = e.path;
       }
     }
-    if (!wanted || found.count(e.id)) continue;
-    if (auto path = reachable_path(pid, e); !path.empty()) {
-      found.emplace(e.id, std::make_pair(path, e.path));
+    if (wanted.empty()) continue;
+    auto it = found.find(e.id);
+    if (it == found.end()) {
+      std::string path = reachable_path(pid, e);
+      if (path.empty()) continue;
+      it = found.emplace(e.id, Target{std::move(path), {}}).first;
     }
+    it->second.recipes.insert(wanted.begin(), wanted.end());
   }
   note_lookalikes(pid, runtimes, matched_here, similar_here);
+}
+
+// The recipes whose glob matches the file, and those whose symbol it defines; of several for one
+// symbol and kind only one (a glob's first), so that no call is probed twice (faiss.yaml names
+// the same symbol in libfaiss*.so* and in _swigfaiss*.so).
+std::set<size_t> RecipeAttacher::recipes_for(const MapsEntry& e,
+                                             const std::set<std::string>& defined) const {
+  std::set<size_t> out;
+  std::set<std::pair<std::string_view, std::string_view>> taken;  // (symbol, kind)
+  auto take = [&](size_t i) {
+    if (taken.emplace(recipes_[i].symbol, recipes_[i].kind).second) out.insert(i);
+  };
+  for (size_t i = 0; i < recipes_.size(); ++i) {
+    if (recipe_matches(recipes_[i].library, e.path)) take(i);
+  }
+  for (size_t i = 0; i < recipes_.size(); ++i) {
+    if (defined.count(recipes_[i].symbol)) take(i);
+  }
+  return out;
+}
+
+const std::set<std::string>& RecipeAttacher::defined_in(pid_t pid, const MapsEntry& e) {
+  if (const auto it = defined_.find(e.id); it != defined_.end()) return it->second;
+  if (defined_.size() >= kDefinedFiles) defined_.clear();
+  const auto started = std::chrono::steady_clock::now();
+  const std::string path = reachable_path(pid, e);
+  auto defined = path.empty() ? std::set<std::string>{} : defined_functions(path, symbols_);
+  ++files_read_;
+  read_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - started)
+                                        .count());
+  return defined_.emplace(e.id, std::move(defined)).first->second;
 }
 
 // A process of the recipe's runtime that no recipe for the same symbol covers: said once.
@@ -142,12 +189,11 @@ void RecipeAttacher::say_unmatched() const {
   }
 }
 
-void RecipeAttacher::attach(const BinaryId& id, const std::string& path,
-                            const std::string& mapped_as) {
+void RecipeAttacher::attach(const BinaryId& id, const Target& target) {
+  const std::string& path = target.path;
   Library lib{path, {}, {}, {}, {}};
-  for (size_t i = 0; i < recipes_.size(); ++i) {
+  for (const size_t i : target.recipes) {
     const core::Recipe& r = recipes_[i];
-    if (!recipe_matches(r.library, mapped_as)) continue;
     lib.matched.insert(i);
     // The return first, then the entry: a call that enters between the two attaches is then
     // seen returning without having entered (ignored), never entering without a return (the
@@ -206,6 +252,7 @@ RecipeAttacher::Status RecipeAttacher::status(size_t index) const {
   for (const auto& [id, lib] : libraries_) {
     st.attached_files += lib.attached.count(index);
     st.matched_files += lib.matched.count(index);
+    if (lib.attached.count(index)) st.files.push_back(lib.path);
   }
   if (st.attached_files) {
     st.state = core::RecipeState::attached;

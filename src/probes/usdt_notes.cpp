@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "probes/usdt_notes.h"
 
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
@@ -11,30 +10,12 @@
 
 #include <fmt/format.h>
 
-#include "probes/handles.h"
+#include "probes/elf_file.h"
 
 namespace tailcause::probes {
 namespace {
 
 constexpr uint32_t kNtStapsdt = 3;  // note type of SystemTap SDT notes
-
-// Read with pread() as sections are asked for, not mapped: the discovery opens every library
-// a new process maps (hundreds for PyTorch, some of them hundreds of MiB), and unmapping each
-// again flushed the TLBs of every CPU the daemon's threads ran on, the traced agents' included.
-struct ElfFile {
-  Fd fd;  // declared first: outlives the Elf that reads it
-  Elf* elf = nullptr;
-  explicit ElfFile(const std::string& path) : fd(open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (!fd) return;
-    elf_version(EV_CURRENT);
-    elf = elf_begin(fd.get(), ELF_C_READ, nullptr);
-  }
-  ElfFile(const ElfFile&) = delete;
-  ElfFile& operator=(const ElfFile&) = delete;
-  ~ElfFile() {
-    if (elf) elf_end(elf);
-  }
-};
 
 struct Note {
   uint64_t pc = 0, base = 0, semaphore = 0;

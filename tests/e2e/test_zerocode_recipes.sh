@@ -101,11 +101,14 @@ def find(lib, sym):
     return next(x for x in rs if x["library"] == lib and x["symbol"].startswith(sym))
 flat = find("_swigfaiss*.so", "_ZNK5faiss9IndexFlat6search")
 assert flat["state"] == "attached" and flat["attached_files"] == 1, flat
-assert find("libfaiss*.so*", "_ZNK5faiss9IndexFlat6search")["state"] == "library_unmapped"
+assert len(flat["files"]) == 1 and "_swigfaiss" in flat["files"][0], flat
+unmapped = find("libfaiss*.so*", "_ZNK5faiss9IndexFlat6search")
+assert unmapped["state"] == "library_unmapped" and unmapped["files"] == [], unmapped
+assert "no running process maps" in unmapped["why"], unmapped
 assert find("_swigfaiss*.so", "no_such_symbol_zc")["state"] == "symbol_missing"
 PYCHECK
 grep -q "no_such_symbol_zc" "$WORK/probes.err" || fail "no log line names the missing symbol"
-pass "probes --json: faiss attached in _swigfaiss, the missing symbol reported, exit 1"
+pass "probes --json: faiss attached in _swigfaiss (named), the missing symbol reported, exit 1"
 
 # Fault-free: no glitch but what other processes' CPU load brings (the machine is shared).
 sleep 6
