@@ -541,39 +541,6 @@ void AttribProbe::collect_kernel_counters(core::MetricSet& out) const {
           {}, static_cast<double>(spans_in_progress()));
 }
 
-std::vector<RecipeDetail> AttribProbe::recipe_details() const {
-  std::vector<RecipeDetail> out;
-  for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
-    const core::Recipe& r = recipes_.recipes()[i];
-    auto st = recipes_.status(i);
-    out.push_back({r.library, r.symbol, std::move(st.files), std::move(st.detail)});
-  }
-  return out;
-}
-
-void AttribProbe::collect_recipes(core::MetricSet& out) const {
-  for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
-    const core::Recipe& r = recipes_.recipes()[i];
-    const core::Labels labels{{"library", r.library}, {"symbol", r.symbol}};
-    out.add(core::metric::kRecipeCalls, core::MetricType::Counter,
-            "Calls of the symbols uprobe recipes name (all threads, nested calls included)", labels,
-            static_cast<double>(recipe_calls(i)));
-    out.add(core::metric::kRecipeSpans, core::MetricType::Counter,
-            "Stage spans uprobe recipes produced (outermost calls that returned)", labels,
-            static_cast<double>(recipe_spans(i)));
-    const auto st = recipes_.status(i);
-    out.add(core::metric::kRecipeAttachedFiles, core::MetricType::Gauge,
-            "Library files a uprobe recipe's symbol is attached in", labels,
-            static_cast<double>(st.attached_files));
-    core::Labels with_state = labels;
-    with_state.emplace_back("state", core::recipe_state_name(st.state));
-    out.add(core::metric::kRecipeStatus, core::MetricType::Gauge,
-            "Where each uprobe recipe stands (1 for its state: attached, symbol_missing, "
-            "library_mismatch, library_unmapped)",
-            with_state, 1);
-  }
-}
-
 void AttribProbe::collect_usdt(core::MetricSet& out) const {
   out.add(core::metric::kUsdtAttachedBinaries, core::MetricType::Gauge,
           "Executables and libraries whose tailcause USDT probes are attached", {},

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // AttribProbe's recipes: filling the BPF side's recipe table, rescans, and each recipe's
-// status (problems, calls, spans) for `probes` and the metrics. The attaching itself is
+// status (problems, files, calls, spans) for `probes` and the metrics. The attaching itself is
 // RecipeAttacher's (recipe_attach.cpp).
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -14,6 +14,7 @@
 
 #include "bpf/attrib.h"
 #include "core/config/config.h"
+#include "core/record/schema.h"
 #include "core/record/stage_record.h"
 #include "probes/attrib_probe.h"
 #include "probes/bpf_loader.h"
@@ -72,6 +73,39 @@ uint64_t AttribProbe::recipe_calls(size_t index) const {
   return skel_ ? percpu_sum(bpf_map__fd(skel_->maps.attrib_recipe_calls),
                             static_cast<uint32_t>(index))
                : 0;
+}
+
+std::vector<RecipeDetail> AttribProbe::recipe_details() const {
+  std::vector<RecipeDetail> out;
+  for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
+    const core::Recipe& r = recipes_.recipes()[i];
+    auto st = recipes_.status(i);
+    out.push_back({r.library, r.symbol, std::move(st.files), std::move(st.detail)});
+  }
+  return out;
+}
+
+void AttribProbe::collect_recipes(core::MetricSet& out) const {
+  for (size_t i = 0; i < recipes_.recipes().size(); ++i) {
+    const core::Recipe& r = recipes_.recipes()[i];
+    const core::Labels labels{{"library", r.library}, {"symbol", r.symbol}};
+    out.add(core::metric::kRecipeCalls, core::MetricType::Counter,
+            "Calls of the symbols uprobe recipes name (all threads, nested calls included)", labels,
+            static_cast<double>(recipe_calls(i)));
+    out.add(core::metric::kRecipeSpans, core::MetricType::Counter,
+            "Stage spans uprobe recipes produced (outermost calls that returned)", labels,
+            static_cast<double>(recipe_spans(i)));
+    const auto st = recipes_.status(i);
+    out.add(core::metric::kRecipeAttachedFiles, core::MetricType::Gauge,
+            "Library files a uprobe recipe's symbol is attached in", labels,
+            static_cast<double>(st.attached_files));
+    core::Labels with_state = labels;
+    with_state.emplace_back("state", core::recipe_state_name(st.state));
+    out.add(core::metric::kRecipeStatus, core::MetricType::Gauge,
+            "Where each uprobe recipe stands (1 for its state: attached, symbol_missing, "
+            "library_mismatch, library_unmapped)",
+            with_state, 1);
+  }
 }
 
 }  // namespace tailcause::probes
