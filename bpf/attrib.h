@@ -86,6 +86,7 @@ enum attrib_record_type {
 #define ATTRIB_SPAN_MISMATCH	   (1u << 3) /* stage_end named another request or stage kind */
 #define ATTRIB_SPAN_NAME_TRUNCATED (1u << 4)
 #define ATTRIB_SPAN_RECIPE	   (1u << 5) /* begun by a uprobe recipe, not by the SDK */
+#define ATTRIB_SPAN_RECIPE_CALL	   (1u << 6) /* ... whose call is a whole request (request: call) */
 
 /* What a recipe does with the calls of its symbol (attrib_recipe.mode). */
 enum attrib_recipe_mode {
@@ -99,6 +100,8 @@ struct attrib_recipe {
 	__u32 mode;	  /* enum attrib_recipe_mode */
 	__u32 stage_kind; /* 0..6 (ATTRIB_STAGE_OTHER: named by stage_name) */
 	char stage_name[ATTRIB_NAME_SIZE];
+	__u32 whole_request; /* 1: each call is a whole request (its span: ATTRIB_SPAN_RECIPE_CALL)
+			      */
 };
 
 /* Indexes of attrib_events_lost. */

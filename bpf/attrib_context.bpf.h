@@ -163,9 +163,10 @@ struct {
 	__type(value, struct attrib_request);
 } attrib_requests SEC(".maps");
 
-/* Key: tgid of a process that began requests; value: unused. Lets sched_process_exit tell
- * user space which exits leave requests to clean up. Deleted at that exit. Full: the process
- * is not marked and its leftovers wait for the periodic clean-up. */
+/* Key: tgid of a process that began requests, or ran a recipe span outside one (user space
+ * groups those into requests and ends its last one at the exit); value: unused. Lets
+ * sched_process_exit tell user space which exits leave requests to clean up. Deleted at that
+ * exit. Full: the process is not marked and its leftovers wait for the periodic clean-up. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, ATTRIB_MAX_PROCESSES);

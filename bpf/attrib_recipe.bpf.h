@@ -27,6 +27,11 @@ static __always_inline void recipe_identity(struct attrib_task *c, __u32 tgid, _
 	c->id.request_id = tid;
 	c->id.tgid = tgid;
 	c->id.flags = ATTRIB_ID_SYNTHETIC;
+	if (!bpf_map_lookup_elem(&attrib_processes, &tgid)) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&attrib_processes, &tgid, &one, BPF_ANY);
+	}
 	bpf_get_current_comm(c->id.tenant, 16);
 	bpf_get_current_comm(c->id.agent, 16);
 }
@@ -97,6 +102,8 @@ int attrib_recipe_entry(struct pt_regs *ctx)
 		recipe->stage_kind < ATTRIB_STAGE_KINDS ? recipe->stage_kind : ATTRIB_STAGE_OTHER;
 	__builtin_memcpy(c->span.stage_name, recipe->stage_name, sizeof(c->span.stage_name));
 	c->span.flags |= ATTRIB_SPAN_RECIPE;
+	if (recipe->whole_request)
+		c->span.flags |= ATTRIB_SPAN_RECIPE_CALL;
 	return 0;
 }
 

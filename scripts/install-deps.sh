@@ -26,6 +26,7 @@ test_pkgs=(
   dpkg-dev file python3-venv python3-setuptools python3-pip systemd
   python3-torch python3-faiss  # zero-code tests: recipes and `tailcause instrument` (tests/zerocode)
   python3-requests python3-httpx  # ... and its HTTP-client hooks
+  python3-onnx  # ... the ONNX model for the npm runtimes (tests/zerocode/npm)
   python3-yaml  # deploy/prometheus/generate.py, tests/prometheus (rules and dashboards)
 )
 # The gates (scripts/gates/): format, clang-tidy, shellcheck, layering.

@@ -44,6 +44,8 @@ core::AnalyzerSettings analyzer_settings(const core::Config& config, const Pipel
   const bool otlp = o.otlp && !config.otlp.endpoint.empty();
   s.collect_traces = otlp || (o.journal && !config.journal.path.empty());
   s.glitched_traces_only = !otlp;  // the journal keeps only glitched requests' trees
+  // The sched family posts who preempted whom once a second (kHousekeepingInterval releases).
+  s.evidence_delay_ns = 1'200'000'000;
   return s;
 }
 
@@ -289,6 +291,8 @@ probes::RouteLookup* GlitchPipeline::route_lookup() {
 
 void GlitchPipeline::install_hints_locked() {
   if (!set_) return;
+  // Preemptions are read per tick: a stage's are those of the ticks around it.
+  constexpr uint64_t kSlackNs = 1'100'000'000;
   analyzer_->set_hint_source([this](const core::StageRecord& r) {
     // Runs inside the record observer, on the collector thread: the set's evidence is ours.
     core::EvidenceHints h;
@@ -312,7 +316,9 @@ void GlitchPipeline::install_hints_locked() {
       h.disk_user = core::describe_disk_user(*d);
     }
     if (board.qdisc_samples() > 0) h.qdisc = qdisc_over_limit(board, r, route_lookup());
-    if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns)) {
+    if (auto p = board.top_preemptor(cgroup, r.start_ns, r.end_ns, kSlackNs)) {
+      h.runqueue_share =
+          static_cast<double>(p->total_wait_ns) / static_cast<double>(r.wall_ns() + 2 * kSlackNs);
       h.preempting_cgroup =
           fmt::format("cgroup {} ({:.0f}% of the run-queue wait, {} of {} preemptions)",
                       p->by_cgroup, p->total_wait_ns ? 100.0 * p->wait_ns / p->total_wait_ns : 0.0,
@@ -339,6 +345,9 @@ void GlitchPipeline::reconfigure(const core::Config& config) {
     incidents_ = std::make_unique<core::IncidentDetector>(core::incident_config(config));
     incident_epoch_++;
   }
+  core::AnalyzerOutput parked;  // verdicts waiting for their evidence go out with the old one
+  analyzer_->release_parked(core::monotonic_ns(), parked, true);
+  queue_glitches_locked(parked);
   const std::string breakers = analyzer_->breaker().serialize();
   auto next = std::make_unique<core::GlitchAnalyzer>(analyzer_settings(config, options_));
   next->set_unix_offset_ns(unix_offset_ns_);
@@ -359,6 +368,7 @@ void GlitchPipeline::observe(const core::Record& record) {
   {
     std::lock_guard lock(mu_);
     analyzer_->observe(record, out);
+    for (const auto& request : out.recipe_requests) incidents_->observe(request);
     if (const auto* stage = std::get_if<core::StageRecord>(&record)) {
       incidents_->observe(*stage);
       // The stages the analyzer judges (an owner's whole stage), on the journal's clock.
@@ -368,15 +378,7 @@ void GlitchPipeline::observe(const core::Record& record) {
                             stage->wall_ns());
       }
     }
-    for (auto& g : out.glitches) {
-      spdlog::debug("glitch: {} {} {}: {}", g.tenant, g.agent, g.stage, g.verdict.evidence);
-      if (!journal_) continue;
-      if (queue_.size() >= kMaxQueuedGlitches) {
-        journal_dropped_++;
-        continue;
-      }
-      queue_.push_back({std::move(g), unix_offset_ns_});
-    }
+    queue_glitches_locked(out);
     // The propagation path of each glitched request, for `glitches --show TRACE`.
     for (const auto& t : out.traces) {
       if (!journal_ || !t.glitch() || t.trace_id.empty()) continue;
@@ -390,6 +392,18 @@ void GlitchPipeline::observe(const core::Record& record) {
   }
   if (otlp_) {
     for (auto& t : out.traces) otlp_->submit(std::move(t));
+  }
+}
+
+void GlitchPipeline::queue_glitches_locked(core::AnalyzerOutput& out) {
+  for (auto& g : out.glitches) {
+    spdlog::debug("glitch: {} {} {}: {}", g.tenant, g.agent, g.stage, g.verdict.evidence);
+    if (!journal_) continue;
+    if (queue_.size() >= kMaxQueuedGlitches) {
+      journal_dropped_++;
+      continue;
+    }
+    queue_.push_back({std::move(g), unix_offset_ns_});
   }
 }
 
@@ -416,6 +430,9 @@ void GlitchPipeline::housekeeping_loop() {
 // at the end, those under way end with the daemon.
 void GlitchPipeline::tick_detectors_locked(uint64_t now_ns, bool last) {
   analyzer_->tick(now_ns);
+  core::AnalyzerOutput out;
+  analyzer_->release_parked(now_ns, out, last);
+  queue_glitches_locked(out);
   incidents_->tick(now_ns);
   if (last) incidents_->end_all(now_ns);
 }

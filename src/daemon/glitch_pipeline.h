@@ -109,6 +109,7 @@ class GlitchPipeline {
   // journal and saves the breaker outside the lock.
   void housekeeping_loop();
   void tick_detectors_locked(uint64_t now_ns, bool last);  // `last`: the daemon is stopping
+  void queue_glitches_locked(core::AnalyzerOutput& out);   // for the journal
   Round take_round_locked(uint64_t now_ns);
   void write_journal(const Round& round);  // each piece below does nothing without a journal
   void append_glitches(const std::vector<QueuedGlitch>& glitches);

@@ -332,6 +332,18 @@ void AttribProbe::on_record(std::span<const std::byte> bytes) {
     ++malformed_;
     return;
   }
+  if (auto* span = std::get_if<core::StageRecord>(&*record); span && span->id.synthetic) {
+    // A runtime without the SDK: the identity rules' tenant, else its cgroup, else its
+    // process name; its calls reach the rest grouped into requests.
+    identity_.apply(*span, cgroups_);
+    recipe_requests_.add(*span, grouped_);
+    dispatch_grouped();
+    return;
+  }
+  dispatch(*record);
+}
+
+void AttribProbe::dispatch(core::Record& record) {
   // Requests the agent gave no trace id get a derived one, the same for the request and all
   // its stages, so exemplars and exported traces agree.
   std::visit(
@@ -344,19 +356,18 @@ void AttribProbe::on_record(std::span<const std::byte> bytes) {
           }
         }
       },
-      *record);
+      record);
   std::visit(overloaded{[this](const core::ProcessRecord& p) {
                           (p.exec ? pending_execs_ : pending_exits_).insert(p.pid);
                         },
-                        [this](core::StageRecord& r) {
-                          // A runtime without the SDK: the identity rules' tenant, else
-                          // its cgroup, else its process name.
-                          if (r.id.synthetic) identity_.apply(r, cgroups_);
-                          aggregator_->add(r);
-                        },
                         [this](const auto& r) { aggregator_->add(r); }},
-             *record);
-  if (observer_) observer_(*record);
+             record);
+  if (observer_) observer_(record);
+}
+
+void AttribProbe::dispatch_grouped() {
+  for (auto& r : grouped_) dispatch(r);
+  grouped_.clear();
 }
 
 void AttribProbe::drain() {
@@ -380,7 +391,11 @@ void AttribProbe::handle_pending() {
   for (uint32_t pid : pending_execs_) identity_.forget(pid);  // a new program: ask again
   pending_execs_.clear();
   if (!pending_exits_.empty()) {
-    for (uint32_t pid : pending_exits_) identity_.forget(pid);
+    for (uint32_t pid : pending_exits_) {
+      identity_.forget(pid);
+      recipe_requests_.end_process(pid, grouped_);
+    }
+    dispatch_grouped();
     free_requests(pending_exits_, false);
     pending_exits_.clear();
   }
@@ -388,6 +403,8 @@ void AttribProbe::handle_pending() {
 
 void AttribProbe::tick(const ProbeContext& ctx) {
   consume();
+  recipe_requests_.flush(core::monotonic_ns(), grouped_);
+  dispatch_grouped();
   const auto now = Clock::now();
   // Each scan reads /proc (milliseconds on a busy node): drain after it, so the small ring
   // is not left filling for two scans in a row.

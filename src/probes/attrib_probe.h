@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/aggregate/stage_aggregator.h"
+#include "core/record/recipe_requests.h"
 #include "core/record/stage_record.h"
 #include "probes/exec_mappings.h"
 #include "probes/handles.h"
@@ -97,6 +98,9 @@ class AttribProbe final : public ProbeFamily {
  private:
   static constexpr const char* kFamily = "attrib";  // names the family in errors and metrics
   void on_record(std::span<const std::byte> bytes);
+  // To the aggregator and the observer (a derived trace id first where the agent gave none).
+  void dispatch(core::Record& record);
+  void dispatch_grouped();  // the records recipe_requests_ ended, in order
   void drain();
   // The programs for the tailcause probes a binary carries (layer probes only when asked).
   std::vector<UsdtProgram> usdt_programs(const MappedBinary& binary) const;
@@ -139,6 +143,8 @@ class AttribProbe final : public ProbeFamily {
   std::vector<std::string> recipe_table_errors_;
   CgroupNames* cgroups_ = nullptr;  // synthetic recipe requests: tenant = the process's cgroup
   RecipeIdentity identity_;         // ... or what probes.attrib.identity says
+  core::RecipeRequests recipe_requests_;  // recipe spans of processes without the SDK
+  std::vector<core::Record> grouped_;     // the requests it ended, not yet dispatched
   std::unique_ptr<core::StageAggregator> aggregator_;
   Observer observer_;
   pid_t only_pid_ = 0;

@@ -45,6 +45,7 @@ void AttribProbe::load_recipes(const core::AttribConfig& config) {
       if (r.stage == core::stage_label(k, "", false, nullptr)) value.stage_kind = k;
     }
     std::strncpy(value.stage_name, r.stage.c_str(), ATTRIB_MAX_NAME);
+    value.whole_request = r.whole_request ? 1 : 0;
     check(bpf_map_update_elem(fd, &i, &value, BPF_ANY) ? -errno : 0, kFamily, "fill recipes");
   }
   recipes_.configure(skel_->progs.attrib_recipe_entry, skel_->progs.attrib_recipe_return,

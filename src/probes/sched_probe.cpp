@@ -244,6 +244,7 @@ void SchedProbe::stop() {
   sampler_ = {};
   skel_.reset();
   posted_preemptions_.clear();
+  preemptions_baselined_ = false;
 }
 
 SchedProbe::PairCounts SchedProbe::read_pairs() const {
@@ -272,20 +273,22 @@ void SchedProbe::post_preemption_evidence(NodeSignals& signals) {
   const uint64_t now = core::monotonic_ns();
   PairCounts totals = read_pairs();
   for (const auto& [pair, n] : totals) {
-    auto before = posted_preemptions_.find(pair);
     // The first read only sets the baseline: what came before attaching is not evidence. A
-    // pair grows by preemptions, by the wait charged to it, or both (a hog that keeps a woken
-    // task waiting never preempted it).
-    if (before == posted_preemptions_.end() ||
-        (n.preemptions <= before->second.preemptions && n.wait_ns <= before->second.wait_ns))
-      continue;
+    // pair first seen after it began since the last read (its map entry is new), so all of
+    // it is evidence: kept as a baseline, a neighbour's first second of preemptions would be
+    // lost and the victim's own cgroup cited instead. A pair grows by preemptions, by the
+    // wait charged to it, or both (a hog that keeps a woken task waiting never preempted it).
+    const auto before = posted_preemptions_.find(pair);
+    if (!preemptions_baselined_) continue;
+    const PostedPair zero{};
+    const PostedPair& was = before == posted_preemptions_.end() ? zero : before->second;
+    if (n.preemptions <= was.preemptions && n.wait_ns <= was.wait_ns) continue;
     const auto victim = cgroup_name(pair.first), by = cgroup_name(pair.second);
-    const uint64_t wait =
-        n.wait_ns >= before->second.wait_ns ? n.wait_ns - before->second.wait_ns : 0;
-    const uint64_t count =
-        n.preemptions > before->second.preemptions ? n.preemptions - before->second.preemptions : 0;
+    const uint64_t wait = n.wait_ns >= was.wait_ns ? n.wait_ns - was.wait_ns : 0;
+    const uint64_t count = n.preemptions > was.preemptions ? n.preemptions - was.preemptions : 0;
     if (victim && by) signals.evidence.add_preemptions(*victim, *by, now, count, wait);
   }
+  preemptions_baselined_ = true;
   posted_preemptions_ = std::move(totals);
 }
 

@@ -86,6 +86,7 @@ class SchedProbe final : public ProbeFamily {
   // by), which BPF keeps in the cgroup's stats entry.
   PairCounts read_pairs() const;
   PairCounts posted_preemptions_;
+  bool preemptions_baselined_ = false;  // the first read after attaching was taken
 };
 
 std::unique_ptr<ProbeFamily> make_sched_probe();

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "attrib_fixture.h"
+#include "core/record/recipe_requests.h"
 
 namespace tailcause::testing {
 namespace {
@@ -110,8 +111,11 @@ TEST_F(RecipeTest, CallsBecomeStagesWithoutTheSdk) {
   EXPECT_TRUE(mentions(recipe_file + ":7")) << ::testing::PrintToString(problems);
   EXPECT_TRUE(mentions("/nonexistent/libmissing.so")) << ::testing::PrintToString(problems);
 
+  // Each round (tokenize, decode, search, unlisted) is a request: the next round's prompt
+  // goes back in the pipeline; the last one ends with the process. One stage per kind each.
   const auto prompt = named("prompt"), generation = named("generation"),
              search = named("vector-search");
+  ASSERT_EQ(requests.size(), 3u);
   ASSERT_EQ(prompt.size(), 3u);
   ASSERT_EQ(generation.size(), 3u);
   ASSERT_EQ(search.size(), 3u) << "recursion must yield one span per outermost call";
@@ -121,9 +125,17 @@ TEST_F(RecipeTest, CallsBecomeStagesWithoutTheSdk) {
   EXPECT_EQ(stages.size(), 12u);
   for (const auto& s : stages) {
     EXPECT_TRUE(s.flags & ATTRIB_SPAN_RECIPE);
-    EXPECT_TRUE(s.id.synthetic);
+    EXPECT_FALSE(s.id.synthetic) << "grouped into a request";
     EXPECT_EQ(s.id.tenant, cgroup.name()) << "tenant: the process's cgroup";
-    EXPECT_EQ(s.id.request_id, s.tid) << "a per-thread synthetic request";
+    EXPECT_NE(s.id.request_id & core::RecipeRequests::kRequestIdBit, 0u);
+    EXPECT_EQ(s.id.trace_id.size(), 32u) << "a derived trace id";
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_TRUE(requests[i].recipe);
+    EXPECT_EQ(requests[i].id.request_id, prompt[i].id.request_id);
+    EXPECT_EQ(requests[i].id.request_id, generation[i].id.request_id);
+    EXPECT_EQ(requests[i].start_ns, prompt[i].start_ns);
+    EXPECT_GE(requests[i].end_ns, generation[i].end_ns);
   }
   for (const auto& s : prompt) {
     // Arithmetic only: running or waiting for a CPU (the machine is shared).
@@ -183,11 +195,12 @@ TEST_F(RecipeTest, AMissedReturnDoesNotStopLaterSpans) {
   names.all();
   probe->start(ctx);
   run_user("escape", 4, cgroup);
+  EXPECT_EQ(probe->recipe_spans(1), 4u) << "one span per decode that returned";
+  // The decodes are one request (nothing goes back in the pipeline): its generation stage
+  // holds the four returned calls, none of the escaped 500 ms ones.
   const auto generation = named("generation");
-  EXPECT_EQ(generation.size(), 4u) << "one span per decode that returned";
-  for (const auto& s : generation) {
-    EXPECT_LT(seconds(s.wall_ns()), 0.4) << "not the escaped 500 ms call: " << describe(s);
-  }
+  ASSERT_EQ(generation.size(), 1u);
+  EXPECT_LT(seconds(generation[0].wall_ns()), 0.4) << describe(generation[0]);
   EXPECT_EQ(probe->recipe_calls(1), 8u);
   EXPECT_GE(value(scrape(), "tailcause_sdk_errors", {{"kind", "recipe_return_missed"}}), 4);
 }
@@ -277,11 +290,12 @@ TEST_F(RecipeTest, AttachingMidCallKeepsEveryLaterCall) {
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << printed;
     probe->consume();
     const uint64_t entered = probe->recipe_calls(0) - calls_before;
-    const auto prompt = named("prompt");
     EXPECT_GT(entered, 0u) << printed;
-    EXPECT_EQ(prompt.size(), entered)
-        << "calls entered after the attach: " << entered << ", the target's own count:" << printed;
-    EXPECT_EQ(probe->recipe_spans(0) - spans_before, entered) << "tailcause_recipe_spans";
+    EXPECT_EQ(probe->recipe_spans(0) - spans_before, entered)
+        << "tailcause_recipe_spans; calls entered after the attach: " << entered
+        << ", the target's own count:" << printed;
+    // Back-to-back calls of one kind: one request, ended with the process.
+    EXPECT_EQ(named("prompt").size(), 1u);
     // Released before the next trial attaches afresh.
     for (int i = 0; i < 100 && probe->recipes().attached_libraries() > 0; ++i) {
       probe->rescan_recipes();

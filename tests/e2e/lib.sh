@@ -166,13 +166,12 @@ for p in json.load(sys.stdin):
 # are counted within moments of attaching); fails the test if none comes.
 wait_for_series() { wait_until 3 "a series matching $1" scrape_has -E "$1" || fail "no series matching $1"; }
 
-# start_otlp_receiver ARGS...: the OTLP receiver of tests/e2e/otlp_receiver (decodes with the
-# OpenTelemetry project's npm definitions), its packages installed as package-lock.json pins
-# them; spans go to $WORK/spans.jsonl, POSTs to $WORK/requests.jsonl. Sets RPORT and
-# RECEIVER_PID. Skips (77) when node/npm are missing outside CI.
-# shellcheck disable=SC2120  # ARGS are optional
-start_otlp_receiver() {
-  local dir="$SRC_DIR/tests/e2e/otlp_receiver"
+# npm_install_pinned DIR: DIR/node_modules as DIR/package-lock.json pins it, installed again
+# only when the lock or node changed (npm's own cache, ~/.npm, keeps the downloads); install
+# scripts never run (onnxruntime-node's would download CUDA parts). Skips (77) when node/npm
+# are missing outside CI.
+npm_install_pinned() {
+  local dir="$1"
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     [ -n "${CI:-}" ] && fail "node and npm are needed (scripts/install-deps.sh installs them)"
     echo "SKIP: node/npm not installed (scripts/install-deps.sh)"; exit 77
@@ -185,6 +184,16 @@ start_otlp_receiver() {
       { cat "$WORK/npm.log" >&2; fail "npm ci in $dir failed"; }
     echo "$want" >"$stamp"
   fi
+}
+
+# start_otlp_receiver ARGS...: the OTLP receiver of tests/e2e/otlp_receiver (decodes with the
+# OpenTelemetry project's npm definitions), its packages installed as package-lock.json pins
+# them; spans go to $WORK/spans.jsonl, POSTs to $WORK/requests.jsonl. Sets RPORT and
+# RECEIVER_PID. Skips (77) when node/npm are missing outside CI.
+# shellcheck disable=SC2120  # ARGS are optional
+start_otlp_receiver() {
+  local dir="$SRC_DIR/tests/e2e/otlp_receiver"
+  npm_install_pinned "$dir"
   rm -f "$WORK/rport"
   node "$dir/receiver.js" --port 0 --ready "$WORK/rport" --out "$WORK/spans.jsonl" \
     --requests "$WORK/requests.jsonl" "$@" >"$WORK/receiver.log" 2>&1 &

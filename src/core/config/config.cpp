@@ -78,7 +78,7 @@ void check_recipe(const Reader& r, const Recipe& recipe, bool has_libraries, boo
   }
 }
 
-// One recipe: {library, symbol, stage, kind}, checked as a whole once its keys are read; a
+// One recipe: {library, symbol, stage, kind, request}, checked as a whole once its keys are read; a
 // list of libraries gives one recipe per library.
 std::vector<Recipe> parse_recipe(Reader& r, const YAML::Node& n, const std::string& key,
                                  std::string_view source) {
@@ -87,6 +87,7 @@ std::vector<Recipe> parse_recipe(Reader& r, const YAML::Node& n, const std::stri
   if (!n.IsMap()) r.fail(n, key, "expected a mapping {library, symbol, stage, kind}");
   recipe.source = fmt::format("{}:{}", source, n.Mark().line + 1);
   bool has_stage = false;
+  bool has_request = false;
   r.mapping(n, key,
             {{"library", [&](const YAML::Node& v,
                              const std::string& k) { parse_libraries(r, v, k, libraries); }},
@@ -109,9 +110,18 @@ std::vector<Recipe> parse_recipe(Reader& r, const YAML::Node& n, const std::stri
                                      kMaxStageName));
                 }
               }},
-             {"kind", [&](const YAML::Node& v, const std::string& k) {
+             {"kind",
+              [&](const YAML::Node& v, const std::string& k) {
                 recipe.kind = r.one_of(v, k, {"span", "gpu_sync", "count"});
+              }},
+             {"request", [&](const YAML::Node& v, const std::string& k) {
+                recipe.whole_request = r.one_of(v, k, {"call", "grouped"}) == "call";
+                has_request = true;
               }}});
+  if (has_request && recipe.kind != "span") {
+    r.fail_at(r.key_line(key + ".request").value_or(n.Mark().line + 1), key + ".request",
+              "only span recipes make requests (" + recipe.kind + " has no stage)");
+  }
   check_recipe(r, recipe, !libraries.empty(), has_stage, key, n.Mark().line + 1);
   std::vector<Recipe> out;
   for (auto& lib : libraries) {

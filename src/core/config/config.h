@@ -68,7 +68,10 @@ struct Recipe {
   // count: empty.
   std::string stage;
   std::string kind = "span";  // span | gpu_sync | count
-  std::string source;         // "file:line", for messages
+  // `request: call`: each call is a whole request of its process (ONNX Runtime's session Run);
+  // `grouped` (the default): calls are grouped into requests (core/record/recipe_requests.h).
+  bool whole_request = false;
+  std::string source;  // "file:line", for messages
   bool operator==(const Recipe&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/detect/recipe_request_stage.h"
 #include "core/record/schema.h"
 
 namespace tailcause::core {
@@ -130,7 +131,35 @@ void GlitchAnalyzer::on_stage(const StageRecord& r, AnalyzerOutput& out) {
   if (st != stages_.end()) st->second.glitches++;
   if (!p && !r.id.synthetic) p = pending_for(r.id.pid, r.id.request_id, r.end_ns);
   if (p) p->glitches.push_back(*g);
-  emit(std::move(*g), out);
+  emit_or_park(std::move(*g), r, out);
+}
+
+void GlitchAnalyzer::emit_or_park(Glitch g, const StageRecord& r, AnalyzerOutput& out) {
+  const bool timed_evidence = g.cause == component_name(Component::runqueue) ||
+                              g.cause == component_name(Component::cpu_throttled) ||
+                              r.between_calls_ns > 0;
+  if (!hints_ || settings_.evidence_delay_ns == 0 || !timed_evidence ||
+      parked_.size() >= settings_.max_parked) {
+    emit(std::move(g), out);
+    return;
+  }
+  parked_.push_back({std::move(g), r, r.end_ns + settings_.evidence_delay_ns});
+}
+
+void GlitchAnalyzer::release_parked(uint64_t now_ns, AnalyzerOutput& out, bool all) {
+  while (!parked_.empty() && (all || parked_.front().due_ns <= now_ns)) {
+    Parked p = std::move(parked_.front());
+    parked_.pop_front();
+    StageRecord& r = p.stage;
+    const EvidenceHints hints = hints_(r);
+    place_between_calls(r, hints);  // a recipe request whose evidence came only now
+    p.glitch.component_ns = r.component_ns;
+    p.glitch.verdict = explain(r, detector_.profile(r.id.tenant, r.stage), hints);
+    if (!p.glitch.verdict.culprits.empty()) {
+      p.glitch.cause = component_name(p.glitch.verdict.culprits.front().component);
+    }
+    emit(std::move(p.glitch), out);
+  }
 }
 
 void GlitchAnalyzer::on_request(const RequestRecord& r, AnalyzerOutput& out) {
@@ -147,19 +176,34 @@ void GlitchAnalyzer::on_request(const RequestRecord& r, AnalyzerOutput& out) {
     stages = std::move(it->second.stages);
     pending_.erase(it);
   }
-  auto g = detector_.observe(r);
+  // A request grouped from recipe calls is judged as a stage, with its time between calls.
+  std::optional<Glitch> g;
+  if (r.recipe) {
+    StageRecord as_stage = recipe_request_stage(r);
+    const EvidenceHints hints = hints_ ? hints_(as_stage) : EvidenceHints{};
+    place_between_calls(as_stage, hints);
+    g = detector_.observe(as_stage, hints);
+    out.recipe_requests.push_back(std::move(as_stage));
+  } else {
+    g = detector_.observe(r);
+  }
   if (g) {
-    // A slow request is explained by its slowest glitching stage, when it has one.
+    // A slow request is explained by its slowest glitching stage, when it has one (a recipe
+    // request was explained by its own components, its calls' included).
     auto worst = std::max_element(
         stage_glitches.begin(), stage_glitches.end(),
         [](const Glitch& a, const Glitch& b) { return a.check.wall_ns < b.check.wall_ns; });
-    if (worst != stage_glitches.end()) {
+    if (!r.recipe && worst != stage_glitches.end()) {
       g->verdict.culprits = worst->verdict.culprits;
       g->verdict.evidence += ": " + worst->verdict.evidence;
       g->cause = worst->cause;
     }
     stage_glitches.push_back(*g);
-    emit(std::move(*g), out);
+    if (r.recipe) {
+      emit_or_park(std::move(*g), out.recipe_requests.back(), out);
+    } else {
+      emit(std::move(*g), out);
+    }
   }
   if (!settings_.collect_traces) return;
   if (settings_.glitched_traces_only && stage_glitches.empty()) return;

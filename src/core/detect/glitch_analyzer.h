@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,6 +46,11 @@ struct AnalyzerSettings {
   size_t max_stages_per_request = 256;
   uint64_t pending_timeout_ns = 300'000'000'000;  // a request not ended by then is dropped
   uint64_t summary_window_ns = 60'000'000'000;    // stage P50/P99 in summary()
+  // A run-queue or throttling verdict waits this long after its stage ended for the evidence
+  // that covers it (who preempted it is read once a second): explained at once, a fault's
+  // first verdicts would cite the second before it. 0: at once (release_parked not needed).
+  uint64_t evidence_delay_ns = 0;
+  size_t max_parked = 4096;  // verdicts waiting so; beyond, explained at once
 
   static AnalyzerSettings from(const Config& config);
 };
@@ -57,6 +63,8 @@ using HintSource = std::function<EvidenceHints(const StageRecord&)>;
 struct AnalyzerOutput {
   std::vector<Glitch> glitches;
   std::vector<RequestTrace> traces;  // only with collect_traces
+  // Requests grouped from recipe calls, as the stages they were judged as (for the incidents).
+  std::vector<StageRecord> recipe_requests;
 };
 
 // For `tailcause diagnose`: what the analyzer saw since it started.
@@ -100,6 +108,9 @@ class GlitchAnalyzer {
   void observe(const Record& record, AnalyzerOutput& out);
   // Drops requests pending longer than pending_timeout_ns (their stages are lost to traces).
   void tick(uint64_t now_ns);
+  // Explains again, with the evidence now at hand, and hands out the verdicts whose delay
+  // (evidence_delay_ns) has passed by now_ns; all of them when `all`.
+  void release_parked(uint64_t now_ns, AnalyzerOutput& out, bool all = false);
 
   void collect(MetricSet& out, uint64_t now_ns) const;
   AnalyzerSummary summary(uint64_t now_ns) const;
@@ -134,6 +145,14 @@ class GlitchAnalyzer {
   void on_quality(const QualityRecord& r, AnalyzerOutput& out);
   void on_process_exit(uint32_t pid);
   void emit(Glitch g, AnalyzerOutput& out);
+  // Emits now, or parks a verdict whose evidence may not be posted yet (evidence_delay_ns).
+  void emit_or_park(Glitch g, const StageRecord& r, AnalyzerOutput& out);
+  struct Parked {
+    Glitch glitch;
+    StageRecord stage;  // what was judged, to explain it again
+    uint64_t due_ns = 0;
+  };
+  std::deque<Parked> parked_;
   Pending* pending_for(uint32_t pid, uint64_t request_id, uint64_t now_ns);
   TenantSummary& tenant(const std::string& name);
 

@@ -121,7 +121,10 @@ std::optional<Glitch> GlitchDetector::observe(const StageRecord& r, uint64_t now
                      : component_name(out->verdict.culprits.front().component);
   }
   if (s != nullptr) {
-    s->window.add(now_ns, r.wall_ns());
+    // A stage over its P99 rule stays out of the window, so a fault cannot raise its own
+    // threshold: its verdicts last as long as it does, up to the window's length, after which
+    // a shift that outlasted the window is learned as the new normal (the window empties).
+    if (!c.over_p99()) s->window.add(now_ns, r.wall_ns());
     if (!c.glitch()) s->profile.add(r);  // glitches would teach the profile their own fault
   }
   return out;
@@ -131,7 +134,7 @@ std::optional<Glitch> GlitchDetector::observe(const RequestRecord& r) {
   uint64_t wall = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
   Series* s = series_for(r.id.tenant, kRequestStage);
   GlitchCheck c = check(s, wall, config_.request_slo_ns, r.end_ns);
-  if (s != nullptr) s->window.add(r.end_ns, wall);
+  if (s != nullptr && !c.over_p99()) s->window.add(r.end_ns, wall);  // as for stages
   if (!c.glitch()) return std::nullopt;
   Verdict v;
   v.evidence = std::string(kRequestStage) + " " + format_duration(wall);

@@ -42,6 +42,7 @@ struct GlitchCheck {
   std::optional<uint64_t> p99_ns;  // the window's P99 before this sample, when trusted
   double p99_factor = 0;           // the P99 rule's limit is p99_factor x p99_ns
   bool glitch() const { return reason != GlitchReason::none; }
+  bool over_p99() const { return reason == GlitchReason::over_p99 || reason == GlitchReason::both; }
 };
 
 // The threshold(s) a glitch crossed, each with its value: "over_slo 200 ms",

@@ -210,7 +210,11 @@ void IncidentDetector::observe(const StageRecord& r) {
   sample.end_ns = r.end_ns;
   sample.wall_ns = r.wall_ns();
   sample.component_ns = r.component_ns;
-  const bool warm = s.baseline.count() >= config_.min_samples && s.median_ns > 0;
+  // A young baseline (fewer than min_samples learned) judges gross shifts only.
+  const uint64_t learned = s.baseline.count();
+  const bool young = learned < config_.min_samples;
+  const bool warm =
+      s.median_ns > 0 && learned >= std::min<uint64_t>(config_.min_samples, kYoungSamples);
   if (warm) {
     const double median = static_cast<double>(s.median_ns);
     const double floor = static_cast<double>(config_.min_excess_ns) / (config_.factor - 1.0);
@@ -230,12 +234,17 @@ void IncidentDetector::observe(const StageRecord& r) {
     s.recent.pop_front();
   }
   if (!warm || s.recent.size() < config_.window) return;
+  test_shift(s, tenant, stage, young, r.end_ns);
+}
 
+void IncidentDetector::test_shift(Series& s, const std::string& tenant, const std::string& stage,
+                                  bool young, uint64_t end_ns) {
   if (!s.shifted) {
-    if (window_quantile(s, 0.5) >= enter_factor_) begin_shift(s, tenant, stage);
+    const double enter = young ? std::max(enter_factor_, kGrossFactor) : enter_factor_;
+    if (window_quantile(s, 0.5) >= enter) begin_shift(s, tenant, stage);
     return;
   }
-  Active& a = act->second;  // a shifted series belongs to its tenant's active incident
+  Active& a = active_.at(tenant);  // a shifted series belongs to its tenant's active incident
   count_slowed(a, s, stage, s.recent.back());
   // Left once three quarters of the window are back under sqrt(factor): a fault that slows
   // half of the stages (a cache in front of a slow disk) keeps its median near the threshold,
@@ -246,7 +255,7 @@ void IncidentDetector::observe(const StageRecord& r) {
   // normal.
   if (window_quantile(s, 0.75) < exit_factor_ || window_quantile(s, 0.8) < config_.factor) {
     s.shifted = false;
-    if (--a.shifted_series == 0) a.quiet_since_ns = r.end_ns;
+    if (--a.shifted_series == 0) a.quiet_since_ns = end_ns;
     dirty_.insert(a.incident.id);
   }
 }

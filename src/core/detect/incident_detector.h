@@ -4,12 +4,13 @@
 // median of the last `window` stages at `factor` times the baseline median or more — marks a
 // shift (entered a little under `factor`, left once 3/4 of the window are back under
 // sqrt(factor) or 4/5 under `factor`), which freezes the baseline and opens an incident for the
-// tenant (or joins the one already open). The incident runs from the first slowed stage of the
-// shift (dated back past the window by CUSUM) until the last slowed stage before every shifted
-// stage of the tenant recovered and stayed so for `quiet_ns`; only then does the baseline learn
-// again. So a fault is one incident with a start, an end, the stages it slowed and its cause —
-// the component that grew most over the stages' normal mix — not hundreds of glitch rows, and a
-// fault that lasts cannot lift its own threshold. Pure: no I/O.
+// tenant (or joins the one already open); a young baseline judges gross shifts only. The incident
+// runs from the first slowed stage of the shift (dated back past the window by CUSUM) until the
+// last slowed stage before every shifted stage of the tenant recovered and stayed so for
+// `quiet_ns`; only then does the baseline learn again. So a fault is one incident with a start, an
+// end, the stages it slowed and its cause — the component that grew most over the stages' normal
+// mix — not hundreds of glitch rows, and a fault that lasts cannot lift its own threshold. Pure: no
+// I/O.
 #pragma once
 
 #include <array>
@@ -150,6 +151,9 @@ class IncidentDetector {
 
   void learn(Series& s, const Sample& sample);
   void begin_shift(Series& s, const std::string& tenant, const std::string& stage);
+  // The change-point test on a full window: a shift begins, grows its incident, or ends.
+  void test_shift(Series& s, const std::string& tenant, const std::string& stage, bool young,
+                  uint64_t end_ns);
   void backdate(Active& a, Series& s, const std::string& stage);
   void count_slowed(Active& a, Series& s, const std::string& stage, Sample& sample);
   void update_cause(Incident& inc) const;
@@ -162,6 +166,11 @@ class IncidentDetector {
   // scatters around 2x, and the baseline median is known to a bucket (9%). It leaves under
   // sqrt(factor), so a shift hovering near its threshold does not flap.
   static constexpr double kEnterExponent = 0.8;
+  // A baseline younger than min_samples (a daemon started a minute ago) still judges a gross
+  // shift, a median at kGrossFactor x its own, once it has learned kYoungSamples: the median of
+  // 30 stages is not known to 9%, but a fault that slows a stage 5x or more is not noise.
+  static constexpr uint64_t kYoungSamples = 30;
+  static constexpr double kGrossFactor = 5.0;
   double enter_factor_;
   double exit_factor_;
   std::map<std::pair<std::string, std::string>, Series> series_;

@@ -45,12 +45,14 @@ struct EvidenceHints {
   std::optional<double> quota_cpus;              // ... limited to this many CPUs
   bool throttled_before_stage = false;           // ... read just before the stage began
   std::optional<std::string> preempting_cgroup;  // runqueue: who held the CPU
-  std::optional<std::string> peer;               // network: the remote end (else the
-                                                 // record's own network_peer)
-  std::optional<std::string> qdisc;              // network: the qdisc over its limit
-  std::optional<std::string> lock_name;          // lock: what was contended
-  std::optional<std::string> memory_pressure;    // block_io: its memory cgroup reclaiming
-  std::optional<std::string> disk_user;          // block_io: whose I/O kept the disk busy
+  double runqueue_share = 0;         // runqueue: the cgroup's tasks' run-queue wait over the window
+                                     // the preemptions were read in (its length, not a CPU's time)
+  std::optional<std::string> peer;   // network: the remote end (else the
+                                     // record's own network_peer)
+  std::optional<std::string> qdisc;  // network: the qdisc over its limit
+  std::optional<std::string> lock_name;        // lock: what was contended
+  std::optional<std::string> memory_pressure;  // block_io: its memory cgroup reclaiming
+  std::optional<std::string> disk_user;        // block_io: whose I/O kept the disk busy
 };
 
 struct Culprit {

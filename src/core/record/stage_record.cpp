@@ -229,6 +229,8 @@ uint64_t StageRecord::measured_ns() const {
 bool StageRecord::worker() const { return flags & ATTRIB_SPAN_WORKER; }
 bool StageRecord::aborted() const { return flags & ATTRIB_SPAN_ABORTED; }
 bool StageRecord::recipe() const { return flags & ATTRIB_SPAN_RECIPE; }
+bool StageRecord::recipe_call_request() const { return flags & ATTRIB_SPAN_RECIPE_CALL; }
+void StageRecord::mark_recipe() { flags |= ATTRIB_SPAN_RECIPE; }
 bool StageRecord::owner_stage() const { return !aborted() && !worker() && kind != kWorkerSpanKind; }
 
 Component StageRecord::largest() const {

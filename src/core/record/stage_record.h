@@ -46,9 +46,9 @@ struct Identity {
   bool invalid_utf8 = false;      // tenant or agent were not UTF-8 and were replaced
   bool bad_trace_id = false;      // a trace context was given but was neither 32 hex digits nor a
                                   // valid traceparent
-  // No SDK request on the thread: a uprobe recipe's per-thread request (request_id: the
-  // thread id; tenant and agent: the process name, the tenant replaced by the process's cgroup
-  // by the loader when it has one).
+  // No SDK request on the thread: a uprobe recipe's span as the ring delivers it (request_id:
+  // the thread id; tenant and agent: the process name, replaced by the identity rules or the
+  // process's cgroup by the loader), until RecipeRequests groups it into a request of its own.
   bool synthetic = false;
 };
 
@@ -88,14 +88,19 @@ struct StageRecord {
   std::optional<std::string> network_peer;
   uint64_t network_peer_ns = 0;  // its network wait: part of the network component
   std::optional<Waker> waker;    // absent: no wait was resolved through another thread
+  // A grouped recipe request judged as a stage (core/detect/recipe_request_stage.h): its time
+  // between the runtime's calls, which no span measured, while no evidence has placed it.
+  uint64_t between_calls_ns = 0;
 
   uint64_t wall_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
   // What the kernel measured (all components but unattributed); may exceed the wall time only
   // through clock skew between CPUs.
   uint64_t measured_ns() const;
-  bool worker() const;   // a context_attach..detach span on a helper thread
-  bool aborted() const;  // the thread exited mid-stage
-  bool recipe() const;   // begun by a uprobe recipe on a runtime, not by the SDK
+  bool worker() const;               // a context_attach..detach span on a helper thread
+  bool aborted() const;              // the thread exited mid-stage
+  bool recipe() const;               // begun by a uprobe recipe on a runtime, not by the SDK
+  bool recipe_call_request() const;  // ... whose call is a whole request (`request: call`)
+  void mark_recipe();                // for records made above the decoder
   // A whole stage of its owner thread, ended: what the detectors and the stage heatmap judge.
   bool owner_stage() const;
   // The component with the most time.
@@ -111,6 +116,11 @@ struct RequestRecord {
   uint64_t tokens = 0;
   uint64_t first_token_ns = 0;  // 0: no token
   uint64_t last_token_ns = 0;
+  // A request grouped from uprobe recipe calls (core/record/recipe_requests.h): its calls'
+  // components summed and the time they took; the rest of its wall time was between calls.
+  bool recipe = false;
+  std::array<uint64_t, kComponents> call_component_ns{};
+  uint64_t in_calls_ns = 0;
 
   double duration_seconds() const;
   std::optional<double> time_to_first_token() const;

@@ -32,7 +32,7 @@ TEST(RecipesConfig, ParsesInlineRecipesAndFiles) {
       "      - {library: libllama.so*, symbol: llama_decode, stage: generation}\n"
       "      - library: /usr/lib/libcuda.so.1\n        symbol: cuStreamSynchronize\n"
       "        kind: gpu_sync\n"
-      "      - {library: libfoo.so, symbol: f, stage: my-stage.v2, kind: span}\n"
+      "      - {library: libfoo.so, symbol: f, stage: my-stage.v2, kind: span, request: call}\n"
       "    recipe_files: [/etc/tailcause/recipes/llama_cpp.yaml]\n",
       "t.yaml");
   ASSERT_EQ(c.attrib.recipes.size(), 3u);
@@ -43,6 +43,8 @@ TEST(RecipesConfig, ParsesInlineRecipesAndFiles) {
   EXPECT_EQ(c.attrib.recipes[1].kind, "gpu_sync");
   EXPECT_TRUE(c.attrib.recipes[1].stage.empty());
   EXPECT_EQ(c.attrib.recipes[2].stage, "my-stage.v2");
+  EXPECT_FALSE(c.attrib.recipes[0].whole_request);
+  EXPECT_TRUE(c.attrib.recipes[2].whole_request);
   EXPECT_EQ(c.attrib.recipe_files,
             std::vector<std::string>{"/etc/tailcause/recipes/llama_cpp.yaml"});
 }
@@ -72,6 +74,10 @@ TEST(RecipesConfig, RejectsBadRecipesNamingLineAndKey) {
            {"      - {library: libx.so, symbol: f, stage: tool, colour: red}\n",
             "recipes[0].colour", "unknown key"},
            {"      - just-a-string\n", "recipes[0]", "expected a mapping"},
+           {"      - {library: libx.so, symbol: f, stage: tool, request: each}\n",
+            "recipes[0].request", "expected one of call, grouped"},
+           {"      - {library: libx.so, symbol: f, kind: count, request: call}\n",
+            "recipes[0].request", "only span recipes make requests"},
        }) {
     const std::string e = error_of(head + c.item);
     EXPECT_NE(e.find("t.yaml:4: probes.attrib." + c.key), std::string::npos) << e;
@@ -101,7 +107,7 @@ TEST(RecipesConfig, RecipeFilesParseAndABadOneIsAConfigurationError) {
   std::ofstream(good) << "recipes:\n  - {library: a.so, symbol: f, stage: tool}\n";
   std::ofstream(bad) << "recipes:\n  - {library: a.so}\n";
   AttribConfig config;
-  config.recipes.push_back({"b.so", "g", "prompt", "span", "x:1"});
+  config.recipes.push_back({"b.so", "g", "prompt", "span", false, "x:1"});
   config.recipe_files = {good};
   load_recipe_files(config, "t.yaml");
   const auto recipes = all_recipes(config);

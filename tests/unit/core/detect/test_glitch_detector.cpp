@@ -49,6 +49,27 @@ TEST(GlitchSlo, StageOverDefaultOrConfiguredSloIsAGlitch) {
   EXPECT_TRUE(d.observe(stage("a", "generation", t + 3 * ms, 1'100 * ms)));
 }
 
+// A sustained fault (every stage 6x) keeps its verdicts for the window's length: its own
+// slow stages never enter the P99 window; past the window the shift is the new normal.
+TEST(GlitchP99, AFaultDoesNotRaiseItsOwnThreshold) {
+  GlitchConfig cfg;
+  cfg.min_samples = 50;
+  GlitchDetector d(cfg);
+  uint64_t t = 10'000 * ms;
+  // 20 stages a second of 10-12 ms for 30 s, then 30 ms (3x, 0.4 of the 200 ms SLO) for 50 s.
+  for (int i = 0; i < 600; i++) {
+    ASSERT_FALSE(d.observe(stage("a", "tool", t += 50 * ms, (10 + i % 3) * ms)));
+  }
+  int verdicts = 0;
+  for (int i = 0; i < 1000; i++)
+    verdicts += d.observe(stage("a", "tool", t += 50 * ms, 30 * ms)) ? 1 : 0;
+  EXPECT_EQ(verdicts, 1000) << "every stage of the fault, though they are the window's P99 now";
+  // 60 s later the window has no sample left from before: the fault's level is learned.
+  t += 61'000 * ms;
+  for (int i = 0; i < 100; i++) d.observe(stage("a", "tool", t += 50 * ms, 30 * ms));
+  EXPECT_FALSE(d.observe(stage("a", "tool", t += 50 * ms, 30 * ms)));
+}
+
 TEST(GlitchP99, FarAboveRecentP99IsAGlitchOnceTheWindowIsFull) {
   GlitchConfig cfg;
   cfg.min_samples = 50;

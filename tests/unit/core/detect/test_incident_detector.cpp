@@ -203,13 +203,37 @@ TEST(IncidentDetector, LongFaultKeepsTheBaselineAndStaysOneIncident) {
   EXPECT_NEAR(static_cast<double>(d.baseline("ta", "retrieval")->median()), 3.0 * ms, 0.3 * ms);
 }
 
-TEST(IncidentDetector, NoIncidentDuringWarmUp) {
-  IncidentDetector d(fast());  // 200 samples to learn first
-  Stream s("ta", "retrieval", 3 * ms, 9);
-  feed(d, s, 50);
-  feed(d, s, 100, 5.0);
-  EXPECT_EQ(d.opened(), 0u);
-  EXPECT_LT(d.baseline("ta", "retrieval")->count(), 200u);
+TEST(IncidentDetector, AYoungBaselineJudgesGrossShiftsOnly) {
+  // 200 samples make a baseline; until then a 3x step is not judged, a 10x step is (a daemon
+  // started a minute before a fault), once 30 stages are learned.
+  {
+    IncidentDetector d(fast());
+    Stream s("ta", "retrieval", 3 * ms, 9);
+    feed(d, s, 60);
+    feed(d, s, 100, 3.0);
+    EXPECT_EQ(d.opened(), 0u);
+    EXPECT_LT(d.baseline("ta", "retrieval")->count(), 200u);
+  }
+  {
+    IncidentDetector d(fast());
+    Stream s("ta", "generation", 20 * ms, 9);
+    feed(d, s, 60);
+    auto slowed = feed(d, s, 150, 10.0, kThrottled);
+    feed(d, s, 100);
+    d.tick(s.now() + 10'000 * ms);
+    ASSERT_EQ(d.opened(), 1u);
+    const Incident inc = d.incidents().at(0);
+    EXPECT_EQ(inc.cause, "cpu_throttled");
+    EXPECT_GE(recall(inc, slowed), 0.95) << inc.describe();
+    EXPECT_FALSE(inc.active);
+  }
+  {
+    IncidentDetector d(fast());  // 34 stages, 19 of them learned: too few even for 10x
+    Stream s("ta", "generation", 20 * ms, 9);
+    feed(d, s, 20);
+    feed(d, s, 14, 10.0);
+    EXPECT_EQ(d.opened(), 0u);
+  }
 }
 
 TEST(IncidentDetector, AFaultFromTheStartBecomesTheNormal) {
