@@ -4,12 +4,15 @@
 # closed loop, one CPU) with the daemon attached through the shipped llama_cpp.yaml against
 # without, in alternating pairs (the order swapped every pair). The agent counts its own
 # completions (24 tokens each); printed, never asserted (DESIGN.md section 6).
-#   sudo tests/zerocode/npm/bench_llama.sh BUILD_DIR [PAIRS=6] [SECONDS=10]
+#   sudo tests/zerocode/npm/bench_llama.sh BUILD_DIR [PAIRS=6] [SECONDS=10] [RECIPES=yes]
+# RECIPES=no runs the daemon without the recipe: what its node-wide probes alone cost the agent
+# (every context switch of the hand-off to libuv's worker runs the sched programs).
 # Needs tests/zerocode/npm/node_modules (npm ci there, or run tests/e2e/test_zerocode_npm.sh).
 set -euo pipefail
 BUILD=${1:?usage: bench_llama.sh BUILD_DIR [PAIRS] [SECONDS]}
 PAIRS=${2:-6}
 SECONDS_EACH=${3:-10}
+RECIPES=${4:-yes}
 SRC=$(cd "$(dirname "$0")/../../.." && pwd)
 NPM="$SRC/tests/zerocode/npm"
 [ -d "$NPM/node_modules/node-llama-cpp" ] || { echo "no $NPM/node_modules: npm ci there first" >&2; exit 2; }
@@ -18,10 +21,12 @@ DAEMON=""
 cleanup() { [ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 /usr/bin/python3 "$NPM/write_gguf.py" "$WORK/model.gguf"
+RECIPE_FILES="[$SRC/deploy/recipes/llama_cpp.yaml]"
+[ "$RECIPES" = yes ] || RECIPE_FILES="[]"
 cat >"$WORK/d.yaml" <<YAML
 probes:
   attrib:
-    recipe_files: [$SRC/deploy/recipes/llama_cpp.yaml]
+    recipe_files: $RECIPE_FILES
 journal:
   path: ""
 breaker:
@@ -38,7 +43,9 @@ run_agent() {  # LOG: completions per second over SECONDS_EACH, the first second
        END { printf "%.3f\n", (n - 1) * 1000 / (last - first) }' "$WORK/$1"
 }
 with_daemon() {
-  "$BUILD/tailcause" run --listen "127.0.0.1:$PORT" --config "$WORK/d.yaml" >"$WORK/daemon.log" 2>&1 &
+  # On the other CPU: what the agent pays in its own context (uprobes, BPF), not CPU sharing.
+  taskset -c 0 "$BUILD/tailcause" run --listen "127.0.0.1:$PORT" --config "$WORK/d.yaml" \
+    >"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/metrics" -o /dev/null && break; sleep 0.1; done
   run_agent traced.log
