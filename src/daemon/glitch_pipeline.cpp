@@ -34,6 +34,7 @@ namespace {
 
 constexpr size_t kMaxQueuedGlitches = 10000;  // between two journal writes (about a second)
 constexpr auto kHousekeepingInterval = std::chrono::seconds(1);
+constexpr uint64_t kBaselineSaveInterval = 60'000'000'000;  // and when stopping
 constexpr uint64_t kPruneEveryNs = 60'000'000'000;
 
 core::AnalyzerSettings analyzer_settings(const core::Config& config, const PipelineOptions& o) {
@@ -238,6 +239,7 @@ GlitchPipeline::GlitchPipeline(const core::Config& config, PipelineOptions optio
       journal_ = std::make_unique<exporter::Journal>(config_.journal.path, limits);
       if (const int64_t n = journal_->close_stale_incidents())
         spdlog::info("journal: {} incident(s) left open by an earlier run marked ended", n);
+      restore_baselines();
     }
     if (options_.otlp && !config_.otlp.endpoint.empty()) {
       otlp_ = std::make_unique<exporter::OtlpExporter>(config_.otlp);
@@ -448,6 +450,16 @@ GlitchPipeline::Round GlitchPipeline::take_round_locked(uint64_t now_ns) {
     round.incidents.emplace_back(std::move(key), std::move(i));
   }
   round.unix_offset_ns = unix_offset_ns_;
+  if (journal_ && (stopping_ || now_ns - baselines_saved_ns_ >= kBaselineSaveInterval)) {
+    baselines_saved_ns_ = now_ns;
+    const int64_t unix_now = static_cast<int64_t>(now_ns) + unix_offset_ns_;
+    auto& rows = round.baselines.emplace();
+    for (auto& b : incidents_->saved_baselines()) {
+      rows.push_back({std::move(b.tenant), std::move(b.stage), unix_now,
+                      static_cast<int64_t>(b.latency.count), std::move(b.latency.weights),
+                      std::vector<double>(b.mix.begin(), b.mix.end())});
+    }
+  }
   // The breaker file is rewritten only when its state changed.
   if (options_.persist_breaker && !config_.breaker.state_file.empty()) {
     std::string state = analyzer_->breaker().serialize();
@@ -463,7 +475,37 @@ void GlitchPipeline::write_journal(const Round& round) {
   append_glitches(round.glitches);
   write_trees(round.trees);
   report_incidents(round);
+  save_baselines(round);
   prune_journal(round.now_ns);
+}
+
+void GlitchPipeline::save_baselines(const Round& round) {
+  if (!journal_ || !round.baselines) return;
+  try {
+    journal_->write_baselines(*round.baselines);
+  } catch (const exporter::JournalError& e) {
+    spdlog::warn("journal: incident baselines not saved: {}", e.what());
+  }
+}
+
+// A restarted daemon judges at once with what the last run learned, instead of warming up
+// again (200 stages a series): a fault in its first minutes is an incident all the same.
+void GlitchPipeline::restore_baselines() {
+  std::vector<core::SavedBaseline> saved;
+  for (auto& row : journal_->read_baselines()) {
+    core::SavedBaseline b;
+    b.tenant = std::move(row.tenant);
+    b.stage = std::move(row.stage);
+    b.latency.count = row.count > 0 ? static_cast<uint64_t>(row.count) : 0;
+    b.latency.weights = std::move(row.weights);
+    if (row.mix.size() != core::kComponents) continue;  // another build's components
+    std::copy(row.mix.begin(), row.mix.end(), b.mix.begin());
+    saved.push_back(std::move(b));
+  }
+  const size_t taken = incidents_->restore_baselines(saved);
+  if (!saved.empty()) {
+    spdlog::info("journal: {} of {} incident baseline(s) restored", taken, saved.size());
+  }
 }
 
 void GlitchPipeline::append_glitches(const std::vector<QueuedGlitch>& glitches) {

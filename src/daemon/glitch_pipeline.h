@@ -103,7 +103,8 @@ class GlitchPipeline {
     std::vector<exporter::PropagationRow> trees;
     std::vector<std::pair<std::string, core::Incident>> incidents;  // (journal key, incident)
     int64_t unix_offset_ns = 0;
-    std::optional<core::CircuitBreaker> breaker;  // to save: its state changed
+    std::optional<core::CircuitBreaker> breaker;                  // to save: its state changed
+    std::optional<std::vector<exporter::BaselineRow>> baselines;  // to save: due
   };
   // Every second, and once more when stopping: ticks the detectors, then writes to the
   // journal and saves the breaker outside the lock.
@@ -112,6 +113,8 @@ class GlitchPipeline {
   void queue_glitches_locked(core::AnalyzerOutput& out);   // for the journal
   Round take_round_locked(uint64_t now_ns);
   void write_journal(const Round& round);  // each piece below does nothing without a journal
+  void save_baselines(const Round& round);
+  void restore_baselines();  // at start, from the journal
   void append_glitches(const std::vector<QueuedGlitch>& glitches);
   void write_trees(const std::vector<exporter::PropagationRow>& trees);
   void report_incidents(const Round& round);  // journals them; logs those that ended
@@ -143,6 +146,7 @@ class GlitchPipeline {
   uint64_t last_prune_ns_ = 0;  // the housekeeping thread's
   std::condition_variable wake_;
   bool stopping_ = false;
+  uint64_t baselines_saved_ns_ = 0;  // monotonic: when the incident baselines were last taken
   bool stopped_ = false;
 };
 

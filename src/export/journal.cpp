@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -63,6 +64,13 @@ CREATE TABLE propagation(
   trace_id TEXT PRIMARY KEY, time_ns INTEGER NOT NULL, tree TEXT NOT NULL);
 CREATE INDEX propagation_time ON propagation(time_ns);
 CREATE INDEX glitches_trace ON glitches(trace_id);
+)sql";
+
+// Schema v4: v3 plus the incident baselines, one row per (tenant, stage).
+constexpr const char* kBaselinesSchema = R"sql(
+CREATE TABLE baselines(
+  tenant TEXT NOT NULL, stage TEXT NOT NULL, saved_ns INTEGER NOT NULL, count INTEGER NOT NULL,
+  weights BLOB NOT NULL, mix BLOB NOT NULL, PRIMARY KEY(tenant, stage));
 )sql";
 
 constexpr const char* kIncidentColumns =
@@ -214,6 +222,7 @@ void Journal::create_schema() {
       exec(schema_v1().c_str());
       exec(kIncidentsSchema);
       exec(kPropagationSchema);
+      exec(kBaselinesSchema);
       exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
     }
   });
@@ -225,6 +234,7 @@ void Journal::migrate(int64_t from_version) {
     if (scalar("PRAGMA user_version") == from_version) {
       if (from_version < 2) exec(kIncidentsSchema);
       if (from_version < 3) exec(kPropagationSchema);
+      if (from_version < 4) exec(kBaselinesSchema);
       exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str());
     }
   });
@@ -313,6 +323,64 @@ std::vector<PropagationRow> Journal::find_propagation(const std::string& prefix,
 }
 
 int64_t Journal::propagation_count() const { return scalar("SELECT COUNT(*) FROM propagation"); }
+
+namespace {
+// Doubles as a blob (an empty one too: a null pointer would bind SQL NULL).
+void bind_doubles(sqlite3_stmt* s, int col, const std::vector<double>& v) {
+  if (v.empty()) {
+    sqlite3_bind_zeroblob(s, col, 0);
+  } else {
+    sqlite3_bind_blob(s, col, v.data(), static_cast<int>(v.size() * sizeof(double)),
+                      SQLITE_TRANSIENT);
+  }
+}
+}  // namespace
+
+void Journal::write_baselines(const std::vector<BaselineRow>& rows) {
+  in_transaction([&] {
+    exec("DELETE FROM baselines");
+    Stmt stmt(
+        prepare("INSERT INTO baselines(tenant, stage, saved_ns, count, weights, mix) "
+                "VALUES(?1,?2,?3,?4,?5,?6)"));
+    sqlite3_stmt* s = stmt.get();
+    for (const BaselineRow& row : rows) {
+      sqlite3_reset(s);
+      bind_text(s, 1, row.tenant);
+      bind_text(s, 2, row.stage);
+      sqlite3_bind_int64(s, 3, row.saved_ns);
+      sqlite3_bind_int64(s, 4, row.count);
+      bind_doubles(s, 5, row.weights);
+      bind_doubles(s, 6, row.mix);
+      if (sqlite3_step(s) != SQLITE_DONE) fail("cannot write a baseline");
+    }
+    stmt.reset();
+  });
+}
+
+namespace {
+// A blob of doubles; a size that is not a whole number of them reads as none.
+std::vector<double> column_doubles(sqlite3_stmt* s, int col) {
+  const auto bytes = static_cast<size_t>(sqlite3_column_bytes(s, col));
+  const void* blob = sqlite3_column_blob(s, col);
+  if (!blob || bytes % sizeof(double) != 0) return {};
+  std::vector<double> v(bytes / sizeof(double));
+  std::memcpy(v.data(), blob, bytes);
+  return v;
+}
+}  // namespace
+
+std::vector<BaselineRow> Journal::read_baselines() const {
+  Stmt stmt(prepare("SELECT tenant, stage, saved_ns, count, weights, mix FROM baselines"));
+  sqlite3_stmt* s = stmt.get();
+  std::vector<BaselineRow> rows;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    rows.push_back({column_text(s, 0), column_text(s, 1), sqlite3_column_int64(s, 2),
+                    sqlite3_column_int64(s, 3), column_doubles(s, 4), column_doubles(s, 5)});
+  }
+  if (rc != SQLITE_DONE) fail("baselines query failed");
+  return rows;
+}
 
 namespace {
 

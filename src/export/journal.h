@@ -74,6 +74,15 @@ struct PropagationRow {
   std::string tree;      // JSON
 };
 
+// An incident baseline of a (tenant, stage), kept so that a restarted daemon judges at once
+// (core::SavedBaseline, as blobs of host-order doubles).
+struct BaselineRow {
+  std::string tenant, stage;
+  int64_t saved_ns = 0;  // ns since the Unix epoch
+  int64_t count = 0;     // samples it learned
+  std::vector<double> weights, mix;
+};
+
 struct JournalLimits {
   std::chrono::seconds max_age{std::chrono::hours(24 * 7)};
   int64_t max_rows = 0;   // 0: no row bound
@@ -91,7 +100,7 @@ class Journal {
  public:
   // 1: glitches; 2: incidents added; 3: propagation trees and a trace id index added (an older
   // journal is upgraded when opened).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   static constexpr int kMaxQueryLimit = 100000;
 
   // Opens or creates `path`; throws JournalError when it cannot, when the integrity check fails
@@ -121,6 +130,10 @@ class Journal {
   // newest first, at most `limit`.
   std::vector<PropagationRow> find_propagation(const std::string& prefix, int limit = 2) const;
   int64_t propagation_count() const;
+
+  // The incident baselines: all of them replaced by `rows`; and read back (at start).
+  void write_baselines(const std::vector<BaselineRow>& rows);
+  std::vector<BaselineRow> read_baselines() const;
 
   // Deletes rows older than now - max_age, then the oldest rows beyond max_rows / max_bytes,
   // then the propagation trees no glitch row refers to. Returns how many glitch rows went.

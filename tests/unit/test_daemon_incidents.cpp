@@ -98,6 +98,30 @@ TEST(DaemonIncidents, ASustainedSlowdownIsOneIncidentInJournalMetricsAndSummary)
   EXPECT_NE(rows[0].summary.find("retrieval"), std::string::npos);
 }
 
+// Baselines survive a restart through the journal: the next run judges its first stages.
+TEST(DaemonIncidents, ARestartedDaemonJudgesWithTheBaselinesItKept) {
+  testing::TempDir dir;
+  {
+    GlitchPipeline p(config_in(dir), PipelineOptions{});
+    for (const auto& r : retrievals("ta", 200, 0)) p.observe(r);
+    p.stop();  // saves them
+  }
+  exporter::Journal journal(dir.file("journal.db"), exporter::JournalLimits{});
+  const auto rows = journal.read_baselines();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].tenant, "ta");
+  EXPECT_EQ(rows[0].stage, "retrieval");
+  EXPECT_GE(rows[0].count, 150);
+  // 5 normal retrievals then 30 slow ones: far too few to learn from, enough to judge.
+  GlitchPipeline p(config_in(dir), PipelineOptions{});
+  for (const auto& r : retrievals("ta", 5, 30)) p.observe(r);
+  const auto live = p.incidents();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].cause, "block_io");
+  EXPECT_GE(live[0].slowed, 25u);
+  p.stop();
+}
+
 TEST(DaemonIncidents, ReloadWithNewSettingsEndsTheOpenIncident) {
   testing::TempDir dir;
   core::Config c = config_in(dir);

@@ -139,7 +139,7 @@ TEST(JournalIncidents, AVersion1JournalIsUpgradedKeepingItsGlitches) {
   }
   // What a version 1 journal is: glitches only.
   ASSERT_EQ(exec_raw(path,
-                     "DROP TABLE incidents; DROP TABLE propagation; "
+                     "DROP TABLE incidents; DROP TABLE propagation; DROP TABLE baselines; "
                      "DROP INDEX glitches_trace; PRAGMA user_version=1;"),
             SQLITE_OK);
   Journal j(path, JournalLimits{});
@@ -148,7 +148,8 @@ TEST(JournalIncidents, AVersion1JournalIsUpgradedKeepingItsGlitches) {
   EXPECT_EQ(j.incident_count(), 0);
   j.write_incidents({incident("k1", kNow, "ta", "retrieval")});
   EXPECT_EQ(all(j).size(), 1u);
-  EXPECT_EQ(j.propagation_count(), 0);  // and upgraded on to version 3
+  EXPECT_EQ(j.propagation_count(), 0);  // and upgraded on to the current version
+  EXPECT_TRUE(j.read_baselines().empty());
 }
 
 TEST(JournalPropagation, AVersion2JournalIsUpgradedKeepingItsRows) {
@@ -160,13 +161,43 @@ TEST(JournalPropagation, AVersion2JournalIsUpgradedKeepingItsRows) {
   }
   // What a version 2 journal is: glitches and incidents.
   ASSERT_EQ(exec_raw(path,
-                     "DROP TABLE propagation; DROP INDEX glitches_trace; "
+                     "DROP TABLE propagation; DROP TABLE baselines; DROP INDEX glitches_trace; "
                      "PRAGMA user_version=2;"),
             SQLITE_OK);
   Journal j(path, JournalLimits{});
   EXPECT_EQ(j.incident_count(), 1);
   j.write_propagation({{std::string(32, 'c'), kNow, "{}"}});
   EXPECT_EQ(j.propagation_count(), 1);
+}
+
+TEST(JournalBaselines, KeptWholeReplacedEachTimeAndAVersion3JournalGetsThem) {
+  testing::TempDir dir;
+  const std::string path = dir.file("j.db");
+  {
+    Journal j(path, JournalLimits{});
+    j.write_incidents({incident("k1", kNow, "ta", "retrieval")});
+  }
+  ASSERT_EQ(exec_raw(path, "DROP TABLE baselines; PRAGMA user_version=3;"), SQLITE_OK);
+  Journal j(path, JournalLimits{});
+  EXPECT_EQ(j.incident_count(), 1);
+  EXPECT_TRUE(j.read_baselines().empty());
+  BaselineRow a{"ta", "retrieval", kNow, 500, {0.5, 0.25, 1e-9}, {1.0, 2.0}};
+  BaselineRow b{"tb", "generation", kNow, 40, {}, {}};
+  j.write_baselines({a, b});
+  auto rows = j.read_baselines();
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& ra = rows[0].tenant == "ta" ? rows[0] : rows[1];
+  EXPECT_EQ(ra.stage, "retrieval");
+  EXPECT_EQ(ra.count, 500);
+  EXPECT_EQ(ra.weights, a.weights);
+  EXPECT_EQ(ra.mix, a.mix);
+  j.write_baselines({b});  // the set as it stands now: a is gone
+  rows = j.read_baselines();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].tenant, "tb");
+  // A blob that is not whole doubles (a damaged or foreign row) reads as no weights.
+  ASSERT_EQ(exec_raw(path, "UPDATE baselines SET weights = x'0102030405'"), SQLITE_OK);
+  EXPECT_TRUE(j.read_baselines().at(0).weights.empty());
 }
 
 TEST(JournalPropagation, TreesAreFoundByTraceIdOrAUniquePrefix) {

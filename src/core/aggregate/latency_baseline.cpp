@@ -50,4 +50,26 @@ uint64_t DecayingQuantile::quantile(double q) const {
   return static_cast<uint64_t>(std::exp2(kMaxLog2));
 }
 
+DecayingQuantile::State DecayingQuantile::state() const {
+  State s;
+  s.count = count_;
+  s.weights.reserve(kBuckets);
+  for (double w : weight_) s.weights.push_back(w / increment_);
+  return s;
+}
+
+std::optional<DecayingQuantile> DecayingQuantile::restore(const State& state, uint64_t horizon) {
+  if (state.weights.size() != kBuckets || state.count == 0) return std::nullopt;
+  DecayingQuantile q(horizon);
+  for (size_t b = 0; b < kBuckets; b++) {
+    const double w = state.weights[b];
+    if (!std::isfinite(w) || w < 0 || w > kRescaleAt) return std::nullopt;
+    q.weight_[b] = w;
+    q.total_ += w;
+  }
+  if (!(q.total_ > 0) || !std::isfinite(q.total_)) return std::nullopt;
+  q.count_ = state.count;
+  return q;
+}
+
 }  // namespace tailcause::core

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace tailcause::core {
 
@@ -33,6 +35,17 @@ class DecayingQuantile {
   uint64_t median() const { return quantile(0.5); }
 
   static size_t bucket_of(uint64_t value);
+
+  // What it learned, to keep across restarts: the bucket weights scaled so that the newest
+  // sample weighs 1, and the samples added.
+  struct State {
+    std::vector<double> weights;  // kBuckets of them
+    uint64_t count = 0;
+  };
+  State state() const;
+  // A baseline of `horizon` that continues from `state`; nullopt when the state is not one
+  // (a bucket count of another build, weights negative, not finite, or all zero).
+  static std::optional<DecayingQuantile> restore(const State& state, uint64_t horizon);
 
  private:
   std::array<double, kBuckets> weight_{};

@@ -260,6 +260,32 @@ void IncidentDetector::test_shift(Series& s, const std::string& tenant, const st
   }
 }
 
+std::vector<SavedBaseline> IncidentDetector::saved_baselines() const {
+  std::vector<SavedBaseline> out;
+  for (const auto& [key, s] : series_) {
+    if (s.baseline.count() < kYoungSamples) continue;
+    out.push_back({key.first, key.second, s.baseline.state(), s.mix});
+  }
+  return out;
+}
+
+size_t IncidentDetector::restore_baselines(const std::vector<SavedBaseline>& saved) {
+  size_t taken = 0;
+  for (const auto& b : saved) {
+    if (series_.size() >= config_.max_series) break;
+    auto latency = DecayingQuantile::restore(b.latency, config_.horizon);
+    if (!latency || series_.count({b.tenant, b.stage})) continue;
+    Series s(config_.horizon);
+    s.baseline = *latency;
+    s.median_ns = s.baseline.median();
+    for (size_t c = 0; c < kComponents; c++)
+      s.mix[c] = std::isfinite(b.mix[c]) && b.mix[c] > 0 ? b.mix[c] : 0.0;
+    series_.emplace(std::make_pair(b.tenant, b.stage), std::move(s));
+    taken++;
+  }
+  return taken;
+}
+
 void IncidentDetector::maybe_end(const std::string& tenant, uint64_t now_ns) {
   auto it = active_.find(tenant);
   if (it == active_.end() || it->second.shifted_series > 0) return;

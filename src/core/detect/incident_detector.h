@@ -87,6 +87,13 @@ struct Incident {
   std::string describe() const;
 };
 
+// A (tenant, stage)'s learned baseline, kept across restarts (the journal's baselines).
+struct SavedBaseline {
+  std::string tenant, stage;
+  DecayingQuantile::State latency;
+  std::array<double, kComponents> mix{};  // mean component time of the learned stages
+};
+
 class IncidentDetector {
  public:
   explicit IncidentDetector(IncidentConfig config = {});
@@ -107,6 +114,12 @@ class IncidentDetector {
 
   // tailcause_incidents_total{tenant,stage,cause}, tailcause_incidents_active{tenant}.
   void collect(MetricSet& out) const;
+
+  // The baselines worth keeping (those that judge: kYoungSamples learned or more), and the
+  // restore of those at start: a series the detector already has is left as it is. Returns
+  // how many were taken.
+  std::vector<SavedBaseline> saved_baselines() const;
+  size_t restore_baselines(const std::vector<SavedBaseline>& saved);
 
   // For tests and reports: a series' baseline and whether it is shifted now.
   const DecayingQuantile* baseline(const std::string& tenant, const std::string& stage) const;

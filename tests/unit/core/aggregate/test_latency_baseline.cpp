@@ -36,6 +36,33 @@ TEST(DecayingQuantile, MedianOfANoisyStreamIsItsCentre) {
   expect_near_bucket(q.quantile(0.9), static_cast<uint64_t>(3.0 * ms * std::exp(1.2816 * 0.3)));
 }
 
+TEST(DecayingQuantile, ARestoredBaselineContinuesWhereItStopped) {
+  DecayingQuantile q(500);
+  for (int i = 0; i < 3000; i++) q.add((i < 2000 ? 9 : 3) * ms);  // old 9 ms mostly faded
+  const auto restored = DecayingQuantile::restore(q.state(), 500);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->count(), 3000u);
+  EXPECT_EQ(restored->median(), q.median());
+  EXPECT_EQ(restored->quantile(0.99), q.quantile(0.99));
+  // It goes on learning at the same pace as the original.
+  DecayingQuantile a = *restored, b = q;
+  for (int i = 0; i < 400; i++) a.add(6 * ms), b.add(6 * ms);
+  EXPECT_EQ(a.median(), b.median());
+  // What is not a state is refused, not half-taken.
+  auto bad = q.state();
+  bad.weights.pop_back();
+  EXPECT_FALSE(DecayingQuantile::restore(bad, 500));
+  bad = q.state();
+  bad.weights[3] = -1;
+  EXPECT_FALSE(DecayingQuantile::restore(bad, 500));
+  bad = q.state();
+  bad.weights[3] = std::nan("");
+  EXPECT_FALSE(DecayingQuantile::restore(bad, 500));
+  EXPECT_FALSE(
+      DecayingQuantile::restore({std::vector<double>(DecayingQuantile::kBuckets, 0.0), 9}, 500));
+  EXPECT_FALSE(DecayingQuantile::restore(DecayingQuantile(500).state(), 500));  // empty
+}
+
 TEST(DecayingQuantile, OutliersDoNotMoveTheMedian) {
   DecayingQuantile q(1000);
   for (int i = 0; i < 1000; i++) q.add(i % 10 == 0 ? 500 * ms : 2 * ms);  // 10% at 250x

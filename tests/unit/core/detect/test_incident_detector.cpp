@@ -236,6 +236,36 @@ TEST(IncidentDetector, AYoungBaselineJudgesGrossShiftsOnly) {
   }
 }
 
+TEST(IncidentDetector, ARestoredBaselineJudgesAtOnce) {
+  // A daemon that learned a stage, restarted: the new detector takes the saved baselines and
+  // a 2x step right after the restart is an incident (warm-up would take 200 stages).
+  IncidentDetector before(fast());
+  Stream s("ta", "generation", 40 * ms, 21);
+  feed(before, s, 1000);
+  const auto saved = before.saved_baselines();
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0].tenant, "ta");
+  EXPECT_EQ(saved[0].stage, "generation");
+
+  IncidentDetector after(fast());
+  EXPECT_EQ(after.restore_baselines(saved), 1u);
+  EXPECT_EQ(after.restore_baselines(saved), 0u) << "a series it has is left as it is";
+  ASSERT_NE(after.baseline("ta", "generation"), nullptr);
+  EXPECT_EQ(after.baseline("ta", "generation")->median(),
+            before.baseline("ta", "generation")->median());
+  auto slowed = feed(after, s, 300, 2.0, kThrottled);
+  feed(after, s, 100);
+  after.tick(s.now() + 10'000 * ms);
+  ASSERT_EQ(after.opened(), 1u);
+  EXPECT_EQ(after.incidents()[0].cause, "cpu_throttled");
+  EXPECT_GE(recall(after.incidents()[0], slowed), 0.95);
+  // Too young to keep: nothing saved.
+  IncidentDetector young(fast());
+  Stream y("tb", "tool", 5 * ms, 22);
+  feed(young, y, 20);
+  EXPECT_TRUE(young.saved_baselines().empty());
+}
+
 TEST(IncidentDetector, AFaultFromTheStartBecomesTheNormal) {
   // What warm-up learns is the normal: the detector cannot know better.
   IncidentDetector d(fast());
